@@ -1,0 +1,31 @@
+# Two entry points (see README): `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Portable llama.cpp build: a native build can segfault on CPUs with AVX-512/AMX paths.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF \
+	-DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF
+PIP := CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --disable-pip-version-check
+
+.PHONY: demo install install-test test lint
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+install: $(BIN)/python
+	$(PIP) -e ".[all]"
+
+demo: install
+	$(BIN)/knockout demo
+
+install-test: $(BIN)/python
+	$(PIP) -e ".[test]"
+	scripts/install-browser.sh
+
+test: install-test
+	$(BIN)/python -m pytest -q -ra
+
+lint:
+	$(BIN)/ruff check src tests bench
+	$(BIN)/python -m mypy

@@ -1,0 +1,3 @@
+from knockout.cli.main import main
+
+main()

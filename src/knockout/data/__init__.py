@@ -1,0 +1,24 @@
+"""Data: records, loaders and writers.
+
+``load_items(path, format="auto", **options)`` returns an :class:`ItemSet`.
+Loaders are registered by name in :data:`loaders`; ``auto`` picks one from the
+path (extension, folder layout, first record).
+"""
+
+from __future__ import annotations
+
+from knockout.data.loaders import detect_format, load_items, loaders
+from knockout.data.records import Answer, ItemSet, PairItem, Question, ScoredText
+from knockout.data.writer import write_jsonl
+
+__all__ = [
+    "Answer",
+    "ItemSet",
+    "PairItem",
+    "Question",
+    "ScoredText",
+    "detect_format",
+    "load_items",
+    "loaders",
+    "write_jsonl",
+]

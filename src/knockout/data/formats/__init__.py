@@ -1,0 +1,1 @@
+"""Input formats.  Each module provides ``load(path, **options) -> ItemSet``; see docs/data-formats.md."""

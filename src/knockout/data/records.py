@@ -1,0 +1,204 @@
+"""Records: questions, answers, pairs and the item sets that hold them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from knockout.errors import InputError
+
+
+class Question(BaseModel):
+    """A question (or MT source segment) that several answers respond to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    text: str
+    reference: str | None = None
+    max_points: float = 1.0
+    language: str = "en"
+    difficulty: str | None = None
+    exam_id: str | None = None
+    images: list[str] = Field(default_factory=list)
+    # "points": human scores are on 0..max_points (RMSE is meaningful);
+    # anything else (e.g. "mqm") means another scale: only correlations apply.
+    human_scale: str = "points"
+    task: str = "exam"  # "exam" (graded answers) or "mt" (translations)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", "text")
+    @classmethod
+    def _non_empty(cls, v: str) -> str:
+        if not str(v).strip():
+            raise ValueError("must not be empty")
+        return v
+
+    @field_validator("max_points")
+    @classmethod
+    def _positive(cls, v: float) -> float:
+        if not math.isfinite(v) or v <= 0:
+            raise ValueError("must be a number > 0")
+        return v
+
+
+class Answer(BaseModel):
+    """One examinee's (or system's) answer to a question, with optional human grades."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    question_id: str
+    examinee: str | None = None
+    text: str
+    human_scores: dict[str, float] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", "question_id", "text")
+    @classmethod
+    def _non_empty(cls, v: str) -> str:
+        if not str(v).strip():
+            raise ValueError("must not be empty")
+        return v
+
+    @field_validator("human_scores")
+    @classmethod
+    def _finite(cls, v: dict[str, float]) -> dict[str, float]:
+        for grader, score in v.items():
+            if not math.isfinite(score):
+                raise ValueError(f"score of grader '{grader}' is not a finite number")
+        return v
+
+    @property
+    def human_score(self) -> float | None:
+        """Mean over graders, or None when no human grade is present."""
+        if not self.human_scores:
+            return None
+        return sum(self.human_scores.values()) / len(self.human_scores)
+
+
+class ItemSet:
+    """Questions and their answers, validated as a whole."""
+
+    def __init__(
+        self,
+        questions: Iterable[Question],
+        answers: Iterable[Answer],
+        *,
+        source: str = "<memory>",
+    ) -> None:
+        self.source = source
+        self.questions: dict[str, Question] = {}
+        for q in questions:
+            if q.id in self.questions:
+                raise InputError("duplicate question id", file=source, record=q.id, field="id")
+            self.questions[q.id] = q
+        self.answers: list[Answer] = []
+        seen: set[str] = set()
+        for a in answers:
+            if a.id in seen:
+                raise InputError("duplicate answer id", file=source, record=a.id, field="id")
+            seen.add(a.id)
+            question = self.questions.get(a.question_id)
+            if question is None:
+                raise InputError(
+                    f"answer refers to unknown question '{a.question_id}'",
+                    file=source,
+                    record=a.id,
+                    field="question_id",
+                )
+            if question.human_scale == "points":
+                for grader, s in a.human_scores.items():
+                    if s < 0 or s > question.max_points + 1e-9:
+                        raise InputError(
+                            f"human score {s:g} of grader '{grader}' is outside 0..{question.max_points:g}",
+                            file=source,
+                            record=a.id,
+                            field="human_scores",
+                        )
+            self.answers.append(a)
+        self._by_question: dict[str, list[Answer]] = {}
+        for a in self.answers:
+            self._by_question.setdefault(a.question_id, []).append(a)
+        self._answers_by_id = {a.id: a for a in self.answers}
+
+    def __len__(self) -> int:
+        return len(self.answers)
+
+    def __iter__(self) -> Iterator[Answer]:
+        return iter(self.answers)
+
+    def answer(self, answer_id: str) -> Answer:
+        return self._answers_by_id[answer_id]
+
+    def question_of(self, answer: Answer) -> Question:
+        return self.questions[answer.question_id]
+
+    def answers_for(self, question_id: str) -> list[Answer]:
+        return list(self._by_question.get(question_id, []))
+
+    def question_ids(self) -> list[str]:
+        """Questions that have at least one answer, in file order."""
+        return [qid for qid in self.questions if qid in self._by_question]
+
+    def has_human_scores(self) -> bool:
+        return any(a.human_scores for a in self.answers)
+
+    def subset(
+        self, *, limit: int | None = None, answers_per_question: int | None = None
+    ) -> ItemSet:
+        """The first ``limit`` questions, each with its first ``answers_per_question`` answers."""
+        qids = self.question_ids()
+        if limit is not None:
+            qids = qids[:limit]
+        answers: list[Answer] = []
+        for qid in qids:
+            group = self.answers_for(qid)
+            if answers_per_question is not None:
+                group = group[:answers_per_question]
+            answers.extend(group)
+        return ItemSet([self.questions[q] for q in qids], answers, source=self.source)
+
+    def fingerprint(self) -> str:
+        """A hash of the content, used in run identities."""
+        h = hashlib.sha256()
+        for q in self.questions.values():
+            h.update(json.dumps(q.model_dump(), sort_keys=True).encode())
+        for a in self.answers:
+            h.update(json.dumps(a.model_dump(), sort_keys=True).encode())
+        return h.hexdigest()[:16]
+
+
+class PairItem(BaseModel):
+    """A side-by-side item: one question, two answers, optional human verdicts.
+
+    ``label`` values are free-form per source; loaders document their mapping.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    question: str
+    answer_a: str
+    answer_b: str
+    system_a: str | None = None
+    system_b: str | None = None
+    reference: str | None = None
+    human_verdicts: dict[str, str] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScoredText(BaseModel):
+    """A single text with a human score (e.g. SummEval, OpenMEVA)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    text: str
+    human_score: float | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)

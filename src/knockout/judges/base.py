@@ -1,0 +1,100 @@
+"""The one async interface every judge backend implements."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import mimetypes
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(BaseModel):
+    """A chat message; ``images`` are file paths sent to judges that accept images."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str
+    images: tuple[str, ...] = ()
+
+
+class GenParams(BaseModel):
+    """Generation parameters; defaults follow the papers (temperature 0.1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float = 0.1
+    max_tokens: int = Field(default=512, gt=0)
+    seed: int | None = 0
+    stop: tuple[str, ...] = ()
+
+
+@dataclass
+class JudgeRequest:
+    messages: list[Message]
+    params: GenParams = field(default_factory=GenParams)
+    # Structured facts about what is being judged.  Real LLM backends ignore
+    # this; the scripted (simulated) judge reads it.  Not part of the cache key.
+    hint: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+    images_dropped: int = 0
+
+
+def image_digest(path: str) -> str:
+    """Content hash of an image file (so a cache key changes when the image does)."""
+    p = Path(path)
+    if not p.is_file():
+        return f"missing:{path}"
+    return hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+
+
+def image_data_url(path: str) -> tuple[str, str]:
+    """(media type, base64 data) of an image file."""
+    media = mimetypes.guess_type(path)[0] or "image/png"
+    return media, base64.b64encode(Path(path).read_bytes()).decode("ascii")
+
+
+class Judge(ABC):
+    """A judge backend.  Subclasses set ``backend`` and implement :meth:`complete`."""
+
+    backend: str = "?"
+    supports_images: bool = False
+    #: True for the scripted judge: results are a simulation, not an LLM's.
+    simulated: bool = False
+
+    def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
+        self.model = model
+        self.options = dict(options or {})
+
+    @property
+    def spec(self) -> str:
+        return f"{self.backend}:{self.model}"
+
+    def identity(self) -> dict[str, Any]:
+        """What determines this judge's outputs (part of every cache key)."""
+        return {"backend": self.backend, "model": self.model}
+
+    def default_concurrency(self) -> int:
+        return 4
+
+    @abstractmethod
+    async def complete(self, request: JudgeRequest) -> Completion:
+        """Send one request; raise on transport errors after the backend's own retries."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (clients, models)."""

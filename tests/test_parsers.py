@@ -1,0 +1,98 @@
+"""Parsers over real reply shapes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from knockout.prompts.parsers import parse_pairwise, parse_score
+from tests.conftest import DATA, needs_shared
+
+
+@pytest.mark.parametrize(
+    ("reply", "max_points", "expected"),
+    [
+        ("Explanation: good.\nScore: 3/4", 4, 3.0),
+        ("Explanation: partly right. Score: 1.5/2", 2, 1.5),
+        ("Begründung: teilweise richtig. Punktzahl: 1,5/2", 2, 1.5),
+        ("**Score:** 4/5", 5, 4.0),
+        ("**Score: 4.5 / 5** because the answer is complete.", 5, 4.5),
+        ("Score: [3]/5", 5, 3.0),
+        ("Score: [2.5]/[5]", 5, 2.5),
+        ("I would give it 3 out of 5.", 5, 3.0),
+        ("Overall this is 7/10 quality. Score: 2/3.", 3, 2.0),
+        ("[reason] fine [/reason]\n[grade] 2,5 [/grade]", 3, 2.5),
+        ("<Explanation>\nok\n</Explanation>\n\n<Rating>\n4\n</Rating>", 5, 4.0),
+        ("Score: 0/2 - the answer is wrong.", 2, 0.0),
+        ("Score: 80/100", 100, 80.0),
+        ("Grade: 1", 1, 1.0),
+        ("Explanation: The answer has 2 of 4 points correct.\nScore: 0.5/1", 1, 0.5),
+    ],
+)
+def test_score_variants(reply: str, max_points: float, expected: float) -> None:
+    parsed = parse_score(reply, max_points)
+    assert parsed.ok, parsed.error
+    assert parsed.value == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "max_points", "fragment"),
+    [
+        ("I think this answer is quite good.", 4, "no grade"),
+        ("Score: 6/4", 4, "outside 0..4"),
+        ("Score: 6", 4, "outside 0..4"),
+        ("Score: 7/10", 5, "not on the 0..5 scale"),
+        ("Explanation: [explanation] Score: [score]/5", 5, "placeholder"),
+    ],
+)
+def test_score_invalid(reply: str, max_points: float, fragment: str) -> None:
+    parsed = parse_score(reply, max_points)
+    assert not parsed.ok
+    assert parsed.value is None
+    assert fragment in (parsed.error or "")
+
+
+@pytest.mark.parametrize(
+    ("reply", "max_points", "expected"),
+    [
+        ("Explanation: both ok. Answer 1: 3/4 Answer 2: 1.5/4", 4, (3.0, 1.5)),
+        ("Begründung: ... Antwort 1: 2,5/5 Antwort 2: 4/5.", 5, (2.5, 4.0)),
+        ("Explanation: x\nTranslation 1: 80/100, Translation 2: 65/100.", 100, (80.0, 65.0)),
+        ("**Answer 1:** 2/2\n**Answer 2:** 0/2", 2, (2.0, 0.0)),
+        ("Answer 1: [3]/5 Answer 2: [4]/5", 5, (3.0, 4.0)),
+    ],
+)
+def test_pairwise_variants(reply: str, max_points: float, expected: tuple[float, float]) -> None:
+    parsed = parse_pairwise(reply, max_points)
+    assert parsed.ok, parsed.error
+    assert tuple(parsed.value) == expected
+
+
+def test_pairwise_invalid() -> None:
+    assert not parse_pairwise("Answer 1: 3/4 and the other is worse", 4).ok
+    assert "answer 2" in (parse_pairwise("Answer 1: 3/4 Answer 2: 5/4", 4).error or "")
+
+
+@needs_shared
+def test_recorded_pointwise_replies_match_recorded_scores() -> None:
+    """The meta-evaluation study's recorded replies: our parser reads the score its authors recorded."""
+    files = sorted((DATA / "meta-evaluation" / "evaluator_results" / "pointwise").glob("*.jsonl"))
+    assert files
+    agree = total = 0
+    unreadable_recorded = 0
+    for f in files:
+        for line in f.read_text().splitlines():
+            row = json.loads(line)
+            recorded = str(row["score"]).strip()
+            parsed = parse_score(row["response"], 5)
+            if recorded in {"1", "2", "3", "4", "5"}:
+                total += 1
+                agree += parsed.ok and parsed.value == float(recorded)
+            elif not recorded:
+                # The authors could not read these either: we must not invent a grade.
+                unreadable_recorded += 1
+                assert not parsed.ok or parsed.value is not None
+    assert total > 2900
+    assert agree / total > 0.99, f"{agree}/{total}"
+    assert unreadable_recorded > 0

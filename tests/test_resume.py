@@ -1,0 +1,89 @@
+"""A grading run SIGKILLed mid-way resumes with no repeated judge call and the same results."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SMALL_MODEL, needs_model
+
+QUESTIONS = [
+    ("q1", "Name one difference between TCP and UDP.", 2),
+    ("q2", "What is the time complexity of binary search?", 2),
+]
+ANSWERS = ["TCP is connection-oriented, UDP is not.", "UDP is faster because it has no handshake.",
+           "Both are the same.", "O(log n).", "O(n^2) because it compares all pairs.", "It is logarithmic."]
+
+
+def write_data(path: Path) -> Path:
+    rows: list[dict[str, object]] = []
+    for qid, text, mp in QUESTIONS:
+        rows.append({"type": "question", "id": qid, "text": text, "max_points": mp})
+    for i, ans in enumerate(ANSWERS):
+        qid = "q1" if i < 3 else "q2"
+        rows.append({"type": "answer", "id": f"a{i}", "question_id": qid, "examinee": f"e{i}", "text": ans,
+                     "human_score": [2, 1, 0, 2, 0, 1.5][i]})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def grade_cmd(data: Path, db: Path) -> list[str]:
+    return [sys.executable, "-m", "knockout.cli", "grade", str(data), "--judge", f"llamacpp:{SMALL_MODEL}",
+            "--judge-opt", "threads=2", "--temperature", "0", "--max-tokens", "48", "--concurrency", "1",
+            "-o", str(db), "--json", "-q"]
+
+
+def live_calls(db: Path) -> list[str]:
+    con = sqlite3.connect(db)
+    try:
+        return [r[0] for r in con.execute("SELECT key FROM call_log WHERE error IS NULL ORDER BY id")]
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        con.close()
+
+
+@needs_model
+@pytest.mark.slow
+def test_sigkill_then_resume(tmp_path: Path, small_gguf: Path) -> None:
+    data = write_data(tmp_path / "exam.jsonl")
+    killed_db = tmp_path / "killed.db"
+    proc = subprocess.Popen(grade_cmd(data, killed_db), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 240
+    while time.time() < deadline and len(live_calls(killed_db)) < 2:
+        if proc.poll() is not None:
+            pytest.fail(f"run ended before it could be killed: {proc.stderr.read().decode() if proc.stderr else ''}")
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = live_calls(killed_db)
+    assert 2 <= len(before) < len(ANSWERS), before
+
+    resumed = subprocess.run(grade_cmd(data, killed_db), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    after = live_calls(killed_db)
+    assert len(after) == len(set(after)), "a judge call was repeated after the kill"
+    assert after[: len(before)] == before
+    summary = json.loads(resumed.stdout)
+    assert summary["cache_hits"] >= len(before)
+
+    clean_db = tmp_path / "clean.db"
+    clean = subprocess.run(grade_cmd(data, clean_db), capture_output=True, text=True, timeout=600)
+    assert clean.returncode == 0, clean.stderr
+
+    def results(db: Path) -> list[tuple[str, float | None, int]]:
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT item_id, score, valid FROM results ORDER BY item_id").fetchall()
+        con.close()
+        return rows
+
+    assert results(killed_db) == results(clean_db)
+    assert len(results(clean_db)) == len(ANSWERS)
