@@ -93,6 +93,7 @@ async def run_async(
             "simulated_judge": judge.simulated,
         },
         data_source=items.source,
+        data_fingerprint=store.save_items(items),
     )
     engine = Engine(
         judge,

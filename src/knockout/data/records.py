@@ -164,6 +164,22 @@ class ItemSet:
             answers.extend(group)
         return ItemSet([self.questions[q] for q in qids], answers, source=self.source)
 
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able snapshot (stored with every run, so reports need no data file)."""
+        return {
+            "source": self.source,
+            "questions": [q.model_dump(mode="json") for q in self.questions.values()],
+            "answers": [a.model_dump(mode="json") for a in self.answers],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ItemSet:
+        return cls(
+            [Question(**q) for q in data["questions"]],
+            [Answer(**a) for a in data["answers"]],
+            source=str(data.get("source", "<store>")),
+        )
+
     def fingerprint(self) -> str:
         """A hash of the content, used in run identities."""
         h = hashlib.sha256()

@@ -9,6 +9,8 @@ Tables
               A key that appears twice here is a repeated call.
 ``runs``      one row per run: method, configuration, status, summary.
 ``results``   per-run, per-item results (score, validity, details as JSON).
+``itemsets``  snapshots of the item sets runs were made on (questions, answers, human
+              grades), keyed by fingerprint, so reports need no data file.
 
 Every write commits at once (WAL journal), so a run killed at any moment keeps
 every call that returned; the rerun finds them in ``calls`` and sends nothing
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from knockout.data.records import ItemSet
 from knockout.judges.base import GenParams, Message, image_digest
 
 SCHEMA = """
@@ -52,6 +55,12 @@ CREATE TABLE IF NOT EXISTS call_log (
     error TEXT
 );
 CREATE INDEX IF NOT EXISTS call_log_key ON call_log(key);
+CREATE TABLE IF NOT EXISTS itemsets (
+    fingerprint TEXT PRIMARY KEY,
+    source TEXT,
+    data TEXT NOT NULL,
+    created REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     kind TEXT NOT NULL DEFAULT 'grade',
@@ -59,6 +68,7 @@ CREATE TABLE IF NOT EXISTS runs (
     judge TEXT NOT NULL,
     config TEXT NOT NULL,
     data_source TEXT,
+    data_fingerprint TEXT,
     status TEXT NOT NULL,
     created REAL NOT NULL,
     updated REAL NOT NULL,
@@ -109,6 +119,7 @@ class RunRecord:
     judge: str
     config: dict[str, Any]
     data_source: str | None
+    data_fingerprint: str | None
     status: str
     created: float
     updated: float
@@ -124,6 +135,13 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add columns that stores written by older versions lack."""
+        cols = {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}
+        if "data_fingerprint" not in cols:
+            self.db.execute("ALTER TABLE runs ADD COLUMN data_fingerprint TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -211,12 +229,15 @@ class Store:
         judge: str,
         config: dict[str, Any],
         data_source: str | None,
+        data_fingerprint: str | None = None,
     ) -> None:
         now = time.time()
         self.db.execute(
-            "INSERT INTO runs (id, kind, method, judge, config, data_source, status, created, updated) "
-            "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET status='running', updated=excluded.updated",
-            (run_id, kind, method, judge, json.dumps(config, sort_keys=True), data_source, "running", now, now),
+            "INSERT INTO runs (id, kind, method, judge, config, data_source, data_fingerprint, status, created, "
+            "updated) VALUES (?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT(id) DO UPDATE SET status='running', updated=excluded.updated",
+            (run_id, kind, method, judge, json.dumps(config, sort_keys=True), data_source, data_fingerprint,
+             "running", now, now),
         )
 
     def finish_run(self, run_id: str, summary: dict[str, Any], status: str = "complete") -> None:
@@ -227,7 +248,7 @@ class Store:
 
     def get_run(self, run_id: str) -> RunRecord | None:
         row = self.db.execute(
-            "SELECT id, kind, method, judge, config, data_source, status, created, updated, summary "
+            "SELECT id, kind, method, judge, config, data_source, data_fingerprint, status, created, updated, summary "
             "FROM runs WHERE id = ?",
             (run_id,),
         ).fetchone()
@@ -235,7 +256,7 @@ class Store:
 
     def runs(self) -> list[RunRecord]:
         rows = self.db.execute(
-            "SELECT id, kind, method, judge, config, data_source, status, created, updated, summary "
+            "SELECT id, kind, method, judge, config, data_source, data_fingerprint, status, created, updated, summary "
             "FROM runs ORDER BY created"
         ).fetchall()
         return [self._run(r) for r in rows]
@@ -249,11 +270,29 @@ class Store:
             judge=row[3],
             config=json.loads(row[4]),
             data_source=row[5],
-            status=row[6],
-            created=row[7],
-            updated=row[8],
-            summary=json.loads(row[9]) if row[9] else None,
+            data_fingerprint=row[6],
+            status=row[7],
+            created=row[8],
+            updated=row[9],
+            summary=json.loads(row[10]) if row[10] else None,
         )
+
+    # -- item sets ---------------------------------------------------------------------
+    def save_items(self, items: ItemSet) -> str:
+        fp = items.fingerprint()
+        self.db.execute(
+            "INSERT OR IGNORE INTO itemsets (fingerprint, source, data, created) VALUES (?,?,?,?)",
+            (fp, items.source, json.dumps(items.to_dict(), ensure_ascii=False), time.time()),
+        )
+        return fp
+
+    def load_items(self, fingerprint: str) -> ItemSet | None:
+        row = self.db.execute("SELECT data FROM itemsets WHERE fingerprint = ?", (fingerprint,)).fetchone()
+        return ItemSet.from_dict(json.loads(row[0])) if row else None
+
+    def items_for_run(self, run_id: str) -> ItemSet | None:
+        run = self.get_run(run_id)
+        return self.load_items(run.data_fingerprint) if run and run.data_fingerprint else None
 
     def put_result(
         self,
