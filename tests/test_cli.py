@@ -50,7 +50,10 @@ def test_grade_json_and_export(tmp_path: Path) -> None:
     assert csv_out.returncode == 0
     rows = list(csv.DictReader(io.StringIO(csv_out.stdout)))
     assert [r["item_id"] for r in rows] == ["a1", "a2", "a3"] and all(r["valid"] == "1" for r in rows)
-    jl = knockout("export", str(db), "--format", "jsonl").stdout.splitlines()
+    out_file = tmp_path / "x.jsonl"
+    summary_export = json.loads(knockout("export", str(db), "--format", "jsonl", "-O", str(out_file), "--json").stdout)
+    assert summary_export["rows"] == 3 and summary_export["run_id"] == summary["run_id"]
+    jl = out_file.read_text().splitlines()
     assert {json.loads(x)["item_id"] for x in jl} == {"a1", "a2", "a3"}
 
 

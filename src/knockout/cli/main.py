@@ -227,12 +227,15 @@ def export(
     run_id: Annotated[str | None, typer.Option("--run", help="run id (default: the latest run)")] = None,
     format: Annotated[str, typer.Option("--format", help="csv or jsonl")] = "csv",
     output: Annotated[Path | None, typer.Option("--output", "-O", help="file (default: stdout)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary (needs --output)")] = False,
 ) -> None:
     """Export one run's per-answer results as CSV or JSONL."""
     from knockout.reports.export import export_run
 
     try:
-        text = export_run(db, run_id, format)
+        if as_json and output is None:
+            raise ConfigError("export --json prints a summary; give --output FILE for the data")
+        run, rows, text = export_run(db, run_id, format)
     except KnockoutError as exc:
         fail(exc)
         return
@@ -240,6 +243,8 @@ def export(
         output.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
+    if as_json:
+        print_json({"run_id": run, "format": format, "rows": rows, "output": str(output)})
 
 
 @app.command()

@@ -17,7 +17,8 @@ def open_existing(db: Path) -> Store:
     return Store(db)
 
 
-def export_run(db: Path, run_id: str | None, fmt: str) -> str:
+def export_run(db: Path, run_id: str | None, fmt: str) -> tuple[str, int, str]:
+    """(run id, number of rows, text) of one run's results."""
     if fmt not in ("csv", "jsonl"):
         raise ConfigError(f"unknown export format '{fmt}' (csv or jsonl)")
     store = open_existing(db)
@@ -32,7 +33,7 @@ def export_run(db: Path, run_id: str | None, fmt: str) -> str:
     finally:
         store.close()
     if fmt == "jsonl":
-        return "".join(
+        return run.id, len(rows), "".join(
             json.dumps({"run_id": run.id, "method": run.method, "judge": run.judge, **r}, ensure_ascii=False)
             + "\n"
             for r in rows
@@ -45,4 +46,4 @@ def export_run(db: Path, run_id: str | None, fmt: str) -> str:
         replies = " ||| ".join(a.get("reply", "") for a in d.get("attempts", []))
         w.writerow([run.id, run.method, run.judge, r["item_id"], r["question_id"],
                     "" if r["score"] is None else r["score"], int(r["valid"]), d.get("error") or "", replies])
-    return buf.getvalue()
+    return run.id, len(rows), buf.getvalue()
