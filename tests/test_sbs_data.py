@@ -125,7 +125,7 @@ def test_sbs_jsonl_errors_name_file_line_field(tmp_path: Path, row: dict[str, ob
 
 
 def test_duplicate_ids_and_options(tmp_path: Path) -> None:
-    row = {"id": "p1", "question": "q", "candidate": "x", "baseline": "y"}
+    row: dict[str, object] = {"id": "p1", "question": "q", "candidate": "x", "baseline": "y"}
     with pytest.raises(InputError, match="duplicate"):
         load_sbs(write_jsonl(tmp_path / "d.jsonl", [row, row]))
     with pytest.raises(ConfigError):
