@@ -9,6 +9,11 @@ optional inflation, clipped to the scale and rounded to half points.
 Spec: ``scripted[:name][?noise=0.1&bias=0&inflation=0&invalid=0&delay=0&seed=0]``
 (noise, bias and inflation are fractions of the maximum points; ``invalid`` is
 the probability of an unparseable reply; ``delay`` seconds per call).
+Side-by-side requests (``kind = "sbs"``) carry ``quality = [q1, q2]`` (0..1, the answers in display
+order, None for unknown): each gets noise, the first gets the ``bias`` bonus, and the reply is
+``[[A]]``/``[[B]]`` when they differ by more than :data:`SBS_TIE_MARGIN`, else ``[[C]]`` (mean >= 0.5)
+or ``[[D]]``.  ``disagree_with = X`` (the second agent of a "hard" debate) turns a verdict equal to X
+into its opposite (A<->B, C<->D).
 The noise is a deterministic function of the seed and the request, so the same
 request always gets the same reply, as a cached LLM call would.
 """
@@ -24,6 +29,9 @@ import numpy as np
 
 from knockout.errors import ConfigError
 from knockout.judges.base import Completion, Judge, JudgeRequest
+
+SBS_TIE_MARGIN = 0.15
+_OPPOSITE = {"A": "B", "B": "A", "C": "D", "D": "C"}
 
 
 class ScriptedJudge(Judge):
@@ -73,6 +81,8 @@ class ScriptedJudge(Judge):
         kind = hint.get("kind", "individual")
         if rng.uniform() < self.invalid:
             return "I am not sure how to grade this."
+        if kind == "sbs":
+            return self.sbs_reply(hint, rng)
         max_points = float(hint.get("max_points", 1.0))
         humans: list[float | None] = list(hint.get("humans", [None]))
         scores = [self.score(h, max_points, i, rng) for i, h in enumerate(humans)]
@@ -85,6 +95,19 @@ class ScriptedJudge(Judge):
                 f"Answer 1: {scores[0]:g}/{m}\nAnswer 2: {scores[1]:g}/{m}"
             )
         raise ConfigError(f"scripted judge cannot answer requests of kind '{kind}'")
+
+    def sbs_reply(self, hint: dict[str, Any], rng: np.random.Generator) -> str:
+        """A simulated side-by-side verdict in display order."""
+        q = [rng.uniform(0, 1) if v is None else float(v) for v in hint.get("quality", [None, None])]
+        first = q[0] + rng.normal(0, self.noise) + self.bias
+        second = q[1] + rng.normal(0, self.noise)
+        if abs(first - second) > SBS_TIE_MARGIN:
+            verdict = "A" if first > second else "B"
+        else:
+            verdict = "C" if (first + second) / 2 >= 0.5 else "D"
+        if hint.get("disagree_with") == verdict:
+            verdict = _OPPOSITE[verdict]
+        return f"Simulated side-by-side verdict (scripted judge).\n[[{verdict}]]"
 
     async def complete(self, request: JudgeRequest) -> Completion:
         if self.delay:

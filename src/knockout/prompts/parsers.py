@@ -9,6 +9,7 @@ Registered parsers (by name, used by prompt presets):
 * ``score`` — one grade: ``Score: X/max`` and real variants (``Punktzahl: 1,5/2``,
   ``**Score:** 4``, ``Score: [3.5]/5``, ``4 out of 5``, ``[grade] 2 [/grade]``,
   ``<Rating> 4 </Rating>``), the last one in the reply wins.
+* ``sbs`` — a side-by-side verdict ``[[A]]``..``[[D]]`` or a bare letter (``knockout.sbs.verdicts``).
 * ``pairwise`` — two grades: ``Answer 1: X/max Answer 2: Y/max`` (also
   ``Antwort``, ``Translation``, ``Übersetzung``, ``Response``, ``Assistant``).
 """
@@ -130,3 +131,6 @@ def parse_pairwise(text: str, max_points: float) -> Parsed:
             return Parsed(error=f"answer {n}: {checked.error}")
         values.append(checked.value)
     return Parsed(value=(values[0], values[1]))
+
+
+parsers.add("sbs", "knockout.sbs.verdicts:parse_sbs", "side-by-side verdict, '[[A]]'..'[[D]]' or a bare letter")

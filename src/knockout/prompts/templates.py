@@ -3,7 +3,7 @@
 A template file (TOML) has::
 
     name = "my-grader"
-    kind = "individual"            # or "pairwise"
+    kind = "individual"            # or "pairwise", "sbs" (side-by-side verdict A/B/C/D)
     language = "en"
     parser = "score"               # a registered parser ("score", "pairwise", ...)
     citation = "where the prompt comes from"
@@ -52,8 +52,12 @@ DEFAULT_REMINDERS = {
         "Your reply could not be read as two grades ({error}). Reply again and end with exactly "
         "this format: Answer 1: X/{max_points} Answer 2: Y/{max_points}"
     ),
+    "sbs": (
+        "Your reply could not be read as a verdict ({error}). Reply again and end with exactly one of "
+        "[[A]], [[B]], [[C]] or [[D]]."
+    ),
 }
-DEFAULT_PARSERS = {"individual": "score", "pairwise": "pairwise"}
+DEFAULT_PARSERS = {"individual": "score", "pairwise": "pairwise", "sbs": "sbs"}
 
 
 def placeholders(text: str) -> set[str]:
@@ -116,7 +120,7 @@ def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
             raise ConfigError(f"{where}: {part} uses unknown placeholder {names} (known: {known})")
     if t.parser not in parsers:
         raise ConfigError(f"{where}: unknown parser '{t.parser}' (known: {', '.join(parsers.names())})")
-    need = {"individual": {"answer"}, "pairwise": {"answer1", "answer2"}}.get(t.kind)
+    need = {"individual": {"answer"}, "pairwise": {"answer1", "answer2"}, "sbs": {"answer1", "answer2"}}.get(t.kind)
     if need is not None and not need <= t.fields:
         missing = ", ".join("{" + n + "}" for n in sorted(need - t.fields))
         raise ConfigError(f"{where}: a {t.kind} template must use {missing}")
