@@ -212,7 +212,7 @@ class Aligned:
         out: dict[str, Any] = {"n": len(idx), "questions": len(np.unique(self.question[idx]))}
         for name, value, iv in zip(("pearson", "spearman", "kendall"), corr, cis, strict=True):
             out[name] = finite_or_none(value)
-            out[f"{name}ci_pair"] = ci_pair(iv)
+            out[f"{name}_ci"] = ci_pair(iv)
         out.update({
             "rmse": rmse(list(jp), list(hp)) if len(pts) else None,
             "mean_diff": float(np.mean(jp - hp)) if len(pts) else None,
@@ -253,7 +253,7 @@ class Aligned:
         for name, value, iv in zip(("pearson", "spearman", "kendall", "pairwise_accuracy"), values, cis,
                                    strict=True):
             out[name] = finite_or_none(value)
-            out[f"{name}ci_pair"] = ci_pair(iv)
+            out[f"{name}_ci"] = ci_pair(iv)
         out["pairwise_accuracy"] = acc
         pts_all = bool(np.all(self.points[idx])) if len(idx) else False
         out["rmse_norm"] = float(np.sqrt(np.mean((j - h) ** 2))) if len(j) and pts_all else None

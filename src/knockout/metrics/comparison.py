@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from knockout.data.records import ItemSet
-from knockout.metrics.analysis import Aligned, Row, finite_or_none, pearson_np, build_rows
+from knockout.metrics.analysis import Aligned, Row, build_rows, finite_or_none, pearson_np
 from knockout.metrics.bootstrap import DEFAULT_RESAMPLES, paired_bootstrap
 from knockout.metrics.measures import williams_test
 
@@ -42,10 +42,12 @@ def paired_comparison(items: ItemSet, results_a: Iterable[Mapping[str, Any]],
     al, b_norm = _common(items, results_a, results_b)
     h, a_norm = al.human_norm, al.judge_norm
     n = len(al)
-    out: dict[str, Any] = {"n": n, "pearson_a": finite_or_none(pearson_np(a_norm, h)), "pearson_b": finite_or_none(pearson_np(b_norm, h)),
+    out: dict[str, Any] = {"n": n, "pearson_a": finite_or_none(pearson_np(a_norm, h)),
+                           "pearson_b": finite_or_none(pearson_np(b_norm, h)),
                            "pearson_ab": finite_or_none(pearson_np(a_norm, b_norm))}
-    pb = paired_bootstrap(lambda s: finite_or_none(pearson_np(a_norm[s], h[s])), lambda s: finite_or_none(pearson_np(b_norm[s], h[s])),
-                          al.question, resamples=resamples, seed=seed)
+    pb = paired_bootstrap(lambda s: finite_or_none(pearson_np(a_norm[s], h[s])),
+                          lambda s: finite_or_none(pearson_np(b_norm[s], h[s])), al.question,
+                          resamples=resamples, seed=seed)
     out["question_level"] = {"delta": pb.delta, "ci": None if pb.low is None else [pb.low, pb.high],
                              "p_bootstrap": pb.p_value}
     r12, r13, r23 = out["pearson_a"], out["pearson_b"], out["pearson_ab"]

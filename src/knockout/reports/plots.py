@@ -102,7 +102,8 @@ def cost_vs_agreement(cmp: dict[str, Any]) -> bytes:
         x = r["cost"]["tokens"] if use_tokens else r["cost"]["requests"]
         ci = q.get("pearson_ci") or [q["pearson"], q["pearson"]]
         ax.errorbar([x], [q["pearson"]], yerr=[[q["pearson"] - ci[0]], [ci[1] - q["pearson"]]], fmt="o", capsize=4)
-        ax.annotate(f"{r['run_id'][:6]} {r['label'][:40]}", (x, q["pearson"]), textcoords="offset points", xytext=(6, 4), fontsize=7)
+        ax.annotate(f"{r['run_id'][:6]} {r['label'][:40]}", (x, q["pearson"]), textcoords="offset points",
+                    xytext=(6, 4), fontsize=7)
     ax.set_xlabel("judge tokens" if use_tokens else "judge requests")
     ax.set_ylabel("Pearson with humans (question level)")
     ax.set_title("cost vs agreement")

@@ -98,7 +98,8 @@ def exam_rows(e: dict[str, Any]) -> list[tuple[str, str]]:
         ("Pearson (normalised totals) [95% CI]", with_ci(e, "pearson")),
         ("Spearman [95% CI]", with_ci(e, "spearman")),
         ("Kendall tau-b [95% CI]", with_ci(e, "kendall")),
-        ("pairwise ranking accuracy (Kocmi) [95% CI]", with_ci(e, "pairwise_accuracy") + f" over {e.get('pairs')} pairs"),
+        ("pairwise ranking accuracy (Kocmi) [95% CI]",
+         with_ci(e, "pairwise_accuracy") + f" over {e.get('pairs')} pairs"),
         ("RMSE of normalised totals", num(e.get("rmse_norm"))),
         ("mean difference (share of max points)", num(e.get("mean_diff_norm"))),
     ]

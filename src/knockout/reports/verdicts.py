@@ -34,8 +34,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from knockout.data.formats._common import iter_json_lines, natural_key, read_text
 from knockout.errors import ConfigError, InputError
-from knockout.metrics.analysis import ci_pair, kendall_np, finite_or_none, pearson_np, spearman_np
-from knockout.metrics.bootstrap import DEFAULT_RESAMPLES, bootstrap
+from knockout.metrics.analysis import ci_pair, finite_or_none, kendall_np, pearson_np, spearman_np
+from knockout.metrics.bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap
 from knockout.reports.report import Table, num, with_ci
 
 KINDS = ("auto", "pairwise", "score")
@@ -179,12 +179,13 @@ def analyse_file(path: Path, human_field: str, verdict_field: str | None = None,
         out["non_integer"] = non_integer_n
         out["non_integer_rule"] = non_integer
         values = [pearson_np(x, y), spearman_np(x, y), kendall_np(x, y)]
-        cis = bootstrap(lambda s: np.array([pearson_np(x[s], y[s]), spearman_np(x[s], y[s]), kendall_np(x[s], y[s])]),
+        cis = bootstrap(lambda s: np.array([pearson_np(x[s], y[s]), spearman_np(x[s], y[s]),
+                                            kendall_np(x[s], y[s])]),
                         idx_all, resamples=resamples, seed=seed) if resamples and len(x) >= 3 \
             else [Interval(None, None, 0)] * 3
         for name, val, iv in zip(("pearson", "spearman", "kendall"), values, cis, strict=True):
             out[name] = finite_or_none(val)
-            out[f"{name}ci_pair"] = None if iv is None else ci_pair(iv)
+            out[f"{name}_ci"] = ci_pair(iv)
     return out
 
 
@@ -231,8 +232,8 @@ def verdict_tables(res: dict[str, Any]) -> list[Table]:
     if score:
         tables.append(Table(
             f"scores vs human '{res['human_field']}'",
-            ["evaluator", "verdict field", "records", "n", "invalid", "non-integer", "Pearson [95% CI]", "Spearman [95% CI]",
-             "Kendall"],
+            ["evaluator", "verdict field", "records", "n", "invalid", "non-integer", "Pearson [95% CI]",
+             "Spearman [95% CI]", "Kendall"],
             [[f["evaluator"], f["verdict_field"], num(f["records"]), num(f["n"]), num(f["invalid"]),
               num(f["non_integer"]),
               with_ci(f, "pearson", 4), with_ci(f, "spearman", 4), num(f["kendall"], 4)] for f in score],
