@@ -51,18 +51,23 @@ def pearson_np(x: np.ndarray, y: np.ndarray) -> float:
     return float(xc @ yc) / den if den > 1e-15 else math.nan
 
 
+Codes = tuple[np.ndarray, np.ndarray]  # (index of each value among the sorted distinct values, counts)
+
+
+def codes(a: np.ndarray) -> Codes:
+    _, inv, counts = np.unique(a, return_inverse=True, return_counts=True)
+    return inv.reshape(-1), counts
+
+
+def ranks_from(c: Codes) -> np.ndarray:
+    inv, counts = c
+    top = np.cumsum(counts)
+    return np.asarray((top - (counts - 1) / 2.0)[inv], dtype=float)
+
+
 def rank_average(a: np.ndarray) -> np.ndarray:
     """Ranks 1..n with ties given their average rank (as scipy.stats.rankdata, without its overhead)."""
-    sorter = np.argsort(a, kind="mergesort")
-    inv = np.empty(len(a), dtype=int)
-    inv[sorter] = np.arange(len(a))
-    s = a[sorter]
-    obs = np.empty(len(a), dtype=bool)
-    obs[:1] = True
-    np.not_equal(s[1:], s[:-1], out=obs[1:])
-    dense = np.cumsum(obs)[inv]
-    count = np.append(np.flatnonzero(obs), len(a))
-    return np.asarray(0.5 * (count[dense] + count[dense - 1] + 1), dtype=float)
+    return ranks_from(codes(a))
 
 
 def spearman_np(x: np.ndarray, y: np.ndarray) -> float:
@@ -82,35 +87,44 @@ def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     return i, j
 
 
-def kendall_np(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall's tau-b (NaN where undefined); equal to scipy.stats.kendalltau, faster in bootstrap loops."""
+def _kendall_codes(x: np.ndarray, y: np.ndarray, cx: Codes, cy: Codes) -> float:
     n = len(x)
     if n < 2:
         return math.nan
-    ux, xi = np.unique(x, return_inverse=True)
-    uy, yi = np.unique(y, return_inverse=True)
+    (xi, nx), (yi, ny) = cx, cy
     pairs = n * (n - 1) / 2
-    if len(ux) * len(uy) <= KENDALL_CELLS:
-        t = np.bincount(xi * len(uy) + yi, minlength=len(ux) * len(uy)).reshape(len(ux), len(uy)).astype(float)
+    tx = float((nx * (nx - 1)).sum() / 2)
+    ty = float((ny * (ny - 1)).sum() / 2)
+    den = math.sqrt((pairs - tx) * (pairs - ty))
+    if den <= 0:
+        return math.nan
+    kx, ky = len(nx), len(ny)
+    if kx * ky <= KENDALL_CELLS:
+        t = np.bincount(xi * ky + yi, minlength=kx * ky).reshape(kx, ky).astype(float)
         # s[i, j] = sum of t[i:, j:]; below-right of cell (i, j) is s[i+1, j+1]
-        s = np.zeros((len(ux) + 1, len(uy) + 1))
+        s = np.zeros((kx + 1, ky + 1))
         s[:-1, :-1] = t[::-1, ::-1].cumsum(0).cumsum(1)[::-1, ::-1]
         conc = float((t * s[1:, 1:]).sum())
-        # below-left of (i, j): rows > i, columns < j
-        rows_below = s[1:, 0:1] - s[1:, :-1]
-        disc = float((t * rows_below).sum())
-        tx = float((t.sum(1) * (t.sum(1) - 1)).sum() / 2)
-        ty = float((t.sum(0) * (t.sum(0) - 1)).sum() / 2)
-        den = math.sqrt((pairs - tx) * (pairs - ty))
-        return (conc - disc) / den if den > 0 else math.nan
+        disc = float((t * (s[1:, 0:1] - s[1:, :-1])).sum())  # below-left: rows > i, columns < j
+        return (conc - disc) / den
     if n > KENDALL_PAIRS:
         v = kendall(x, y)
         return math.nan if v is None else v
     iu = _pairs(n)
-    dx = np.sign(x[iu[0]] - x[iu[1]])
-    dy = np.sign(y[iu[0]] - y[iu[1]])
-    den = math.sqrt(float(len(dx) - np.count_nonzero(dx == 0)) * float(len(dx) - np.count_nonzero(dy == 0)))
-    return float(np.dot(dx, dy)) / den if den > 0 else math.nan
+    return float(np.dot(np.sign(x[iu[0]] - x[iu[1]]), np.sign(y[iu[0]] - y[iu[1]]))) / den
+
+
+def kendall_np(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-b (NaN where undefined); equal to scipy.stats.kendalltau, faster in bootstrap loops."""
+    return _kendall_codes(x, y, codes(x), codes(y)) if len(x) >= 2 else math.nan
+
+
+def correlations_np(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """[Pearson, Spearman, Kendall tau-b] (NaN where undefined), sharing one sort per variable."""
+    if len(x) < 2:
+        return np.full(3, math.nan)
+    cx, cy = codes(x), codes(y)
+    return np.array([pearson_np(x, y), pearson_np(ranks_from(cx), ranks_from(cy)), _kendall_codes(x, y, cx, cy)])
 
 
 def finite_or_none(x: float) -> float | None:
@@ -198,8 +212,7 @@ class Aligned:
 
     # -- question level --------------------------------------------------------------------------------
     def corr_stat(self, idx: np.ndarray) -> np.ndarray:
-        j, h = self.judge_norm[idx], self.human_norm[idx]
-        return np.array([pearson_np(j, h), spearman_np(j, h), kendall_np(j, h)])
+        return correlations_np(self.judge_norm[idx], self.human_norm[idx])
 
     def question_metrics(self, idx: np.ndarray, *, resamples: int, seed: int) -> dict[str, Any]:
         j, h = self.judge_norm[idx], self.human_norm[idx]
@@ -241,7 +254,7 @@ class Aligned:
     def exam_stat(self, idx: np.ndarray) -> np.ndarray:
         j, h, e = self.exam_totals(idx)
         acc, _ = pairwise_ranking_accuracy(j, h, e)
-        return np.array([pearson_np(j, h), spearman_np(j, h), kendall_np(j, h), math.nan if acc is None else acc])
+        return np.append(correlations_np(j, h), math.nan if acc is None else acc)
 
     def exam_metrics(self, idx: np.ndarray, *, resamples: int, seed: int) -> dict[str, Any]:
         j, h, e = self.exam_totals(idx)

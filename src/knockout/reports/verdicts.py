@@ -34,7 +34,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from knockout.data.formats._common import iter_json_lines, natural_key, read_text
 from knockout.errors import ConfigError, InputError
-from knockout.metrics.analysis import ci_pair, finite_or_none, kendall_np, pearson_np, spearman_np
+from knockout.metrics.analysis import ci_pair, correlations_np, finite_or_none
 from knockout.metrics.bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap
 from knockout.reports.report import Table, num, with_ci
 
@@ -178,11 +178,9 @@ def analyse_file(path: Path, human_field: str, verdict_field: str | None = None,
         x, y = np.array(verdicts, dtype=float), np.array(labels, dtype=float)
         out["non_integer"] = non_integer_n
         out["non_integer_rule"] = non_integer
-        values = [pearson_np(x, y), spearman_np(x, y), kendall_np(x, y)]
-        cis = bootstrap(lambda s: np.array([pearson_np(x[s], y[s]), spearman_np(x[s], y[s]),
-                                            kendall_np(x[s], y[s])]),
-                        idx_all, resamples=resamples, seed=seed) if resamples and len(x) >= 3 \
-            else [Interval(None, None, 0)] * 3
+        values = correlations_np(x, y)
+        cis = (bootstrap(lambda s: correlations_np(x[s], y[s]), idx_all, resamples=resamples, seed=seed)
+               if resamples and len(x) >= 3 else [Interval(None, None, 0)] * 3)
         for name, val, iv in zip(("pearson", "spearman", "kendall"), values, cis, strict=True):
             out[name] = finite_or_none(val)
             out[f"{name}_ci"] = ci_pair(iv)
