@@ -60,7 +60,7 @@ def paired_comparison(items: ItemSet, results_a: Iterable[Mapping[str, Any]],
         except ValueError:
             pass
     if np.any(al.ee >= 0):
-        b_al = Aligned(al.rows)
+        b_al = Aligned(al.rows)  # the same answers, with B's normalised scores as the judge's
         b_al.judge_norm = b_norm
 
         def exam_pearson(x: Aligned) -> Any:
