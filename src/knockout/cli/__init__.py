@@ -7,7 +7,10 @@ import importlib
 import typer
 
 #: Modules that define ``register(app)`` to add their commands (one per concern).
-EXTENSIONS: list[str] = ["knockout.cli.sbs"]
+EXTENSIONS: list[str] = [
+    "knockout.cli.sbs",
+    "knockout.cli.report",
+]
 
 
 def register_extensions(app: typer.Typer) -> None:
