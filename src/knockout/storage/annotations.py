@@ -142,6 +142,17 @@ DEFAULT_OVERLAP = 3
 Kind = Literal["exam", "pairset"]
 
 
+#: Parameters of argon2-cffi's PasswordHasher; empty = its defaults (RFC 9106 low-memory profile:
+#: time_cost 3, memory 64 MiB, parallelism 4).  Tests lower them to keep the suite fast.
+ARGON2_PARAMS: dict[str, int] = {}
+
+
+def password_hasher() -> Any:
+    from argon2 import PasswordHasher
+
+    return PasswordHasher(**ARGON2_PARAMS)
+
+
 class StaleWrite(Exception):
     """A save based on an older version than the stored one; ``current`` is the newer row."""
 
@@ -232,8 +243,6 @@ class Annotations:
 
     # -- users -------------------------------------------------------------------------
     def add_user(self, name: str, password: str, role: str = "grader") -> None:
-        from argon2 import PasswordHasher
-
         if not name.strip() or name != name.strip():
             raise ConfigError(f"user name {name!r} must be non-empty without surrounding spaces")
         if role not in ROLES:
@@ -243,17 +252,15 @@ class Annotations:
         if self.user(name) is not None:
             raise ConfigError(f"user '{name}' exists (remove it first, or use `knockout users passwd`)")
         self.db.execute("INSERT INTO web_users (name, password_hash, role, created) VALUES (?,?,?,?)",
-                        (name, PasswordHasher().hash(password), role, time.time()))
+                        (name, password_hasher().hash(password), role, time.time()))
 
     def set_password(self, name: str, password: str) -> None:
-        from argon2 import PasswordHasher
-
         if self.user(name) is None:
             raise ConfigError(f"no user '{name}'")
         if len(password) < 8:
             raise ConfigError("password must have at least 8 characters")
         self.db.execute("UPDATE web_users SET password_hash = ? WHERE name = ?",
-                        (PasswordHasher().hash(password), name))
+                        (password_hasher().hash(password), name))
 
     def remove_user(self, name: str) -> None:
         """Remove the account and its assignments; the grades and verdicts it made stay."""
@@ -271,10 +278,9 @@ class Annotations:
 
     def authenticate(self, name: str, password: str) -> User | None:
         """The user when the password matches its argon2 hash (rehashed when parameters changed)."""
-        from argon2 import PasswordHasher
         from argon2.exceptions import InvalidHashError, VerificationError
 
-        ph = PasswordHasher()
+        ph = password_hasher()
         row = self.db.execute("SELECT password_hash, role FROM web_users WHERE name = ?", (name,)).fetchone()
         if row is None:
             # Spend the same time as a real check, so a missing user cannot be told by the clock.

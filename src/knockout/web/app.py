@@ -13,8 +13,8 @@
   on and a stale one is answered 409 with the newer value shown.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: FastAPI reads the parameter annotations of the route functions,
+# which refer to names local to create_app.
 import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -109,14 +109,14 @@ def create_app(db: str | Path) -> FastAPI:
     async def _http(request: Request, exc: HTTPException) -> Response:
         return page(request, "error.html", exc.status_code, code=exc.status_code, message=str(exc.detail))
 
-    def annotations() -> Iterator[Annotations]:
+    def open_annotations() -> Iterator[Annotations]:
         s = Store(db)
         try:
             yield Annotations(s)
         finally:
             s.close()
 
-    def context(request: Request, ann: Annotated[Annotations, Depends(annotations)]) -> Ctx:
+    def context(request: Request, ann: Annotated[Annotations, Depends(open_annotations)]) -> Ctx:
         name = request.session.get("user")
         user = ann.user(name) if isinstance(name, str) else None
         if user is None:  # not logged in, or the account was removed
@@ -156,7 +156,7 @@ def create_app(db: str | Path) -> FastAPI:
     @app.post("/login", response_class=HTMLResponse)
     def login(
         request: Request,
-        ann: Annotated[Annotations, Depends(annotations)],
+        ann: Annotated[Annotations, Depends(open_annotations)],
         csrf: Csrf,
         username: Annotated[str, Form()],
         password: Annotated[str, Form()],
