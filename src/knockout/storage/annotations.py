@@ -35,6 +35,7 @@ import math
 import random
 import secrets
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -670,7 +671,9 @@ def agreement(by_pair: dict[str, dict[str, str]]) -> dict[str, Any]:
             x = [by_pair[p][a] for p in common]
             y = [by_pair[p][b] for p in common]
             agree = sum(i == j for i, j in zip(x, y, strict=True)) / len(common)
-            k = float(cohen_kappa_score(x, y, labels=list(VERDICTS)))
+            with warnings.catch_warnings():  # undefined (e.g. one class only): nan, reported as None
+                warnings.simplefilter("ignore")
+                k = float(cohen_kappa_score(x, y, labels=list(VERDICTS)))
             kappa = None if math.isnan(k) else k
         else:
             agree = None

@@ -16,6 +16,7 @@
 # No ``from __future__ import annotations``: FastAPI reads the parameter annotations of the route functions,
 # which refer to names local to create_app.
 import secrets
+import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,7 +111,7 @@ def create_app(db: str | Path) -> FastAPI:
         return page(request, "error.html", exc.status_code, code=exc.status_code, message=str(exc.detail))
 
     def open_annotations() -> Iterator[Annotations]:
-        s = Store(db)
+        s = open_store(db)
         try:
             yield Annotations(s)
         finally:
@@ -398,6 +399,19 @@ def create_app(db: str | Path) -> FastAPI:
         return RedirectResponse(f"/pairs/{quote(pairset, safe='')}/agreement", status_code=303)
 
     return app
+
+
+def open_store(db: Path) -> Store:
+    """A store whose connection may pass between threads.
+
+    FastAPI runs a request's dependencies, its endpoint and the dependency's clean-up in worker threads that
+    may differ; the connection is opened per request and used by one of them at a time, never concurrently,
+    which sqlite3 allows once ``check_same_thread`` is off."""
+    store = Store(db)  # creates the file and the tables
+    store.db.close()
+    store.db = sqlite3.connect(str(db), timeout=30, isolation_level=None, check_same_thread=False)
+    store.db.execute("PRAGMA synchronous=NORMAL")
+    return store
 
 
 def csrf_token(request: Request) -> str:
