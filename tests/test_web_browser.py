@@ -24,7 +24,7 @@ pytest.importorskip("uvicorn")
 import uvicorn  # noqa: E402
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
-from knockout.storage import annotations  # noqa: E402
+from knockout.storage import annotations as annotations_mod  # noqa: E402
 from knockout.storage.annotations import Annotations  # noqa: E402
 from knockout.storage.store import Store  # noqa: E402
 from knockout.web.app import create_app  # noqa: E402
@@ -35,8 +35,8 @@ from tests.test_web_app import CHEAP_ARGON2, PASSWORD, build_store  # noqa: E402
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A real uvicorn server on a free loopback port, serving a fresh store."""
-    saved = dict(annotations.ARGON2_PARAMS)
-    annotations.ARGON2_PARAMS.update(CHEAP_ARGON2)
+    saved = dict(annotations_mod.ARGON2_PARAMS)
+    annotations_mod.ARGON2_PARAMS.update(CHEAP_ARGON2)
     db = build_store(tmp_path_factory.mktemp("browser") / "store.db")
     port = free_port()
     srv = uvicorn.Server(uvicorn.Config(create_app(db), host="127.0.0.1", port=port, log_level="warning"))
@@ -50,8 +50,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     yield f"http://127.0.0.1:{port}", db
     srv.should_exit = True
     thread.join(timeout=10)
-    annotations.ARGON2_PARAMS.clear()
-    annotations.ARGON2_PARAMS.update(saved)
+    annotations_mod.ARGON2_PARAMS.clear()
+    annotations_mod.ARGON2_PARAMS.update(saved)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,12 @@ def test_grade_three_answers_and_reload(server: tuple[str, Path], page: Page) ->
 def test_xss_answer_is_inert(server: tuple[str, Path], page: Page) -> None:
     base, _ = server
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     log_in(page, base, "alice")
     found = False
     for n in (1, 2):

@@ -145,7 +145,7 @@ Kind = Literal["exam", "pairset"]
 
 #: Parameters of argon2-cffi's PasswordHasher; empty = its defaults (RFC 9106 low-memory profile:
 #: time_cost 3, memory 64 MiB, parallelism 4).  Tests lower them to keep the suite fast.
-ARGON2_PARAMS: dict[str, int] = {}
+ARGON2_PARAMS: dict[str, Any] = {}
 
 
 def password_hasher() -> Any:
