@@ -10,6 +10,7 @@ import typer
 EXTENSIONS: list[str] = [
     "knockout.cli.sbs",
     "knockout.cli.report",
+    "knockout.cli.web",
 ]
 
 
