@@ -168,9 +168,11 @@ class MatchPlayer:
     async def play(self, pairs: Sequence[IdPair], step: int) -> list[Match]:
         """Play all ``pairs`` in one wave (both orders of each when debiased)."""
         new: list[IdPair] = []
+        asked: set[tuple[str, ...]] = set()
         for a, b in pairs:
             key = self._key(a, b)
-            if key not in self._played and all(self._key(*p) != key for p in new):
+            if key not in self._played and key not in asked:
+                asked.add(key)
                 new.append((a, b))
         orders = [o for a, b in new for o in ([(a, b), (b, a)] if self.debias else [(a, b)])]
         if orders:
@@ -295,12 +297,14 @@ def within_question_spearman(items: ItemSet, values: dict[str, float]) -> dict[s
     """
     rhos: list[float] = []
     for qid in items.question_ids():
-        pairs = [(values[a.id], a.human_score) for a in items.answers_for(qid)
-                 if a.id in values and a.human_score is not None]
-        if len(pairs) >= 2:
-            rho = spearman([p[0] for p in pairs], [float(p[1]) for p in pairs if p[1] is not None])
-            if rho is not None:
-                rhos.append(rho)
+        judged, human = [], []
+        for a in items.answers_for(qid):
+            if a.id in values and a.human_score is not None:
+                judged.append(values[a.id])
+                human.append(a.human_score)
+        rho = spearman(judged, human)
+        if rho is not None:
+            rhos.append(rho)
     return {"mean": sum(rhos) / len(rhos) if rhos else None, "questions": len(rhos)}
 
 
