@@ -18,6 +18,7 @@ from knockout.methods.match import Game, Match
 from knockout.runner import RunConfig, RunReport, run
 from knockout.storage.engine import Outcome
 from knockout.storage.store import Store
+from tests.conftest import SMALL_MODEL, needs_model
 
 ScoreFn = Callable[[str, str], tuple[float, float] | None]
 
@@ -35,8 +36,8 @@ def make_items(sizes: list[int], max_points: float = 5.0, seed: int = 0) -> Item
 
 
 def grade(items: ItemSet, store: Store, method: str = "knockout", judge: str = "scripted", *,
-          debias: bool = False, seed: int = 0, retries: int = 2, **extra: str) -> RunReport:
-    cfg = RunConfig(method=method, options=MethodOptions(seed=seed, debias=debias, extra=dict(extra)),
+          debias: bool = False, seed: int = 0, retries: int = 2, opts: dict[str, str] | None = None) -> RunReport:
+    cfg = RunConfig(method=method, options=MethodOptions(seed=seed, debias=debias, extra=dict(opts or {})),
                     format_retries=retries)
     return run(items, make_judge(judge), store, cfg, progress=False)
 
@@ -202,3 +203,19 @@ def test_seed_changes_pairing_but_not_match_count() -> None:
     a, b = grade(items, store, seed=1), grade(items, store, seed=2)
     assert a.info["matches"] == b.info["matches"] == 8
     assert a.run_id != b.run_id
+
+
+@needs_model
+@pytest.mark.slow
+def test_knockout_with_the_real_small_model(small_gguf: object) -> None:
+    """One real match (0.5B model): grades or an invalid match, never a crash; the raw reply is kept."""
+    from knockout.judges import GenParams
+
+    items = make_items([2])
+    cfg = RunConfig(method="knockout", params=GenParams(temperature=0, max_tokens=48), format_retries=0)
+    judge = make_judge(f"llamacpp:{SMALL_MODEL}", {"threads": "2"})
+    rep = run(items, judge, Store(":memory:"), cfg, progress=False)
+    assert rep.stats["judge_calls"] == 1 and rep.info["matches"] == 1
+    (m,) = rep.results[0].details["matches"]
+    assert m["games"][0]["attempts"][0]["reply"]
+    assert all((r.score is None) == (not m["valid"]) for r in rep.results)

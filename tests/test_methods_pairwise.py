@@ -77,7 +77,8 @@ def test_allpairs_counts_elo_and_bt() -> None:
         assert sorted(got, key=lambda a: got[a].details["rank_bt"]) == truth_order(items, qid)
         assert all(len(r.details["matches"]) == 5 for r in got.values())
     assert rep.info["within_question_spearman"]["elo"]["mean"] == pytest.approx(1.0)
-    deb = grade(items, store, "allpairs", judge="scripted?noise=0", debias=True, k="16", shuffles="10")
+    deb = grade(items, store, "allpairs", judge="scripted?noise=0", debias=True,
+                opts={"k": "16", "shuffles": "10"})
     assert deb.stats["judge_calls"] + deb.stats["cache_hits"] == 2 * 2 * 15
     assert deb.stats["cache_hits"] == 2 * 15  # the one-order matches were already in the store
     assert deb.info["elo"] == {"k": 16.0, "initial": 1000.0, "shuffles": 10}
@@ -87,12 +88,12 @@ def test_allpairs_counts_elo_and_bt() -> None:
                                           ({"shuffles": "0"}, "shuffles must be > 0")])
 def test_bad_method_options(opts: dict[str, str], msg: str) -> None:
     with pytest.raises(ConfigError, match=msg):
-        grade(make_items([3]), Store(":memory:"), "allpairs", **opts)
+        grade(make_items([3]), Store(":memory:"), "allpairs", opts=opts)
 
 
 def test_unknown_option_for_knockout() -> None:
     with pytest.raises(ConfigError, match="method 'knockout' has no option 'passes'"):
-        grade(make_items([3]), Store(":memory:"), "knockout", passes="2")
+        grade(make_items([3]), Store(":memory:"), "knockout", opts={"passes": "2"})
 
 
 # -- sorting ------------------------------------------------------------------------------
@@ -148,7 +149,7 @@ def test_better_counts_only_strict_wins() -> None:
 def test_sorting_methods_rank_a_noiseless_judge_exactly(method: str) -> None:
     items = distinct_items(7)
     extra = {"passes": "6"} if method == "window" else {}
-    rep = grade(items, Store(":memory:"), method, judge="scripted?noise=0", **extra)
+    rep = grade(items, Store(":memory:"), method, judge="scripted?noise=0", opts=extra)
     ranking = sorted(rep.results, key=lambda r: r.details["rank"])
     assert [r.answer_id for r in ranking] == truth_order(items, "q0")
     assert rep.stats["waves"] > 1  # comparisons are sequential
@@ -156,7 +157,7 @@ def test_sorting_methods_rank_a_noiseless_judge_exactly(method: str) -> None:
 
 
 def test_window_waves_are_lock_step_over_questions() -> None:
-    rep = grade(make_items([6, 6, 3]), Store(":memory:"), "window", passes="2")
+    rep = grade(make_items([6, 6, 3]), Store(":memory:"), "window", opts={"passes": "2"})
     # 2 passes of a 6-answer question: 5 + 4 sequential comparisons; the others run in the same waves
     assert rep.stats["waves"] <= 9 and rep.info["options"] == {"passes": 2}
 
@@ -171,7 +172,7 @@ def test_a_match_in_the_store_is_never_asked_again_by_any_method() -> None:
         for debias in (False, True):
             for seed in (0, 1):
                 extra = {"passes": "3"} if method == "window" else {}
-                rep = grade(items, store, method, debias=debias, seed=seed, **extra)
+                rep = grade(items, store, method, debias=debias, seed=seed, opts=extra)
                 assert rep.stats["judge_calls"] == 0, (method, debias, seed)
     live = store.db.execute("SELECT COUNT(*) FROM call_log WHERE error IS NULL").fetchone()[0]
     assert live == first.stats["judge_calls"]
@@ -189,7 +190,7 @@ def test_every_method_resumes_identically(method: str) -> None:
 
 
 async def test_play_schedules_with_nothing_to_play() -> None:
-    assert await play_schedules(None, []) == 0  # type: ignore[arg-type]
+    assert await play_schedules(None, []) == 0  # type: ignore[arg-type]  # no schedule: the player is unused
 
 
 # -- CLI ------------------------------------------------------------------------------------
