@@ -44,3 +44,8 @@ class Method(Protocol):
 
 methods: Registry[type[Method]] = Registry("method")
 methods.add("individual", "knockout.methods.individual:Individual", "grade each answer on its own")
+methods.add("knockout", "knockout.methods.knockout:Knockout", "knockout tournament of question-level matches")
+methods.add("pairwise", "knockout.methods.pairwise:Pairwise", "one round of question-level matches")
+methods.add("allpairs", "knockout.methods.allpairs:AllPairs", "every pair once; Elo and Bradley-Terry")
+methods.add("heapsort", "knockout.methods.sorting:Heapsort", "PRP heapsort with question-level matches")
+methods.add("window", "knockout.methods.sorting:SlidingWindow", "PRP sliding-window bubble passes")
