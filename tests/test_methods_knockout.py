@@ -182,7 +182,7 @@ def test_invalid_replies_are_counted_not_graded() -> None:
     items = make_items([8, 5])
     rep = grade(items, Store(":memory:"), judge="scripted?invalid=0.4&seed=2", retries=0)
     assert rep.info["invalid_matches"] > 0 and rep.info["matches"] == 7 + 4
-    assert rep.stats["invalid"] == rep.info["invalid_matches"]
+    assert rep.stats["invalid_requests"] == rep.info["invalid_matches"]
     for r in rep.results:
         valid_scores = [m["score"] for m in r.details["matches"] if m["valid"]]
         assert r.details["scores"] == valid_scores

@@ -104,7 +104,7 @@ class Stats:
             "cache_hits": self.cached_calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
-            "invalid": self.invalid,
+            "invalid_requests": self.invalid,
             "failed": self.failed,
             "format_retries": self.format_retries,
             "images_dropped": self.images_dropped,
