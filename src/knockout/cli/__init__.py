@@ -7,7 +7,7 @@ import importlib
 import typer
 
 #: Modules that define ``register(app)`` to add their commands (one per concern).
-EXTENSIONS: list[str] = []
+EXTENSIONS: list[str] = ["knockout.cli.meta"]
 
 
 def register_extensions(app: typer.Typer) -> None:
