@@ -1,7 +1,7 @@
 """Meta-evaluation on MT-bench: the embedded model as meta-judge over the study's recorded evaluators.
 
     python bench/meta_mtbench.py [--meta-judge llamacpp] [--items 40] [--frameworks jdeval,jdeval-i]
-                                 [--max-tokens 512] [--n-ctx 8192] [--truncate 1200] [--out meta-mtbench.db]
+                                 [--max-tokens 512] [--n-ctx N] [--truncate 2000] [--out meta-mtbench.db]
 
 Runs each framework on the first ``--items`` pairwise items of the meta-evaluation study (the first
 391 are MT-bench, then 100 LLMBar), with the five recorded evaluators (gpt-4-1106-preview,
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frameworks", default="jdeval,jdeval-i")
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--n-ctx", type=int, default=None, help="llamacpp context (judge option n_ctx)")
-    ap.add_argument("--truncate", type=int, default=1200)
+    ap.add_argument("--truncate", type=int, default=2000)
     ap.add_argument("--shuffles", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path("meta-mtbench.db"))

@@ -298,3 +298,29 @@ def test_recorded_evaluators_align_and_reproduce_table_1() -> None:
     r = an.baseline_values(an.baseline(pw))
     assert r["gpt-4-1106-preview"] == pytest.approx(0.6183, abs=5e-5)
     assert r["qwen1.5-14B-Chat"] == pytest.approx(0.6416, abs=5e-5)
+
+
+def test_grade_runs_in_a_store_are_evaluators(tmp_path: Path) -> None:
+    from knockout import RunConfig, load_items
+    from knockout import run as grade
+    from tests.conftest import ROOT
+
+    items = load_items(ROOT / "tests" / "fixtures" / "tiny.jsonl")
+    db = tmp_path / "grades.db"
+    store = Store(db)
+    for spec in ("scripted?noise=0.05", "scripted?noise=0.5"):
+        grade(items, make_judge(spec), store, RunConfig(), progress=False)
+    store.close()
+    vs = load_verdicts(db)
+    assert vs.kind == "pointwise" and len(vs.evaluators) == 2 and vs.evaluators[1].startswith("scripted:sim#")
+    assert len(vs.items) == len(items) and all(len(i.assessments) == 2 for i in vs.items)
+    assert vs.items[0].text.startswith("Question: ") and vs.items[0].max_score == items.questions["q1"].max_points
+    base = an.baseline(vs)
+    assert set(base) == set(vs.evaluators)
+
+
+def test_mdeval_resumes_from_the_store(tmp_path: Path) -> None:
+    first = run(tmp_path, "mdeval", draws=1)
+    again = run(tmp_path, "mdeval", draws=1)
+    assert again["judge_calls"] == 0 and again["cache_hits"] == first["judge_calls"]
+    assert again["ranking"] == first["ranking"]

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from knockout.cli.main import JsonOpt, JudgeKV, fail, fmt, out, parse_kv, print_json
 from knockout.errors import ConfigError, KnockoutError
+from knockout.meta.prompts import DEFAULT_TRUNCATE
 
 
 def _ranking_table(summary: dict[str, Any]) -> Table:
@@ -77,7 +78,8 @@ def register(app: typer.Typer) -> None:
         debater: Annotated[str | None, typer.Option(help="mdeval: spec of the debater agents (default: the "
                                                     "meta-judge)")] = None,
         max_criteria: Annotated[int, typer.Option(help="bsmeval: sub-criteria at most")] = 5,
-        truncate: Annotated[int, typer.Option(help="cut each long field to N characters (0: never)")] = 1200,
+        truncate: Annotated[int, typer.Option(help="cut each long field to N characters (0: never)")] = (
+            DEFAULT_TRUNCATE),
         k: Annotated[float, typer.Option("--k", help="Elo K")] = 4.0,
         shuffles: Annotated[int, typer.Option(help="Elo: shuffled orders averaged")] = 200,
         export_matches: Annotated[Path | None, typer.Option(help="jdeval/mdeval: write the outcomes as JSONL "
