@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
         human: Annotated[str, typer.Option("--human", help="field with the human label")] = "label",
         limit: Annotated[int | None, typer.Option(help="only the first N items")] = None,
         self_name: Annotated[str | None, typer.Option("--self", help="the evaluator that is the meta-judge "
-                                                      "itself (self-preference check)")] = None,
+                                                      "itself (self-preference check), or none")] = None,
         draws: Annotated[int, typer.Option(help="jdeval/mdeval: pairs of evaluators drawn per item")] = 3,
         both_orders: Annotated[bool, typer.Option(help="jdeval/mdeval: show each drawn pair in both orders "
                                                   "(the study shows one random order)")] = False,
@@ -113,7 +113,8 @@ def register(app: typer.Typer) -> None:
             j = make_judge(meta_judge, kv)
             d = make_judge(debater, kv) if debater else None
             cfg = MetaConfig(options=opts, params=GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
-                             k=k, shuffles=shuffles, self_name=self_name, concurrency=concurrency,
+                             k=k, shuffles=shuffles, self_name=None if (self_name or "none").lower() == "none"
+                             else self_name, concurrency=concurrency,
                              format_retries=format_retries)
             store = Store(out_db)
             try:
