@@ -11,6 +11,7 @@ EXTENSIONS: list[str] = [
     "knockout.cli.sbs",
     "knockout.cli.report",
     "knockout.cli.web",
+    "knockout.cli.meta",
 ]
 
 

@@ -83,6 +83,8 @@ class ScriptedJudge(Judge):
             return "I am not sure how to grade this."
         if kind == "sbs":
             return self.sbs_reply(hint, rng)
+        if kind == "meta":
+            return self.meta_reply(hint, rng)
         max_points = float(hint.get("max_points", 1.0))
         humans: list[float | None] = list(hint.get("humans", [None]))
         scores = [self.score(h, max_points, i, rng) for i, h in enumerate(humans)]
@@ -108,6 +110,38 @@ class ScriptedJudge(Judge):
         if hint.get("disagree_with") == verdict:
             verdict = _OPPOSITE[verdict]
         return f"Simulated side-by-side verdict (scripted judge).\n[[{verdict}]]"
+
+    def meta_reply(self, hint: dict[str, Any], rng: np.random.Generator) -> str:
+        """A simulated meta-judge (knockout.meta): reads how right each assessment is (``quality``,
+        0..1 from the human label) and prefers / scores the better one, with noise and position bias."""
+        task = hint.get("task")
+        q = [rng.uniform(0, 1) if x is None else float(x) for x in hint.get("quality", [])]
+        noisy = [x + rng.normal(0, self.noise) + (self.bias if i == 0 else 0.0) for i, x in enumerate(q)]
+        if task == "debate" and hint.get("round") == 0:
+            return "<Question>Why is your choice of the better answer right? (simulated)</Question>"
+        if task in ("better", "debate"):
+            diff = noisy[0] - noisy[1]
+            choice = "equally good" if abs(diff) < 0.1 else "Assistant1" if diff > 0 else "Assistant2"
+            return (
+                "<Reasoning_for_choosing_better_answer>simulated</Reasoning_for_choosing_better_answer>\n"
+                "<Better_answer>AnswerA</Better_answer>\n"
+                "<Reasoning_for_choosing_better_assistant>simulated</Reasoning_for_choosing_better_assistant>\n"
+                f"<Better_assistant>{choice}</Better_assistant>"
+            )
+        if task == "score":
+            score = int(np.clip(round(1 + 4 * noisy[0] + self.inflation * 4), 1, 5))
+            return (
+                "<Reasoning_for_scoring_Assistant>simulated</Reasoning_for_scoring_Assistant>\n"
+                f"<Score_for_Assistant>{score}</Score_for_Assistant>"
+            )
+        if task == "criteria":
+            return (
+                "<Criterion>verdict: is the conclusion right?</Criterion>\n"
+                "<Criterion>explanation: is the reasoning accurate?</Criterion>"
+            )
+        if task == "argue":
+            return "My assessment is the more reasonable one (simulated argument, scripted judge)."
+        raise ConfigError(f"scripted judge cannot answer meta requests of task '{task}'")
 
     async def complete(self, request: JudgeRequest) -> Completion:
         if self.delay:

@@ -134,3 +134,12 @@ def parse_pairwise(text: str, max_points: float) -> Parsed:
 
 
 parsers.add("sbs", "knockout.sbs.verdicts:parse_sbs", "side-by-side verdict, '[[A]]'..'[[D]]' or a bare letter")
+# Meta-evaluation replies (knockout.meta): imported only when a meta template is used.
+for _name, _attr, _help in (
+    ("meta-better", "parse_better", "meta-judge: <Better_assistant> Assistant1/Assistant2/equally good"),
+    ("meta-debate", "parse_debate", "meta-judge in a debate: <Better_assistant> decision or <Question>"),
+    ("meta-score", "parse_score", "meta-judge: <Score_for_Assistant> 1..5 for one assessment"),
+    ("meta-criteria", "parse_criteria", "meta-judge (BSM branch): up to 5 <Criterion> blocks"),
+    ("meta-argument", "parse_argument", "a debater's argument: any non-empty reply"),
+):
+    parsers.add(_name, f"knockout.meta.parsers:{_attr}", _help)

@@ -41,6 +41,19 @@ PLACEHOLDERS = {
     "grade": "a human grade (only inside an example block)",
     "error": "why the last reply could not be parsed (only in a reminder)",
 }
+# Templates of kind "meta" (meta-evaluation, knockout.meta) may also use these.
+META_PLACEHOLDERS = {
+    "text": "the text an evaluator scored (pointwise items)",
+    "result1": "the first evaluator's assessment",
+    "result2": "the second evaluator's assessment",
+    "eval_result": "one evaluator's assessment",
+    "transcript": "the debate so far",
+    "side": "the debater's number (1 or 2)",
+    "round": "the debate round",
+    "criteria": "the sub-criteria (BSMEval)",
+    "criterion": "one sub-criterion (BSMEval)",
+    "max_criteria": "how many sub-criteria at most (BSMEval)",
+}
 _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 DEFAULT_REMINDERS = {
@@ -113,10 +126,11 @@ class PromptTemplate:
 def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
     for part, text in (("template", t.template), ("system", t.system), ("reminder", t.reminder),
                        ("example", t.example)):
-        unknown = placeholders(text) - set(PLACEHOLDERS)
+        allowed = {**PLACEHOLDERS, **(META_PLACEHOLDERS if t.kind == "meta" else {})}
+        unknown = placeholders(text) - set(allowed)
         if unknown:
             names = ", ".join("{" + u + "}" for u in sorted(unknown))
-            known = ", ".join("{" + k + "}" for k in PLACEHOLDERS)
+            known = ", ".join("{" + k + "}" for k in allowed)
             raise ConfigError(f"{where}: {part} uses unknown placeholder {names} (known: {known})")
     if t.parser not in parsers:
         raise ConfigError(f"{where}: unknown parser '{t.parser}' (known: {', '.join(parsers.names())})")

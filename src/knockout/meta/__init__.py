@@ -1,0 +1,27 @@
+"""Meta-evaluation: an LLM meta-judge ranks LLM judges (evaluators) from their recorded verdicts.
+
+The four frameworks of "Can we employ LLM to meta-evaluate LLM-based evaluators? A Preliminary
+Study" (JDEval, MDEval, JDEval-i, BSMEval); see docs/meta-evaluation.md.
+"""
+
+from knockout.meta.frameworks import FRAMEWORKS, Judgement, MetaOptions
+from knockout.meta.outcomes import load_matches, outcome_rows, write_outcomes
+from knockout.meta.runner import MetaConfig, MetaReport, run_meta, run_meta_async
+from knockout.meta.verdicts import Assessment, MetaItem, VerdictSet, load_verdicts
+
+__all__ = [
+    "FRAMEWORKS",
+    "Assessment",
+    "Judgement",
+    "MetaConfig",
+    "MetaItem",
+    "MetaOptions",
+    "MetaReport",
+    "VerdictSet",
+    "load_matches",
+    "load_verdicts",
+    "outcome_rows",
+    "run_meta",
+    "run_meta_async",
+    "write_outcomes",
+]
