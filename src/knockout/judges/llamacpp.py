@@ -7,6 +7,8 @@ run one at a time in a worker thread (a llama.cpp context is not thread-safe).
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import os
 import threading
 import time
@@ -17,11 +19,23 @@ from knockout.errors import ConfigError
 from knockout.judges.base import Completion, Judge, JudgeRequest
 from knockout.judges.models import DEFAULT_MODEL, MODELS, model_path
 
-_LOADED: dict[tuple[str, int, int], Any] = {}
+#: Loaded models, shared by every judge with the same file and settings, each with the lock that
+#: serialises its calls (a llama.cpp context is not thread-safe, even across judge instances).
+_LOADED: dict[tuple[str, int, int], tuple[Any, threading.Lock]] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def _load(path: Path, n_ctx: int, n_threads: int) -> Any:
+@atexit.register
+def _close_all() -> None:
+    """Free the models before the interpreter tears down the modules ``Llama.__del__`` needs."""
+    with _LOAD_LOCK:
+        for llm, _ in _LOADED.values():
+            with contextlib.suppress(Exception):  # best effort at exit
+                llm.close()
+        _LOADED.clear()
+
+
+def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
     key = (str(path), n_ctx, n_threads)
     with _LOAD_LOCK:
         if key not in _LOADED:
@@ -31,7 +45,8 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> Any:
                 raise ConfigError(
                     "the embedded judge needs llama-cpp-python; install it with: pip install 'knockout[embedded]'"
                 ) from None
-            _LOADED[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+            llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+            _LOADED[key] = (llm, threading.Lock())
         return _LOADED[key]
 
 
@@ -63,24 +78,25 @@ class LlamaCppJudge(Judge):
     def default_concurrency(self) -> int:
         return 1
 
-    def _llm(self) -> Any:
+    def _llm(self) -> tuple[Any, threading.Lock]:
         path = self._path or model_path(self.model)
         return _load(path, self.n_ctx, self.n_threads)
 
     def _run(self, request: JudgeRequest) -> Completion:
-        llm = self._llm()
+        llm, lock = self._llm()
         dropped = sum(len(m.images) for m in request.messages)
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         p = request.params
-        t0 = time.perf_counter()
-        out = llm.create_chat_completion(
-            messages=messages,
-            temperature=p.temperature,
-            max_tokens=p.max_tokens,
-            seed=p.seed,
-            stop=list(p.stop) or None,
-        )
-        latency = time.perf_counter() - t0
+        with lock:
+            t0 = time.perf_counter()
+            out = llm.create_chat_completion(
+                messages=messages,
+                temperature=p.temperature,
+                max_tokens=p.max_tokens,
+                seed=p.seed,
+                stop=list(p.stop) or None,
+            )
+            latency = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         return Completion(
