@@ -180,3 +180,48 @@ def test_entry_point(tmp_path: Path) -> None:
     ok = subprocess.run([*EXE, "agreement", str(f), "--human", "human", "--json", "--resamples", "0"],
                         capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0 and json.loads(ok.stdout)["files"][0]["pearson"] == pytest.approx(0.5)
+
+
+def test_report_reads_side_by_side_runs(tmp_path: Path) -> None:
+    """``knockout report`` on an sbs run (scripted judge, a SIMULATION): the stored verdicts give the same
+    metrics as the run's own summary, plus confusion, annotator agreement, cost, and an HTML plot."""
+    from knockout.sbs.data import SbsItem
+    from knockout.sbs.method import SbsConfig, run_sbs
+
+    items = [SbsItem(id=f"i{k}", question=f"Q{k}?", candidate=f"c{k}", baseline=f"b{k}",
+                     human_verdicts={"h1": "ABCD"[k % 4], "h2": "ABCD"[k % 4], "h3": "AB"[k % 2]})
+             for k in range(12)]
+    db = tmp_path / "sbs.db"
+    store = Store(db)
+    try:
+        summary = run_sbs(items, make_judge("scripted?bias=0.3"), store, SbsConfig(window=4, stride=2),
+                          source="synthetic", progress=False).summary()
+    finally:
+        store.close()
+    res = knockout("report", str(db), "--json")  # no grade run: the latest sbs run
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["kind"] == "sbs" and rep["run"]["run_id"] == summary["run_id"] and rep["run"]["simulated_judge"]
+    assert rep["metrics"] == json.loads(json.dumps(summary["metrics"]))  # same figures, recomputed
+    assert rep["metrics"]["pbias_ab"] > 0 and rep["items"] == 12
+    for order in ("swap0", "swap1"):
+        assert sum(sum(row.values()) for row in rep["confusion"][order].values()) == rep["metrics"]["n_human"]
+    assert rep["human_agreement"]["pairs"] == summary["human_agreement"]["pairs"]
+    assert rep["cost"]["requests"] == 24
+    html = tmp_path / "sbs.html"
+    text = knockout("report", f"{db}:{summary['run_id']}", "--html", str(html))
+    assert text.returncode == 0 and "PBias@AB" in text.stdout and "simulation" in text.stdout
+    page = html.read_text()
+    assert page.count("<img") == 1 and "PCon@AB" in page and "SIMULATION" in page
+
+
+def test_report_refuses_other_run_kinds(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    store = Store(db)
+    try:
+        store.start_run("m1", kind="meta", method="jdeval", judge="scripted", config={}, data_source=None)
+    finally:
+        store.close()
+    res = knockout("report", f"{db}:m1")
+    assert res.returncode == 2 and "meta run" in res.stderr
+    assert "no grade or side-by-side runs" in knockout("report", str(db)).stderr

@@ -10,9 +10,10 @@ import typer
 from rich.table import Table as RichTable
 
 from knockout.cli.main import JsonOpt, fail, out, print_json
-from knockout.errors import KnockoutError
+from knockout.errors import ConfigError, KnockoutError
 from knockout.metrics.bootstrap import DEFAULT_RESAMPLES
 from knockout.reports.report import Table, transpose
+from knockout.storage.store import RunRecord
 
 Resamples = Annotated[int, typer.Option("--resamples", help="bootstrap resamples for the 95% CIs (0: none)")]
 Seed = Annotated[int, typer.Option(help="bootstrap seed")]
@@ -39,7 +40,8 @@ def write_html(path: Path, text: str) -> None:
 
 def report(
     run: Annotated[str, typer.Argument(help="the SQLite store (STORE or STORE:RUN_ID)")],
-    run_id: Annotated[str | None, typer.Option("--run", help="run id (default: the latest grade run)")] = None,
+    run_id: Annotated[str | None, typer.Option("--run", help="run id (default: the latest grade run, else the "
+                                               "latest side-by-side run)")] = None,
     level: Annotated[str, typer.Option(help="level of the headline and breakdowns: question or exam")] = "question",
     by: Annotated[str, typer.Option("--by", help="breakdowns, comma-separated: difficulty, language, examinee, "
                                     "exam, question, task, max_points, round, meta:KEY")] = "",
@@ -48,13 +50,22 @@ def report(
     seed: Seed = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Agreement of a stored run with the human grades: metrics with CIs, breakdowns, ranking, plots."""
+    """Agreement of a stored run with the human grades: metrics with CIs, breakdowns, ranking, plots.
+
+    A side-by-side run (knockout sbs) gets its own report: verdict distributions per order, kappa,
+    MPCC, position-bias metrics, human x judge confusion, annotator agreement and cost."""
     from knockout.reports.report import build_report, report_tables
-    from knockout.reports.runs import load_run, parse_ref
+    from knockout.reports.runs import find_run, load_run, parse_ref
 
     try:
         path, ref_id = parse_ref(run)
-        loaded = load_run(path, run_id or ref_id)
+        record = find_run(path, run_id or ref_id)
+        if record.kind == "sbs":
+            sbs_report(path, record, html, as_json)
+            return
+        if record.kind != "grade":
+            raise ConfigError(f"{path}: run {record.id} is a {record.kind} run; report reads grade and sbs runs")
+        loaded = load_run(path, record.id)
         rep, an = build_report(loaded, level=level, by=by.split(","), resamples=resamples, seed=seed)
         tables = report_tables(rep)
         if html is not None:
@@ -67,6 +78,27 @@ def report(
     except KnockoutError as exc:
         fail(exc)
         return
+    if as_json:
+        print_json(rep)
+        return
+    print_tables(tables)
+    if html is not None:
+        out.print(f"HTML report written to {html}")
+
+
+def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool) -> None:
+    from knockout.reports.sbs_report import build_sbs_report, sbs_tables
+
+    rep = build_sbs_report(path, record)
+    tables = sbs_tables(rep)
+    if html is not None:
+        from knockout.reports.html import page
+        from knockout.reports.plots import sbs_distribution
+
+        warn = ["The judge of this run is the scripted SIMULATION, not an LLM."] if rep["run"][
+            "simulated_judge"] else []
+        write_html(html, page(f"knockout report: side-by-side run {record.id}", tables,
+                              {"verdicts by order": sbs_distribution(rep)}, warn))
     if as_json:
         print_json(rep)
         return

@@ -74,6 +74,25 @@ def run_cost(store: Store, run: RunRecord) -> dict[str, Any]:
     }
 
 
+def find_run(path: Path, run_id: str | None = None) -> RunRecord:
+    """The run ``run_id``, or else the latest grade run, or else the latest side-by-side run."""
+    store = open_existing(path)
+    try:
+        runs = store.runs()
+        if run_id is not None:
+            found = store.get_run(run_id)
+            if found is None:
+                raise ConfigError(f"{path}: no run '{run_id}' (runs: {', '.join(r.id for r in runs) or 'none'})")
+            return found
+        for kind in ("grade", "sbs"):
+            of_kind = [r for r in runs if r.kind == kind]
+            if of_kind:
+                return of_kind[-1]
+        raise ConfigError(f"{path}: no grade or side-by-side runs")
+    finally:
+        store.close()
+
+
 def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
     """A run (default: the latest grade run) with its item-set snapshot, results and cost."""
     store = open_existing(path)
