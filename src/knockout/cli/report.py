@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table as RichTable
@@ -67,38 +67,39 @@ def report(
             raise ConfigError(f"{path}: run {record.id} is a {record.kind} run; report reads grade and sbs runs")
         loaded = load_run(path, record.id)
         rep, an = build_report(loaded, level=level, by=by.split(","), resamples=resamples, seed=seed)
-        tables = report_tables(rep)
-        if html is not None:
-            from knockout.reports.html import page
+
+        def plots() -> dict[str, bytes]:
             from knockout.reports.plots import report_plots
 
-            warn = ["The judge of this run is the scripted SIMULATION, not an LLM."] if rep["run"][
-                "simulated_judge"] else []
-            write_html(html, page(f"knockout report: run {loaded.run.id}", tables, report_plots(rep, an), warn))
+            return report_plots(rep, an)
+
+        emit_report(rep, report_tables(rep), f"knockout report: run {loaded.run.id}", plots, html, as_json)
     except KnockoutError as exc:
         fail(exc)
-        return
-    if as_json:
-        print_json(rep)
-        return
-    print_tables(tables)
-    if html is not None:
-        out.print(f"HTML report written to {html}")
 
 
 def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool) -> None:
     from knockout.reports.sbs_report import build_sbs_report, sbs_tables
 
     rep = build_sbs_report(path, record)
-    tables = sbs_tables(rep)
+
+    def plots() -> dict[str, bytes]:
+        from knockout.reports.plots import sbs_distribution
+
+        return {"verdicts by order": sbs_distribution(rep)}
+
+    emit_report(rep, sbs_tables(rep), f"knockout report: side-by-side run {record.id}", plots, html, as_json)
+
+
+def emit_report(rep: dict[str, Any], tables: Sequence[Table], title: str, plots: Callable[[], dict[str, bytes]],
+                html: Path | None, as_json: bool) -> None:
+    """Write the HTML page (when asked), then print the JSON object or the tables."""
     if html is not None:
         from knockout.reports.html import page
-        from knockout.reports.plots import sbs_distribution
 
         warn = ["The judge of this run is the scripted SIMULATION, not an LLM."] if rep["run"][
             "simulated_judge"] else []
-        write_html(html, page(f"knockout report: side-by-side run {record.id}", tables,
-                              {"verdicts by order": sbs_distribution(rep)}, warn))
+        write_html(html, page(title, tables, plots(), warn))
     if as_json:
         print_json(rep)
         return
