@@ -197,7 +197,8 @@ class Engine:
         if cached is not None:
             self.stats.cached_calls += 1
             return key, cached, True
-        if key in self._in_flight:  # the same request in the same wave: ask once
+        if key in self._in_flight:  # the same request in the same wave: ask once, count the rest as hits
+            self.stats.cached_calls += 1
             return key, await asyncio.shield(self._in_flight[key]), True
         fut: asyncio.Future[CallRecord] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = fut
