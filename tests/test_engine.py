@@ -86,3 +86,16 @@ def test_scripted_judge_is_deterministic_and_labelled() -> None:
     a = asyncio.run(j.complete(req)).text
     b = asyncio.run(j.complete(req)).text
     assert a == b and "Score:" in a
+
+
+def test_resumed_run_without_snapshot_gets_one(tmp_path: Path) -> None:
+    """A run row begun before item-set snapshots existed gets its snapshot when the run is resumed."""
+    store = Store(tmp_path / "s.db")
+    items = _items()
+    r1 = run(items, make_judge("scripted"), store, RunConfig(), progress=False)
+    store.db.execute("UPDATE runs SET data_fingerprint = NULL WHERE id = ?", (r1.run_id,))
+    assert store.items_for_run(r1.run_id) is None
+    r2 = run(items, make_judge("scripted"), store, RunConfig(), progress=False)
+    assert r2.run_id == r1.run_id and r2.stats["judge_calls"] == 0
+    snap = store.items_for_run(r1.run_id)
+    assert snap is not None and snap.fingerprint() == items.fingerprint()

@@ -235,7 +235,9 @@ class Store:
         self.db.execute(
             "INSERT INTO runs (id, kind, method, judge, config, data_source, data_fingerprint, status, created, "
             "updated) VALUES (?,?,?,?,?,?,?,?,?,?) "
-            "ON CONFLICT(id) DO UPDATE SET status='running', updated=excluded.updated",
+            "ON CONFLICT(id) DO UPDATE SET status='running', updated=excluded.updated, "
+            # a run begun by a version without item-set snapshots gets its snapshot when resumed
+            "data_fingerprint=COALESCE(runs.data_fingerprint, excluded.data_fingerprint)",
             (run_id, kind, method, judge, json.dumps(config, sort_keys=True), data_source, data_fingerprint,
              "running", now, now),
         )
