@@ -74,21 +74,29 @@ def run_cost(store: Store, run: RunRecord) -> dict[str, Any]:
     }
 
 
+KIND_NAMES = {"grade": "grade", "sbs": "side-by-side"}
+
+
+def pick_run(store: Store, path: Path, run_id: str | None, kinds: tuple[str, ...]) -> RunRecord:
+    """The run ``run_id``, or else the latest run of the first of ``kinds`` the store holds."""
+    runs = store.runs()
+    if run_id is not None:
+        found = store.get_run(run_id)
+        if found is None:
+            raise ConfigError(f"{path}: no run '{run_id}' (runs: {', '.join(r.id for r in runs) or 'none'})")
+        return found
+    for kind in kinds:
+        of_kind = [r for r in runs if r.kind == kind]
+        if of_kind:
+            return of_kind[-1]
+    raise ConfigError(f"{path}: no {' or '.join(KIND_NAMES[k] for k in kinds)} runs")
+
+
 def find_run(path: Path, run_id: str | None = None) -> RunRecord:
     """The run ``run_id``, or else the latest grade run, or else the latest side-by-side run."""
     store = open_existing(path)
     try:
-        runs = store.runs()
-        if run_id is not None:
-            found = store.get_run(run_id)
-            if found is None:
-                raise ConfigError(f"{path}: no run '{run_id}' (runs: {', '.join(r.id for r in runs) or 'none'})")
-            return found
-        for kind in ("grade", "sbs"):
-            of_kind = [r for r in runs if r.kind == kind]
-            if of_kind:
-                return of_kind[-1]
-        raise ConfigError(f"{path}: no grade or side-by-side runs")
+        return pick_run(store, path, run_id, ("grade", "sbs"))
     finally:
         store.close()
 
@@ -97,17 +105,7 @@ def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
     """A run (default: the latest grade run) with its item-set snapshot, results and cost."""
     store = open_existing(path)
     try:
-        runs = store.runs()
-        if run_id is None:
-            grade_runs = [r for r in runs if r.kind == "grade"]
-            if not grade_runs:
-                raise ConfigError(f"{path}: no grade runs")
-            run = grade_runs[-1]
-        else:
-            found = store.get_run(run_id)
-            if found is None:
-                raise ConfigError(f"{path}: no run '{run_id}' (runs: {', '.join(r.id for r in runs) or 'none'})")
-            run = found
+        run = pick_run(store, path, run_id, ("grade",))
         items = store.items_for_run(run.id)
         if items is None:
             raise ConfigError(f"{path}: run {run.id} has no stored item set (made by an older version?)")
