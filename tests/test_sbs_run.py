@@ -123,6 +123,13 @@ def test_cli_json_and_runs(tmp_path: Path) -> None:
     assert {"distribution", "kappa", "mpcc", "pbias_ab", "pcon_ab", "con_abcd"} <= set(s["metrics"])
     runs = subprocess.run([*exe, "runs", str(db), "--json"], capture_output=True, text=True, timeout=120)
     assert json.loads(runs.stdout)[0]["kind"] == "sbs"
+    # the text summary is the report's rendering of the stored run, plus this invocation's cost
+    text = subprocess.run([*exe, "sbs", str(data), "--judge", "scripted?bias=0.3", "--prompt", "II", "-o", str(db),
+                           "-q", "--window", "4", "--stride", "2"], capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stderr
+    shows = ("PBias@AB", "Con@ABCD", "verdict distribution", "simulation", "0 live judge calls, 16 from the cache")
+    for shown in shows:
+        assert shown in text.stdout, shown
     bad = subprocess.run([*exe, "sbs", str(data), "--judge", "scripted", "--debate", "loud", "-o", str(db)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "debate" in bad.stderr

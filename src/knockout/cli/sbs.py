@@ -8,56 +8,20 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli.main import JsonOpt, JudgeKV, JudgeOpt, fail, fmt, out, parse_kv, print_json
+from knockout.cli.main import JsonOpt, JudgeKV, JudgeOpt, fail, out, parse_kv, print_json
 from knockout.errors import KnockoutError
 
 
-def _pct(d: dict[str, float]) -> str:
-    return "  ".join(f"{c} {100 * d[c]:.1f}" for c in "ABCDE")
+def print_sbs(out_db: Path, summary: dict[str, Any]) -> None:
+    """The tables of ``knockout report`` for the run just made (one rendering), then this invocation's cost."""
+    from knockout.cli.report import print_tables
+    from knockout.reports.runs import find_run
+    from knockout.reports.sbs_report import build_sbs_report, sbs_tables
 
-
-def print_sbs(summary: dict[str, Any]) -> None:
-    m = summary["metrics"]
-    t = Table(title=f"run {summary['run_id']} — {summary['method']} — {summary['prompt']} — {summary['judge']}",
-              show_header=False)
-    t.add_column("what", style="bold")
-    t.add_column("value")
-    dist = m["distribution"]
-    rows: list[tuple[str, Any]] = [
-        ("items", f"{summary['items']} ({summary['orders_invalid']} of {2 * summary['items']} orders E)"),
-        ("verdicts % swap 0 (cand. first)", _pct(dist["swap0"])),
-        ("verdicts % swap 1 (base. first)", _pct(dist["swap1"])),
-        ("verdicts % mean", _pct(dist["mean"])),
-    ]
-    if "human_distribution" in m:
-        kappa, mpcc = m["kappa"], m["mpcc"]
-        rows += [
-            ("human verdicts %", f"{_pct(m['human_distribution'])}  (n {m['n_human']})"),
-            ("Cohen's kappa (0 / 1 / mean)", f"{fmt(kappa['swap0'])} / {fmt(kappa['swap1'])} / {fmt(kappa['mean'])}"),
-            ("kappa, C+D merged (mean)", fmt(m["kappa_3class"]["mean"])),
-            ("accuracy (mean, delta)", f"{fmt(m['accuracy']['mean'])}, {fmt(m['accuracy']['delta'])}"),
-            (f"MPCC N={m['window']} K={m['stride']} (0 / 1 / mean)",
-             f"{fmt(mpcc['swap0'])} / {fmt(mpcc['swap1'])} / {fmt(mpcc['mean'])}"),
-            ("MPCC-delta", fmt(m["mpcc_delta"])),
-        ]
-    rows += [
-        ("MPCC-Consistency", fmt(m["mpcc_consistency"])),
-        ("PBias@AB (+ first, - second)", fmt(m["pbias_ab"])),
-        ("Con@ABCD", fmt(m["con_abcd"])),
-        ("PCon@AB", fmt(m["pcon_ab"])),
-        ("judge calls", f"{summary['judge_calls']} live, {summary['cache_hits']} from cache, {summary['waves']} waves"),
-        ("tokens", f"{summary['prompt_tokens']} prompt + {summary['completion_tokens']} completion"),
-        ("wall time", f"{summary['wall_s']:.1f} s"),
-    ]
-    ha = summary.get("human_agreement") or {}
-    if ha.get("pairs"):
-        rows.append(("annotator kappa (Cohen)", ", ".join(f"{k} {fmt(v)}" for k, v in ha["pairs"].items())))
-        rows.append(("annotator Fleiss' kappa", f"{fmt(ha['fleiss'])} (n {ha['n_fleiss']})"))
-    if summary.get("simulated_judge"):
-        rows.append(("NOTE", "scripted judge: a simulation, not an LLM"))
-    for k, v in rows:
-        t.add_row(k, str(v))
-    out.print(t)
+    print_tables(sbs_tables(build_sbs_report(out_db, find_run(out_db, summary["run_id"]))))
+    out.print(f"this invocation: {summary['judge_calls']} live judge calls, {summary['cache_hits']} from the cache, "
+              f"{summary['waves']} waves, {summary['prompt_tokens']} + {summary['completion_tokens']} tokens, "
+              f"{summary['wall_s']:.1f} s")
 
 
 def sbs(
@@ -118,7 +82,10 @@ def sbs(
             t.add_row(v.item.id, d["human"] or "-", d["verdicts"]["swap0"], d["verdicts"]["swap1"],
                       (d["error"] or "")[:60])
         out.print(t)
-    print_sbs(summary)
+    try:
+        print_sbs(out_db, summary)
+    except KnockoutError as exc:
+        fail(exc)
 
 
 def register(app: typer.Typer) -> None:
