@@ -126,6 +126,11 @@ def test_parsers_are_registered_and_strict() -> None:
     assert not parse_score("<Score_for_Assistant>7</Score_for_Assistant>", 5).ok
     assert not parse_score("<Score_for_Assistant>0</Score_for_Assistant>", 5).ok
     assert not parse_score("Score: 4", 5).ok
+    # a reply cut while echoing the format (seen with the 1.5B model): the placeholder is no score of 1
+    echoed = ("reasoning ...\n<Score_for_Assistant>\n(assign a score from 1 to 5 to the assistant's assessment)\n"
+              "</Score_for_Assistant>\n\n<Reasoning_for_choosing_better_answer>\nmore of the same")
+    bad = parse_score(echoed, 5)
+    assert not bad.ok and "placeholder" in (bad.error or "")
     crit = "<Criterion>a</Criterion>" * 7
     assert parse_criteria(crit).value == ["a"] * 5
     assert parse_criteria("1. right verdict\n2. sound reasons").value == ["right verdict", "sound reasons"]

@@ -106,11 +106,14 @@ def parse_score(text: str, max_points: float = 5) -> Parsed:
     if not mine:
         return Parsed(error="no <Score_for_Assistant> tag in the reply")
     raw = _tag(clean, mine[-1])
+    if raw is not None and _PLACEHOLDER.match(raw):
+        return Parsed(error=f"<{mine[-1]}> repeats the format placeholder instead of a score: {raw[:40]!r}")
     score = _number(raw, 1, max_points)
     if score is None:
         return Parsed(error=f"<{mine[-1]}> must hold a score from 1 to {max_points:g}, got {(raw or '')[:40]!r}")
     others = [t for t in tags if not t.lower().startswith("score_for_assistant")]
-    own = _number(_tag(clean, others[-1]), 1, max_points) if others else None
+    own_raw = _tag(clean, others[-1]) if others else None
+    own = None if own_raw is None or _PLACEHOLDER.match(own_raw) else _number(own_raw, 1, max_points)
     return Parsed(value={"score": score, "own": own})
 
 
