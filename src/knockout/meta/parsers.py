@@ -89,7 +89,8 @@ def parse_debate(text: str, max_points: float = 0) -> Parsed:
 
 
 def _number(raw: str | None, low: float, high: float) -> float | None:
-    if raw is None:
+    """The number in a tag's content, within [low, high]; None for none, out of range or an echoed placeholder."""
+    if raw is None or _PLACEHOLDER.match(raw):
         return None
     m = re.search(NUM, raw)
     if m is None:
@@ -106,14 +107,13 @@ def parse_score(text: str, max_points: float = 5) -> Parsed:
     if not mine:
         return Parsed(error="no <Score_for_Assistant> tag in the reply")
     raw = _tag(clean, mine[-1])
-    if raw is not None and _PLACEHOLDER.match(raw):
-        return Parsed(error=f"<{mine[-1]}> repeats the format placeholder instead of a score: {raw[:40]!r}")
     score = _number(raw, 1, max_points)
     if score is None:
-        return Parsed(error=f"<{mine[-1]}> must hold a score from 1 to {max_points:g}, got {(raw or '')[:40]!r}")
+        why = ("repeats the format placeholder instead of a score" if raw and _PLACEHOLDER.match(raw)
+               else f"must hold a score from 1 to {max_points:g}")
+        return Parsed(error=f"<{mine[-1]}> {why}, got {(raw or '')[:40]!r}")
     others = [t for t in tags if not t.lower().startswith("score_for_assistant")]
-    own_raw = _tag(clean, others[-1]) if others else None
-    own = None if own_raw is None or _PLACEHOLDER.match(own_raw) else _number(own_raw, 1, max_points)
+    own = _number(_tag(clean, others[-1]), 1, max_points) if others else None
     return Parsed(value={"score": score, "own": own})
 
 
