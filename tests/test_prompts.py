@@ -91,9 +91,9 @@ def test_shots_follow_sciex_rules(source: str) -> None:
 def test_shots_render_into_sciex_prompt_without_own_grade() -> None:
     items = _exam()
     b = PromptBuilder(items, "individual", PromptOptions(shots=2, shot_source="same-question", reference=True))
-    t, msgs, shot_ids = b.individual(items.answer("A/1:x"))
+    t, rendered, shot_ids = b.individual(items.answer("A/1:x"))
     assert t.name == "sciex-en-ref"
-    text = msgs[-1].content
+    text = rendered.messages[-1].content
     assert text.count("[grade] 1 [/grade]") == 2  # two examples with their human grades
     assert "A/1:x" not in shot_ids and len(shot_ids) == 2
     assert text.rstrip().endswith("[max_score] 2 [/max_score]")

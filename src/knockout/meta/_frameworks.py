@@ -31,7 +31,6 @@ from knockout.meta._parsers import MAX_CRITERIA, parse_better, parse_criteria, p
 from knockout.meta._prompts import (
     DEFAULT_TRUNCATE,
     item_values,
-    messages,
     preset_for,
     reminder,
     render_assessment,
@@ -39,6 +38,7 @@ from knockout.meta._prompts import (
 )
 from knockout.meta._verdicts import Assessment, MetaItem, VerdictSet
 from knockout.prompts._parsers import Parsed, parsers
+from knockout.prompts._render import judge_messages
 from knockout.storage._engine import Engine, Outcome, Task
 
 FRAMEWORKS = ("jdeval", "mdeval", "jdeval-i", "bsmeval")
@@ -167,7 +167,8 @@ class JDEval(_Framework):
         tasks = []
         for d in draws:
             t = preset_for("jdeval", d.item)
-            tasks.append(Task(messages(t, self.pair_values(d)), parse_better, reminder(t),
+            r = judge_messages(t, self.pair_values(d))
+            tasks.append(Task(r.messages, r.parse_with(parse_better, 0), reminder(t),
                               _hint("better", d.item, [d.item.assessments[d.first], d.item.assessments[d.second]]),
                               d.id))
         self.engine.expect(len(tasks))
@@ -208,14 +209,16 @@ class MDEval(_Framework):
         d = deb.draw
         t = preset_for("mdeval", d.item, "judge")
         values = {**self.pair_values(d), "transcript": transcript(deb.turns, self.opts.truncate)}
-        msgs = messages(t, values)
+        r = judge_messages(t, values)
+        msgs = r.messages
         final = rnd >= self.opts.rounds
         if final:
             msgs[-1] = Message(role="user", content=msgs[-1].content + FINAL_ROUND)
         hint = _hint("debate", d.item, [d.item.assessments[d.first], d.item.assessments[d.second]], round=rnd)
         if final:
-            return Task(msgs, parse_better, lambda e: FINAL_REMINDER.format(error=e), hint, f"{d.id}#judge{rnd}")
-        return Task(msgs, parse_debate, reminder(t), hint, f"{d.id}#judge{rnd}")
+            return Task(msgs, r.parse_with(parse_better, 0), lambda e: FINAL_REMINDER.format(error=e), hint,
+                        f"{d.id}#judge{rnd}")
+        return Task(msgs, r.parse_with(parse_debate, 0), reminder(t), hint, f"{d.id}#judge{rnd}")
 
     def debater_task(self, deb: _Debate, rnd: int, side: int) -> Task:
         d = deb.draw
@@ -224,8 +227,8 @@ class MDEval(_Framework):
         values = {**self.values(d.item), "result1": self.assessment(d.item, own),
                   "result2": self.assessment(d.item, other), "side": str(side), "round": str(rnd),
                   "transcript": transcript(deb.turns, self.opts.truncate)}
-        parse = parsers.get(t.parser)
-        return Task(messages(t, values), lambda text: parse(text, 0), None,
+        r = judge_messages(t, values)
+        return Task(r.messages, r.parse_with(parsers.get(t.parser), 0), None,
                     _hint("argue", d.item, [d.item.assessments[own]], side=side), f"{d.id}#argue{rnd}.{side}")
 
     async def run(self, vs: VerdictSet) -> list[Judgement]:
@@ -276,8 +279,8 @@ class JDEvalI(_Framework):
         tasks = []
         for item, e in pairs:
             t = preset_for("jdeval-i", item)
-            values = {**self.values(item), "eval_result": self.assessment(item, e)}
-            tasks.append(Task(messages(t, values), lambda text: parse_score(text, 5), reminder(t),
+            r = judge_messages(t, {**self.values(item), "eval_result": self.assessment(item, e)})
+            tasks.append(Task(r.messages, r.parse_with(parse_score, 5), reminder(t),
                               _hint("score", item, [item.assessments[e]]), f"{item.id}/{e}"))
         self.engine.expect(len(tasks))
         outcomes = await self.engine.ask_all(tasks)
@@ -294,7 +297,8 @@ class BSMEval(JDEvalI):
         for item in vs.items:
             t = preset_for("bsmeval", item, "branch")
             values = {**self.values(item), "max_criteria": str(self.opts.max_criteria)}
-            tasks.append(Task(messages(t, values), self._parse_criteria, reminder(t, self.opts.max_criteria),
+            tasks.append(Task(judge_messages(t, values).messages, self._parse_criteria,
+                              reminder(t, self.opts.max_criteria),
                               _hint("criteria", item, []), f"{item.id}#branch"))
         self.engine.expect(len(tasks))
         branches = dict(zip((i.id for i in vs.items), await self.engine.ask_all(tasks), strict=True))
@@ -307,7 +311,8 @@ class BSMEval(JDEvalI):
                 t = preset_for("bsmeval", item, "solve")
                 values = {**self.values(item), "eval_result": self.assessment(item, e), "criterion": c}
                 solve.append((item, e, c))
-                tasks.append(Task(messages(t, values), lambda text: parse_score(text, 5), reminder(t),
+                r = judge_messages(t, values)
+                tasks.append(Task(r.messages, r.parse_with(parse_score, 5), reminder(t),
                                   _hint("score", item, [item.assessments[e]], criterion=c), f"{item.id}/{e}#{c}"))
         self.engine.expect(len(tasks))
         scores: dict[tuple[str, str], list[tuple[str, Outcome]]] = {}

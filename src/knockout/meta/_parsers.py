@@ -2,9 +2,11 @@
 
 The meta-evaluation prompts (the study's Tables 9-13) ask for XML-like tags; the last tag of a
 kind in the reply wins, an unclosed last tag (a reply cut by the token limit) is read to the end,
-and ``Tag: value`` lines are accepted for models that drop the angle brackets.  Nothing is guessed:
-a missing tag, an echoed placeholder or a choice naming both sides is an error, which the engine
-answers with a format reminder and, in the end, an invalid result.
+and ``Tag: value`` lines are accepted for models that drop the angle brackets.  A tag or line the
+meta-judge copied from the texts it was shown (``shown``: question, answers, assessments, the
+debate so far) is never read.  Nothing is guessed: a missing tag, an echoed placeholder or
+a choice naming both sides is an error, which the engine answers with a format reminder and, in
+the end, an invalid result.
 
 * ``meta-better`` — ``<Better_assistant>Assistant1 | Assistant2 | equally good</Better_assistant>``
   → ``{"winner": "1"|"2"|"0", "answer": "1"|"2"|"0"|None}`` (``answer``: the meta-judge's own
@@ -21,21 +23,24 @@ answers with a format reminder and, in the end, an invalid result.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from knockout.prompts._parsers import NUM, Parsed, to_float
+from knockout.prompts._parsers import COPIED, NUM, Copies, Parsed, to_float
 
 MAX_CRITERIA = 5
 _PLACEHOLDER = re.compile(r"^\(?\s*(?:your|choose|assign|give)\b", re.I)
 
 
-def _tag(text: str, name: str) -> str | None:
-    """Content of the last ``<name>...</name>`` (unclosed: to the end), else of the last ``name: ...`` line."""
+def _tag(text: str, name: str, copies: Copies) -> str | None:
+    """Content of the last ``<name>...</name>`` (unclosed: to the end), else of the last ``name: ...`` line;
+    tags and lines copied from the texts shown are passed over."""
     text = text.replace("**", "")
-    blocks = re.findall(rf"<\s*{name}\s*>(.*?)(?:<\s*/\s*{name}\s*>|(?=<\s*\w+\s*>)|\Z)", text, re.I | re.S)
+    pattern = rf"<\s*{name}\s*>(.*?)(?:<\s*/\s*{name}\s*>|(?=<\s*\w+\s*>)|\Z)"
+    blocks = copies.own(re.finditer(pattern, text, re.I | re.S))
     if blocks:
-        return str(blocks[-1]).strip()
-    lines = re.findall(rf"^\W*{name}\W*[:=]\s*(.+)$", text, re.I | re.M)
-    return str(lines[-1]).strip() if lines else None
+        return blocks[-1].group(1).strip()
+    lines = copies.own(re.finditer(rf"^\W*{name}\W*[:=]\s*(.+)$", text, re.I | re.M))
+    return lines[-1].group(1).strip() if lines else None
 
 
 def _choice(value: str, one: str, two: str) -> str | None:
@@ -55,34 +60,36 @@ _ASSISTANT = (r"assistant\s*_?\s*1\b|assistant\s*_?\s*one\b", r"assistant\s*_?\s
 _ANSWER = (r"answer\s*_?\s*a\b|answer\s*_?\s*1\b", r"answer\s*_?\s*b\b|answer\s*_?\s*2\b")
 
 
-def _winner(text: str) -> tuple[str | None, str | None]:
+def _winner(text: str, copies: Copies) -> tuple[str | None, str | None]:
     """(winner, error) from the Better_assistant tag."""
-    raw = _tag(text, "Better_assistant")
+    raw = _tag(text, "Better_assistant", copies)
     if raw is None:
-        return None, "no <Better_assistant> tag in the reply"
+        return None, COPIED if _tag(text, "Better_assistant", Copies()) else "no <Better_assistant> tag in the reply"
     w = _choice(raw, *_ASSISTANT)
     if w is None:
         return None, f"<Better_assistant> must be Assistant1, Assistant2 or equally good, got {raw[:60]!r}"
     return w, None
 
 
-def _answer(text: str) -> str | None:
-    raw = _tag(text, "Better_answer")
+def _answer(text: str, copies: Copies) -> str | None:
+    raw = _tag(text, "Better_answer", copies)
     return None if raw is None else _choice(raw, *_ANSWER)
 
 
-def parse_better(text: str, max_points: float = 0) -> Parsed:
-    winner, error = _winner(text)
+def parse_better(text: str, max_points: float = 0, shown: Sequence[str] = ()) -> Parsed:
+    copies = Copies(shown)
+    winner, error = _winner(text, copies)
     if winner is None:
         return Parsed(error=error)
-    return Parsed(value={"winner": winner, "answer": _answer(text)})
+    return Parsed(value={"winner": winner, "answer": _answer(text, copies)})
 
 
-def parse_debate(text: str, max_points: float = 0) -> Parsed:
-    if _tag(text, "Better_assistant") is not None:
-        winner, error = _winner(text)
+def parse_debate(text: str, max_points: float = 0, shown: Sequence[str] = ()) -> Parsed:
+    copies = Copies(shown)
+    if _tag(text, "Better_assistant", copies) is not None:
+        winner, error = _winner(text, copies)
         return Parsed(error=error) if winner is None else Parsed(value={"winner": winner, "question": None})
-    question = _tag(text, "Question")
+    question = _tag(text, "Question", copies)
     if question and not _PLACEHOLDER.match(question):
         return Parsed(value={"winner": None, "question": question})
     return Parsed(error="neither a <Better_assistant> decision nor a <Question> in the reply")
@@ -99,25 +106,28 @@ def _number(raw: str | None, low: float, high: float) -> float | None:
     return x if low <= x <= high else None
 
 
-def parse_score(text: str, max_points: float = 5) -> Parsed:
+def parse_score(text: str, max_points: float = 5, shown: Sequence[str] = ()) -> Parsed:
+    copies = Copies(shown)
     clean = text.replace("**", "")
     tags = re.findall(r"<\s*(Score_for_\w+)\s*>", clean, re.I) or re.findall(r"^\W*(Score_for_\w+)\W*[:=]", clean,
                                                                                   re.I | re.M)
     mine = [t for t in tags if t.lower().startswith("score_for_assistant")]
     if not mine:
         return Parsed(error="no <Score_for_Assistant> tag in the reply")
-    raw = _tag(clean, mine[-1])
+    raw = _tag(clean, mine[-1], copies)
+    if raw is None:
+        return Parsed(error=COPIED)
     score = _number(raw, 1, max_points)
     if score is None:
         why = ("repeats the format placeholder instead of a score" if raw and _PLACEHOLDER.match(raw)
                else f"must hold a score from 1 to {max_points:g}")
         return Parsed(error=f"<{mine[-1]}> {why}, got {(raw or '')[:40]!r}")
     others = [t for t in tags if not t.lower().startswith("score_for_assistant")]
-    own = _number(_tag(clean, others[-1]), 1, max_points) if others else None
+    own = _number(_tag(clean, others[-1], copies), 1, max_points) if others else None
     return Parsed(value={"score": score, "own": own})
 
 
-def parse_criteria(text: str, max_points: float = 0) -> Parsed:
+def parse_criteria(text: str, max_points: float = 0, shown: Sequence[str] = ()) -> Parsed:
     found = [c.strip() for c in re.findall(r"<\s*Criterion\s*>(.*?)<\s*/\s*Criterion\s*>", text, re.I | re.S)]
     if not found:
         found = [m.strip() for m in re.findall(r"^\s*\d+[.)]\s+(.+)$", text, re.M)]
@@ -127,6 +137,6 @@ def parse_criteria(text: str, max_points: float = 0) -> Parsed:
     return Parsed(value=found[:MAX_CRITERIA])
 
 
-def parse_argument(text: str, max_points: float = 0) -> Parsed:
+def parse_argument(text: str, max_points: float = 0, shown: Sequence[str] = ()) -> Parsed:
     t = text.strip()
     return Parsed(value=t) if t else Parsed(error="empty argument")

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from knockout.data._io import EMPTY_ANSWER
-from knockout.judges._base import Message
 from knockout.meta._verdicts import Assessment, MetaItem
 from knockout.prompts._templates import PromptTemplate, fmt_points, get_template, render
 
@@ -56,11 +55,6 @@ def item_values(item: MetaItem, limit: int) -> dict[str, str]:
             "answer2": truncate(item.answer2, limit) if item.answer2.strip() else EMPTY_ANSWER,
         }
     return {"text": truncate(item.text, limit)}
-
-
-def messages(t: PromptTemplate, values: dict[str, str]) -> list[Message]:
-    out = [Message(role="system", content=render(t.system, values))] if t.system else []
-    return [*out, Message(role="user", content=render(t.template, values))]
 
 
 def reminder(t: PromptTemplate, max_points: float = 5) -> Callable[[str], str]:

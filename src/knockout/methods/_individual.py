@@ -18,11 +18,11 @@ class Individual:
         meta: list[dict[str, object]] = []
         for a in items:
             q = items.question_of(a)
-            t, messages, shot_ids = builder.individual(a)
+            t, rendered, shot_ids = builder.individual(a)
             tasks.append(
                 Task(
-                    messages=messages,
-                    parse=parser_for(t, q.max_points),
+                    messages=rendered.messages,
+                    parse=parser_for(t, q.max_points, rendered.shown),
                     reminder=reminder_for(t, q.max_points),
                     hint={"kind": "individual", "max_points": q.max_points, "humans": [a.human_score]},
                     label=a.id,

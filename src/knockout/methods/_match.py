@@ -153,10 +153,10 @@ class MatchPlayer:
         if a1.question_id != a2.question_id:
             raise ValueError(f"a match needs two answers to one question ({first}, {second})")
         q = self.items.question_of(a1)
-        t, messages = self.builder.pairwise(a1, a2)
+        t, rendered = self.builder.pairwise(a1, a2)
         return Task(
-            messages=messages,
-            parse=parser_for(t, q.max_points),
+            messages=rendered.messages,
+            parse=parser_for(t, q.max_points, rendered.shown),
             reminder=reminder_for(t, q.max_points),
             hint={"kind": "pairwise", "max_points": q.max_points, "humans": [a1.human_score, a2.human_score]},
             label=f"{first}|{second}",

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
-from knockout.judges._base import Message
-from knockout.prompts._fewshot import Shot, select_shots
+from knockout.prompts._fewshot import select_shots
 from knockout.prompts._parsers import Parsed, parsers
+from knockout.prompts._render import Rendered, judge_messages, own_verdict
 from knockout.prompts._templates import PromptTemplate, auto_preset, fmt_points, get_template, render
 
 
@@ -20,6 +20,8 @@ class PromptOptions:
     shots: int = 0
     shot_source: str = "same-question"
     seed: int = 0
+    #: quote answers between markers (knockout.prompts._render); False only to measure the defence
+    delimit: bool = True
 
 
 class PromptBuilder:
@@ -63,58 +65,32 @@ class PromptBuilder:
             "question": q.text,
             "max_points": fmt_points(q.max_points),
             "reference": q.reference or "",
-            "examples": "",
         }
 
-    def _messages(self, t: PromptTemplate, values: dict[str, str], q: Question) -> list[Message]:
-        msgs: list[Message] = []
-        if t.system:
-            msgs.append(Message(role="system", content=render(t.system, values)))
-        msgs.append(Message(role="user", content=render(t.template, values), images=tuple(q.images)))
-        return msgs
-
-    def _examples(self, t: PromptTemplate, shots: list[Shot]) -> str:
-        if not shots:
-            return ""
-        blocks = []
-        for s in shots:
-            sq = self.items.question_of(s.answer)
-            blocks.append(
-                render(
-                    t.example,
-                    {
-                        "question": sq.text,
-                        "answer": s.answer.text,
-                        "reference": sq.reference or "",
-                        "max_points": fmt_points(sq.max_points),
-                        "grade": fmt_points(s.grade),
-                    },
-                )
-            )
-        return t.examples_header + "".join(blocks)
-
-    def individual(self, a: Answer) -> tuple[PromptTemplate, list[Message], list[str]]:
-        """Template, messages and the ids of the few-shot answers used."""
+    def individual(self, a: Answer) -> tuple[PromptTemplate, Rendered, list[str]]:
+        """Template, rendered request and the ids of the few-shot answers used."""
         q = self.items.question_of(a)
         t = self.template_for(q)
-        values = self._values(q, t)
         shots = select_shots(self.items, a, self.options.shots, self.options.shot_source, self.options.seed)
-        values["examples"] = self._examples(t, shots)
-        values["answer"] = a.text
-        return t, self._messages(t, values, q), [s.answer.id for s in shots]
+        examples = []
+        for s in shots:
+            sq = self.items.question_of(s.answer)
+            examples.append({"question": sq.text, "answer": s.answer.text, "reference": sq.reference or "",
+                             "max_points": fmt_points(sq.max_points), "grade": fmt_points(s.grade)})
+        values = {**self._values(q, t), "answer": a.text}
+        rendered = judge_messages(t, values, examples=examples, images=q.images, delimit=self.options.delimit)
+        return t, rendered, [s.answer.id for s in shots]
 
-    def pairwise(self, first: Answer, second: Answer) -> tuple[PromptTemplate, list[Message]]:
+    def pairwise(self, first: Answer, second: Answer) -> tuple[PromptTemplate, Rendered]:
         q = self.items.question_of(first)
         t = self.template_for(q)
-        values = self._values(q, t)
-        values["answer1"] = first.text
-        values["answer2"] = second.text
-        return t, self._messages(t, values, q)
+        values = {**self._values(q, t), "answer1": first.text, "answer2": second.text}
+        return t, judge_messages(t, values, images=q.images, delimit=self.options.delimit)
 
 
-def parser_for(t: PromptTemplate, max_points: float) -> Callable[[str], Parsed]:
-    fn = parsers.get(t.parser)
-    return lambda text: fn(text, max_points)
+def parser_for(t: PromptTemplate, max_points: float, shown: Sequence[str] = ()) -> Callable[[str], Parsed]:
+    """The template's parser for one request; ``shown``: the data texts it showed (``Rendered.shown``)."""
+    return own_verdict(parsers.get(t.parser), max_points, shown)
 
 
 def reminder_for(t: PromptTemplate, max_points: float) -> Callable[[str], str] | None:

@@ -17,6 +17,8 @@ Judge calls: 3 per order, 6 per item (plus format retries), in three waves.
 
 from __future__ import annotations
 
+from functools import partial
+
 from knockout.judges._base import Message
 from knockout.prompts._parsers import Parsed
 from knockout.prompts._templates import PromptTemplate
@@ -42,9 +44,9 @@ def _agent1_messages(job: Job) -> list[Message]:
     return [first.model_copy(update={"content": FIRST_AGENT + first.content}), *rest]
 
 
-def _lenient(text: str) -> Parsed:
+def _lenient(text: str, shown: tuple[str, ...] = ()) -> Parsed:
     """Agent 2: its verdict when readable, else None; never invalid."""
-    return Parsed(value=parse_sbs(text).value)
+    return Parsed(value=parse_sbs(text, shown=shown).value)
 
 
 async def judge_debate(engine: Engine, jobs: list[Job], t: PromptTemplate, mode: str) -> list[OrderResult]:
@@ -60,7 +62,8 @@ async def judge_debate(engine: Engine, jobs: list[Job], t: PromptTemplate, mode:
         second[i] = [*starts[i], Message(role="assistant", content=agent1[i].replies[-1]),
                      Message(role="user", content=SECOND_AGENT[mode])]
         hint = {**jobs[i].hint, "disagree_with": v1 if mode == "hard" else None}
-        tasks2.append(Task(messages=second[i], parse=_lenient, hint=hint, label=jobs[i].label + "/agent2"))
+        tasks2.append(Task(messages=second[i], parse=partial(_lenient, shown=jobs[i].shown), hint=hint,
+                           label=jobs[i].label + "/agent2"))
     engine.expect(len(tasks2))
     agent2 = dict(zip(live, await engine.ask_all(tasks2), strict=True))
 

@@ -9,7 +9,8 @@ from typing import Any
 from knockout.errors import ConfigError
 from knockout.judges._base import Message
 from knockout.prompts._builder import parser_for, reminder_for
-from knockout.prompts._templates import DEFAULT_PARSERS, DEFAULT_REMINDERS, PromptTemplate, get_template, render
+from knockout.prompts._render import judge_messages
+from knockout.prompts._templates import DEFAULT_PARSERS, DEFAULT_REMINDERS, PromptTemplate, get_template
 from knockout.sbs._data import SbsItem
 from knockout.sbs._verdicts import INVALID, to_candidate
 from knockout.storage._engine import Engine, Outcome, Task
@@ -57,6 +58,7 @@ class Job:
     swap: int
     messages: list[Message]
     hint: dict[str, Any]
+    shown: tuple[str, ...] = ()  # the responses, question and reference as shown (for the parser)
 
     @property
     def label(self) -> str:
@@ -89,18 +91,15 @@ def make_jobs(items: list[SbsItem], t: PromptTemplate) -> list[Job]:
         for swap, (first, second) in enumerate(((it.candidate, it.baseline), (it.baseline, it.candidate))):
             values = {"question": it.question, "answer1": first, "answer2": second,
                       "reference": it.reference or "", "max_points": "1"}
-            messages = []
-            if t.system:
-                messages.append(Message(role="system", content=render(t.system, values)))
-            messages.append(Message(role="user", content=render(t.template, values)))
+            rendered = judge_messages(t, values)
             hint = {"kind": "sbs", "quality": list(quality if swap == 0 else quality[::-1])}
-            jobs.append(Job(it, swap, messages, hint))
+            jobs.append(Job(it, swap, rendered.messages, hint, rendered.shown))
     return jobs
 
 
 def task_for(job: Job, t: PromptTemplate, messages: list[Message] | None = None,
              hint: dict[str, Any] | None = None) -> Task:
-    return Task(messages=messages or job.messages, parse=parser_for(t, 1.0), reminder=reminder_for(t, 1.0),
+    return Task(messages=messages or job.messages, parse=parser_for(t, 1.0, job.shown), reminder=reminder_for(t, 1.0),
                 hint=hint or job.hint, label=job.label)
 
 

@@ -14,8 +14,9 @@ and ``E`` are symmetric).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from knockout.prompts._parsers import Parsed
+from knockout.prompts._parsers import COPIED, Copies, Parsed, unecho
 
 CLASSES = ("A", "B", "C", "D")
 INVALID = "E"
@@ -36,31 +37,36 @@ _LABELLED = re.compile(
 )
 
 
-def _strip(text: str) -> str:
-    if "[/INST]" in text:  # a reply that echoes its prompt: read what follows
-        text = text.rsplit("[/INST]", 1)[1]
-    text = re.sub(r"<think>.*?</think>", "", text, flags=re.S)  # reasoning models' hidden thoughts
+def _strip(text: str, copies: Copies) -> str:
+    text = re.sub(r"<think>.*?</think>", "", unecho(text, copies), flags=re.S)  # reasoning models' hidden thoughts
     return _FORMAT_LIST.sub(" ", text.replace("**", "")).strip()
 
 
-def parse_sbs(text: str, max_points: float = 1.0) -> Parsed:
+def parse_sbs(text: str, max_points: float = 1.0, shown: Sequence[str] = ()) -> Parsed:
     """A verdict letter in display terms: the last ``[[X]]``, else a bare letter.
 
     Bare forms: the reply is only the letter (``A``, ``'B'``, ``C.``), starts with it on its own
     (``A\\nThe first ...``, ``B. Because ...``), or labels it (``Answer: C``, ``Verdict: [D]``; the last
-    label wins).  Anything else is invalid (class E); ``max_points`` is unused (parser signature).
+    label wins).  A ``[[X]]`` or label that stands in a response shown to the judge (``shown``) was
+    copied from it and is never read.  Anything else is invalid (class E); ``max_points`` is unused
+    (parser signature).
     """
-    clean = _strip(text)
-    bracketed = _BRACKETED.findall(clean)
-    if bracketed:
-        return Parsed(value=bracketed[-1].upper())
+    copies = Copies(shown)
+    clean = _strip(text, copies)
+    bracketed = list(_BRACKETED.finditer(clean))
+    own = copies.own(bracketed)
+    if own:
+        return Parsed(value=own[-1].group(1).upper())
     for pattern in (_ALONE, _LEADING):
         m = pattern.match(clean)
         if m:
             return Parsed(value=m.group(1))
-    labelled = _LABELLED.findall(clean)
-    if labelled:
-        return Parsed(value=labelled[-1])
+    labelled = list(_LABELLED.finditer(clean))
+    own = copies.own(labelled)
+    if own:
+        return Parsed(value=own[-1].group(1))
+    if bracketed or labelled:
+        return Parsed(error=COPIED)
     if re.search(r"\[\[\s*selected answer\s*\]\]", clean, re.I):
         return Parsed(error="the reply repeats the format placeholder instead of a verdict")
     return Parsed(error="no verdict A, B, C or D found in the reply")
