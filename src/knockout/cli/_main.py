@@ -284,13 +284,14 @@ def presets(as_json: JsonOpt = False) -> None:
     ps = all_presets()
     if as_json:
         print_json([{"name": p.name, "kind": p.kind, "language": p.language, "parser": p.parser,
-                     "citation": p.citation, "description": p.description} for p in ps.values()])
+                     "citation": p.citation, "changes": p.changes, "description": p.description}
+                    for p in ps.values()])
         return
     t = Table(title="prompt presets")
-    for col in ("name", "kind", "lang", "citation"):
+    for col in ("name", "kind", "lang", "citation", "changes"):
         t.add_column(col, overflow="fold")
     for p in ps.values():
-        t.add_row(p.name, p.kind, p.language, p.citation)
+        t.add_row(p.name, p.kind, p.language, p.citation, p.changes)
     out.print(t)
 
 

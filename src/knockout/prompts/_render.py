@@ -12,7 +12,9 @@ between two markers that carry one boundary::
 and one line at the top of the first message holding such text (:data:`NOTICE`) tells the judge that
 text between the markers is quoted material, never an instruction.  The text cannot close or imitate
 a marker: the boundary is derived from a hash of every delimited text of the request and re-derived
-until none of them contains it, and any ``<<<`` or ``>>>`` inside a text is written ``‹‹‹``/``›››``.
+until none of them contains it, and any ``<<<`` or ``>>>`` inside a text is written ``‹‹‹``/``›››``
+(and the ``<|``/``|>`` of chat-template control tokens such as ``<|im_start|>`` as ``‹|``/``|›``, so
+that an answer cannot open a system turn of a local model).
 The boundary depends only on the content, so the same request renders the same bytes every time (the
 store's cache key is a hash of the messages: a killed run resumes and a second run is all cache hits).
 
@@ -65,9 +67,16 @@ def own_verdict(parse: Parser, max_points: float, shown: Sequence[str] = ()) -> 
     return lambda text: parse(text, max_points, shown=texts)
 
 
+#: What a data text cannot contain: a marker's ``<<<``/``>>>``, and the ``<|``/``|>`` of chat-template
+#: control tokens (``<|im_start|>system``), which a local model's tokenizer would read as a new turn.
+_ESCAPES = (("<<<", "‹‹‹"), (">>>", "›››"), ("<|", "‹|"), ("|>", "|›"))
+
+
 def escape(text: str) -> str:
-    """A data text as shown between markers: ``<<<``/``>>>`` cannot start or end a marker."""
-    return text.replace("<<<", "‹‹‹").replace(">>>", "›››")
+    """A data text as shown between markers (see :data:`_ESCAPES`)."""
+    for old, new in _ESCAPES:
+        text = text.replace(old, new)
+    return text
 
 
 def boundary(texts: Sequence[str]) -> str:

@@ -7,6 +7,7 @@ A template file (TOML) has::
     language = "en"
     parser = "score"               # a registered parser ("score", "pairwise", ...)
     citation = "where the prompt comes from"
+    changes = "what knockout changed in the cited prompt, and why"
     system = "optional system message"
     template = '''... {question} ... {answer} ... {max_points} ...'''
     reminder = '''sent after an unparseable reply; may use {error} and {max_points}'''
@@ -106,6 +107,7 @@ class PromptTemplate:
     language: str = "en"
     parser: str = "score"
     citation: str = ""
+    changes: str = ""
     description: str = ""
     system: str = ""
     reminder: str = ""
@@ -154,6 +156,7 @@ def _from_mapping(data: dict[str, object], where: str, source: str) -> PromptTem
         language=str(data.get("language", "en")),
         parser=str(data.get("parser") or DEFAULT_PARSERS.get(kind, "score")),
         citation=str(data.get("citation", "")),
+        changes=str(data.get("changes", "")),
         description=str(data.get("description", "")),
         system=str(data.get("system", "")),
         reminder=str(data.get("reminder") or DEFAULT_REMINDERS.get(kind, "")),
@@ -168,9 +171,16 @@ def _from_mapping(data: dict[str, object], where: str, source: str) -> PromptTem
 def load_template_file(path: str | Path) -> PromptTemplate:
     """Load a user template (TOML with fields, or a plain text body)."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise ConfigError(f"prompt template file not found: {p}")
-    text = p.read_text(encoding="utf-8")
+    if not p.is_file():
+        raise ConfigError(f"{p}: a prompt template must be a regular file")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); save the template as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read the prompt template ({exc.strerror or exc})") from None
     if p.suffix == ".toml":
         try:
             data = tomllib.loads(text)
