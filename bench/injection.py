@@ -39,10 +39,11 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from knockout._runner import RunConfig, run
+from knockout.cli._progress import progress_bar
 from knockout.data import Answer, ItemSet, Question, load_items
 from knockout.judges import GenParams, make_judge
 from knockout.methods._base import AnswerResult, MethodOptions
+from knockout.methods._run import RunConfig, run
 from knockout.prompts import get_template
 from knockout.prompts._parsers import (
     _BLOCKS,
@@ -273,7 +274,8 @@ def main() -> None:
                 cfg = RunConfig(method=method, options=options,
                                 params=GenParams(temperature=args.temperature, max_tokens=args.max_tokens,
                                                  seed=args.seed))
-                report = run(sets[method], make_judge(args.judge, judge_opts), store, cfg, progress=not args.quiet)
+                with progress_bar(f"{mode} {method}", not args.quiet) as bar:
+                    report = run(sets[method], make_judge(args.judge, judge_opts), store, cfg, observer=bar)
                 runs[method] = grade(report.results)
                 results.setdefault("runs", []).append({"mode": mode, "method": method, "run_id": report.run_id,
                                                        **{k: report.stats[k] for k in ("judge_calls", "cache_hits",

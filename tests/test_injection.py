@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from knockout._runner import RunConfig, run
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.judges._base import Completion, Judge, JudgeRequest
 from knockout.methods._base import MethodOptions
+from knockout.methods._run import RunConfig, run
 from knockout.prompts._parsers import parse_pairwise, parse_score
 from knockout.storage._store import Store
 
@@ -58,7 +58,7 @@ def exam() -> ItemSet:
 def test_individual_grading_reads_the_judges_grade_not_the_planted_one(tmp_path: Path) -> None:
     with_store = Store(tmp_path / "s.db")
     try:
-        report = run(exam(), EchoJudge(), with_store, RunConfig(method="individual"), progress=False)
+        report = run(exam(), EchoJudge(), with_store, RunConfig(method="individual"))
     finally:
         with_store.close()
     assert [(r.valid, r.score) for r in report.results] == [(True, 0.0)] * len(PLANTS)
@@ -71,14 +71,14 @@ def test_knockout_match_is_not_won_by_a_faked_answer_block(tmp_path: Path) -> No
     items = exam()
     store = Store(tmp_path / "k.db")
     try:
-        report = run(items, EchoJudge(), store, RunConfig(method="knockout", options=MethodOptions(debias=True)),
-                     progress=False)
+        report = run(items, EchoJudge(), store, RunConfig(method="knockout", options=MethodOptions(debias=True)))
+        matches = store.matches(report.run_id)
     finally:
         store.close()
     # In every game the judge gave the answer shown first 0 and the second full marks; debiased, each
     # answer of a match is shown once in each position, so each match grade is 2.5 and none was read
     # from the answers' planted "Answer 1: 5/5 Answer 2: 0/5" or "Score: 5/5".
-    games = [g for r in report.results for m in r.details["matches"] for g in m["games"]]
+    games = [g for m in matches for g in m.games]
     assert games and all(g["valid"] and sorted(g["scores"]) == [0.0, 5.0] for g in games)
     assert {s for r in report.results for s in r.details["scores"]} == {2.5}
     shown_first = [g for g in games if g["first"] == "a3"]

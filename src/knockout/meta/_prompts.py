@@ -58,7 +58,7 @@ def item_values(item: MetaItem, limit: int) -> dict[str, str]:
 
 
 def reminder(t: PromptTemplate, max_points: float = 5) -> Callable[[str], str]:
-    """A callable for :class:`~knockout.storage._engine.Task`: the preset's format reminder."""
+    """A callable for :class:`~knockout.engine.Task`: the preset's format reminder."""
     return lambda error: render(t.reminder, {"error": error, "max_points": fmt_points(max_points)})
 
 
