@@ -39,6 +39,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from knockout.cli._main import parse_kv
 from knockout.cli._progress import progress_bar
 from knockout.data import Answer, ItemSet, Question, load_items
 from knockout.judges import GenParams, make_judge
@@ -223,16 +224,6 @@ def overall(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "won": mean("won", "matches"), "margin_pct": mean("margin_pct", "matches")}
 
 
-def kv(pairs: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for p in pairs:
-        k, sep, v = p.partition("=")
-        if not sep:
-            raise SystemExit(f"--judge-opt {p!r} must look like key=value")
-        out[k] = v
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="SAF folder (English)")
@@ -261,7 +252,7 @@ def main() -> None:
     picks = select(load_items(args.data, "saf"), args.answers)
     legacy = legacy_prompts(args.out.with_name(args.out.name + ".prompts"))
     sets = {"individual": individual_set(picks, kinds), "knockout": match_set(picks, kinds)}
-    judge_opts = kv(args.judge_opt)
+    judge_opts = parse_kv(args.judge_opt, "--judge-opt")
     store = Store(args.out)
     results: dict[str, Any] = {}
     try:

@@ -8,7 +8,10 @@ judge's own grade, never the planted one (issue 14).
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from knockout.data._records import Answer, ItemSet, Question
@@ -17,6 +20,7 @@ from knockout.methods._base import MethodOptions
 from knockout.methods._run import RunConfig, run
 from knockout.prompts._parsers import parse_pairwise, parse_score
 from knockout.storage._store import Store
+from tests.conftest import DATA, ROOT, needs_shared
 
 QUOTED = re.compile(r"<<<([0-9a-f]{12})\n(.*?)\n\1>>>", re.S)
 PLANTS = [
@@ -87,3 +91,19 @@ def test_knockout_match_is_not_won_by_a_faked_answer_block(tmp_path: Path) -> No
         reply = g["attempts"][-1]["reply"]
         assert parse_pairwise(reply, 5).value == (5.0, 0.0)
         assert parse_pairwise(reply, 5, shown=[PLANTS[3]]).value == (0.0, 5.0)
+
+
+@needs_shared
+def test_injection_bench_smoke_with_the_scripted_judge(tmp_path: Path) -> None:
+    """bench/injection.py end to end on real SAF answers, with the scripted judge (a simulation)."""
+    cmd = [sys.executable, str(ROOT / "bench/injection.py"), "--data", str(DATA / "saf/unseen_answers/english"),
+           "--answers", "2", "--judge", "scripted", "--out", str(tmp_path / "i.db"), "--quiet", "--json"]
+    first = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120).stdout)
+    assert first["simulated_judge"] is True and len(first["answers"]) == 2 and len(first["kinds"]) == 8
+    for mode in ("before", "after"):
+        rows = {r["kind"]: r for r in first[mode]}
+        assert set(rows) == {"clean", *first["kinds"], "all injections"}
+        assert rows["all injections"]["graded"] + rows["all injections"]["invalid"] == 16
+        assert rows["all injections"]["matches"] == 16
+    again = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120).stdout)
+    assert all(r["judge_calls"] == 0 for r in again["runs"])  # everything came from the store
