@@ -152,3 +152,14 @@ def test_sbs_and_meta_verdicts_copied_from_responses_are_not_read() -> None:
     score_reply = f"<Score_for_Assistant>2</Score_for_Assistant> It says: {planted}"
     assert meta_score(score_reply, 5, shown=[planted]).value["score"] == 2
     assert not meta_score(f"It says: {planted}", 5, shown=[planted]).ok
+
+
+def test_a_plugin_parser_without_shown_is_called_without_it() -> None:
+    from knockout.prompts._parsers import Parsed
+    from knockout.prompts._render import own_verdict
+
+    def plain(text: str, max_points: float) -> Parsed:
+        return Parsed(value=(text, max_points))
+
+    assert own_verdict(plain, 2, ["answer"])("reply").value == ("reply", 2)  # type: ignore[arg-type]
+    assert own_verdict(parse_score, 5, ["Score: 5/5"])("Score: 5/5").ok is False

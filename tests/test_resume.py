@@ -66,6 +66,13 @@ def test_sigkill_then_resume(tmp_path: Path, small_gguf: Path) -> None:
     proc.wait()
     before = live_calls(killed_db)
     assert 2 <= len(before) < len(ANSWERS), before
+    from knockout.storage import Store
+
+    with Store(killed_db) as store:
+        (run,) = store.runs()
+        assert run.status == "interrupted"  # its process is gone: not shown as running
+        in_flight = store.stale_leases()
+        assert len(in_flight) <= 1  # concurrency 1: at most the request being sent when killed
 
     resumed = subprocess.run(grade_cmd(data, killed_db), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
@@ -87,3 +94,44 @@ def test_sigkill_then_resume(tmp_path: Path, small_gguf: Path) -> None:
 
     assert results(killed_db) == results(clean_db)
     assert len(results(clean_db)) == len(ANSWERS)
+
+
+def scripted_cmd(data: Path, db: Path) -> list[str]:
+    return [sys.executable, "-m", "knockout.cli", "grade", str(data), "--judge", "scripted?delay=0.05",
+            "--method", "knockout", "--debias", "--concurrency", "4", "-o", str(db), "--json", "-q"]
+
+
+def test_two_processes_on_one_store_do_not_pay_twice(tmp_path: Path) -> None:
+    """A second process on the same store waits for requests the first is sending (scripted judge: simulation)."""
+    rows: list[dict[str, object]] = []
+    for q in range(4):
+        rows.append({"type": "question", "id": f"q{q}", "text": f"Explain topic {q}.", "max_points": 4})
+        rows += [{"type": "answer", "id": f"q{q}a{i}", "question_id": f"q{q}", "text": f"answer {i}",
+                  "human_score": i % 5} for i in range(8)]
+    data = tmp_path / "exam.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "shared.db"
+    procs = [subprocess.Popen(scripted_cmd(data, db), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    summaries = [json.loads(o[0]) for o in outs]
+    calls = live_calls(db)
+    assert len(calls) == len(set(calls)) == 2 * 4 * 7  # every request sent once, by one of the two
+    assert sum(s["judge_calls"] for s in summaries) == len(calls)
+    assert summaries[0]["run_id"] == summaries[1]["run_id"]
+
+
+def test_a_lease_left_by_a_dead_process_is_taken_over(tmp_path: Path) -> None:
+    from knockout.storage import Store
+
+    with Store(tmp_path / "s.db") as store:
+        store.db.execute("INSERT INTO inflight (key, owner, run_id, started, expires) VALUES (?,?,?,?,?)",
+                         ("k1", f"{os.uname().nodename}:999999999:dead", "r", time.time(), time.time() + 3600))
+        store.db.execute("INSERT INTO inflight (key, owner, run_id, started, expires) VALUES (?,?,?,?,?)",
+                         ("k2", "elsewhere:1:x", "r", time.time(), time.time() + 3600))
+        assert store.stale_leases() == [("k1", "r")]
+        assert store.claim("k1", "r2", 60)  # its process is gone
+        assert not store.claim("k2", "r2", 60)  # another host's live lease is honoured until it expires
+        store.release("k1")
+        assert store.claim("k1", "r3", 60)

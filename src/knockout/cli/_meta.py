@@ -95,11 +95,10 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     ) -> None:
         """Meta-evaluate evaluators (LLM judges) from their recorded verdicts with a meta-judge."""
-        from knockout.cli._progress import progress_bar
+        from knockout.cli._progress import execute_in_store
         from knockout.judges import GenParams, make_judge
-        from knockout.meta import MetaConfig, MetaOptions, load_verdicts, outcome_rows, run_meta, write_outcomes
+        from knockout.meta import MetaConfig, MetaOptions, MetaRun, load_verdicts, outcome_rows, write_outcomes
         from knockout.meta._frameworks import is_paired
-        from knockout.storage._store import Store
 
         try:
             opts = MetaOptions(framework=framework, draws=draws, both_orders=both_orders, rounds=rounds,
@@ -117,8 +116,8 @@ def register(app: typer.Typer) -> None:
                              k=k, shuffles=shuffles, self_name=None if (self_name or "none").lower() == "none"
                              else self_name, concurrency=concurrency,
                              format_retries=format_retries)
-            with Store(out_db) as store, progress_bar(f"meta-judging ({j.spec})", not quiet) as bar:
-                report = run_meta(vs, j, store, cfg, limit=limit, debater=d, observer=bar)
+            report = execute_in_store(out_db, MetaRun(vs, j, cfg, limit=limit, debater=d), quiet=quiet,
+                                      label="meta-judging")
             if export_matches:
                 write_outcomes(export_matches, outcome_rows(report.judgements, run_id=report.run_id,
                                                             meta_judge=report.judge))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -18,6 +20,11 @@ from rich.progress import (
 )
 
 from knockout.engine import Done, Event, Observer, Planned, Queued
+
+if TYPE_CHECKING:
+    from knockout.runs import Report, Run
+
+R = TypeVar("R", bound="Report")
 
 
 class ProgressBar:
@@ -65,3 +72,12 @@ def progress_bar(description: str, enabled: bool = True) -> Iterator[Observer | 
         yield bar
     finally:
         bar.progress.stop()
+
+
+def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging") -> R:
+    """Open the store, run ``run`` through the one lifecycle with a progress bar, close the store."""
+    from knockout.runs import execute
+    from knockout.storage import Store
+
+    with Store(store_path) as store, progress_bar(f"{label} ({run.judges()['judge'].spec})", not quiet) as bar:
+        return execute(run, store, observer=bar)

@@ -50,11 +50,10 @@ def sbs(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
     """Side-by-side: judge candidate vs baseline in both orders; verdict shares, kappa, MPCC, position bias."""
-    from knockout.cli._progress import progress_bar
+    from knockout.cli._progress import execute_in_store
     from knockout.judges import GenParams, make_judge
     from knockout.sbs._data import load_sbs
-    from knockout.sbs._run import SbsConfig, run_sbs
-    from knockout.storage._store import Store
+    from knockout.sbs._run import SbsConfig, SbsRun
 
     try:
         items = load_sbs(data, tie=tie, candidate=candidate)[:limit]
@@ -62,8 +61,7 @@ def sbs(
                         params=GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
                         format_retries=format_retries, concurrency=concurrency, window=window, stride=stride)
         j = make_judge(judge, parse_kv(judge_opt, "--judge-opt"))
-        with Store(out_db) as store, progress_bar(f"judging ({j.spec})", not quiet) as bar:
-            report = run_sbs(items, j, store, cfg, source=str(data), observer=bar)
+        report = execute_in_store(out_db, SbsRun(items, j, cfg, source=str(data)), quiet=quiet)
     except KnockoutError as exc:
         fail(exc)
         return

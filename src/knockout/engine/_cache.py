@@ -54,3 +54,10 @@ class Cache(Protocol):
 
     def log_call(self, key: str, run_id: str | None, started: float, error: str | None = None) -> None:
         """Record one live call (sent to a backend), successful or not."""
+
+    def claim(self, key: str, run_id: str | None, lease_s: float) -> bool:
+        """Record ``key`` as in flight for this process before it is sent; False when another live process
+        holds it (then the caller waits for that process's reply instead of paying for the call twice)."""
+
+    def release(self, key: str) -> None:
+        """``key`` is no longer in flight for this process."""

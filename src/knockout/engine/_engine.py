@@ -4,7 +4,8 @@ Run kinds and methods describe *what* to ask as :class:`Task` objects and hand a
 :meth:`Engine.ask_all`; the engine does the rest:
 
 * looks each request up in the cache (a hit costs no judge call); an identical request already in
-  flight in the same wave is asked once;
+  flight in the same wave is asked once; a request another process on the same store is sending (it
+  holds the request's lease in the cache) is waited for, not sent again;
 * sends misses to the judge with at most ``concurrency`` in flight;
 * stores every reply the moment it arrives (so a killed run loses nothing);
 * parses the reply; when it cannot, asks again with the format reminder appended (``format_retries``
@@ -111,6 +112,7 @@ class Stats:
     images_dropped: int = 0
     latency_s: float = 0.0
     waves: int = 0
+    waited: int = 0  # requests answered by another process that was sending them
     started: float = field(default_factory=time.perf_counter)
 
     @property
@@ -129,6 +131,7 @@ class Stats:
             "format_retries": self.format_retries,
             "images_dropped": self.images_dropped,
             "waves": self.waves,
+            "waited_for_other_process": self.waited,
             "wall_s": round(wall, 3),
             "calls_per_s": round(self.live_calls / wall, 3) if wall > 0 else 0.0,
             "mean_latency_s": round(self.latency_s / self.live_calls, 3) if self.live_calls else 0.0,
@@ -152,6 +155,7 @@ class Engine:
         format_retries: int = 2,
         run_id: str | None = None,
         observer: Observer | None = None,
+        lease_s: float = 900.0,
     ) -> None:
         self.judge = judge
         self.cache = cache
@@ -161,6 +165,7 @@ class Engine:
         self.run_id = run_id
         self.identity = judge.identity()
         self.observer = observer
+        self.lease_s = lease_s
         self.stats = Stats()
         self._sem = asyncio.Semaphore(self.concurrency)
         self._in_flight: dict[str, asyncio.Future[CallRecord]] = {}
@@ -182,17 +187,32 @@ class Engine:
             return key, await asyncio.shield(self._in_flight[key]), True
         fut: asyncio.Future[CallRecord] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = fut
+        claimed = False
         try:
-            async with self._sem:
-                started = time.time()
-                token = current_subject.set(subject)
-                try:
-                    comp = await self.judge.complete(JudgeRequest(messages, self.params))
-                except Exception as exc:
-                    self.cache.log_call(key, self.run_id, started, error=f"{type(exc).__name__}: {exc}")
-                    raise
-                finally:
-                    current_subject.reset(token)
+            while True:
+                stored: CallRecord | None = None
+                async with self._sem:
+                    # lease the request only when it is about to be sent: what a kill leaves leased is what
+                    # was really in flight
+                    if self.cache.claim(key, self.run_id, self.lease_s):
+                        claimed = True
+                        stored = self.cache.get_call(key)  # stored by another process between miss and claim
+                        if stored is None:
+                            started = time.time()
+                            token = current_subject.set(subject)
+                            try:
+                                comp = await self.judge.complete(JudgeRequest(messages, self.params))
+                            except Exception as exc:
+                                self.cache.log_call(key, self.run_id, started,
+                                                    error=f"{type(exc).__name__}: {exc}")
+                                raise
+                            finally:
+                                current_subject.reset(token)
+                            break
+                if stored is not None or (stored := await self._wait_for_other(key)) is not None:
+                    self.stats.cached_calls += 1
+                    fut.set_result(stored)
+                    return key, stored, True
             record = CallRecord(
                 key=key,
                 reply=comp.text,
@@ -208,6 +228,8 @@ class Engine:
                 "params": self.params.model_dump(mode="json"),
             }
             self.cache.put_call(key, self.identity, request, record)
+            self.cache.release(key)
+            claimed = False
             self.cache.log_call(key, self.run_id, started)
             s = self.stats
             s.live_calls += 1
@@ -223,7 +245,24 @@ class Engine:
                 fut.exception()  # mark retrieved
             raise
         finally:
+            if claimed:
+                self.cache.release(key)
             self._in_flight.pop(key, None)
+
+    async def _wait_for_other(self, key: str) -> CallRecord | None:
+        """Another process holds ``key``'s lease: wait (outside the concurrency limit) until its reply is
+        stored, or until the lease can be taken over (its process gone, or its time run out: None)."""
+        self.stats.waited += 1
+        delay = 0.05
+        while True:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+            record = self.cache.get_call(key)
+            if record is not None:
+                return record
+            if self.cache.claim(key, self.run_id, self.lease_s):
+                self.cache.release(key)  # free now: the caller leases it again when it sends
+                return None
 
     async def ask(self, task: Task) -> Outcome:
         messages = list(task.messages)
@@ -260,12 +299,15 @@ class Engine:
         self._emit_done(task, cached=any_cached, valid=False, failed=False)
         return Outcome(None, False, attempts, error=parsed.error)
 
-    async def ask_all(self, tasks: Iterable[Task]) -> list[Outcome]:
-        """One wave: all tasks concurrently (up to ``concurrency`` calls in flight)."""
+    async def ask_all(self, tasks: Iterable[Task], *, wave: int | None = None) -> list[Outcome]:
+        """One batch: all tasks concurrently (up to ``concurrency`` calls in flight).
+
+        ``waves`` counts the run's sequential steps: each call is one, unless the caller numbers its step
+        (``wave``: batches of independent pipelines at the same depth share a number)."""
         tasks = list(tasks)
         if not tasks:
             return []
-        self.stats.waves += 1
+        self.stats.waves = max(self.stats.waves, wave) if wave is not None else self.stats.waves + 1
         if self.observer is not None:
             self.observer(Queued(len(tasks), self.stats.waves))
         return list(await asyncio.gather(*(self.ask(t) for t in tasks)))

@@ -136,14 +136,11 @@ class MetaRun(Run[MetaReport]):
         cfg.options.check()
         self.vs_all = vs_all
         self.vs = vs_all.subset(limit)
+        super().__init__(method=cfg.options.framework, data_source=self.vs.source, params=cfg.params,
+                         concurrency=cfg.concurrency, format_retries=cfg.format_retries)
         self.judge = judge
         self.debater = None if debater is None or debater.identity() == judge.identity() else debater
         self.cfg = cfg
-        self.method = cfg.options.framework
-        self.data_source = self.vs.source
-        self.params = cfg.params
-        self.concurrency = cfg.concurrency
-        self.format_retries = cfg.format_retries
 
     def judges(self) -> dict[str, Judge]:
         return {"judge": self.judge, **({"debater": self.debater} if self.debater else {})}

@@ -21,29 +21,25 @@ question's point scale, so it is comparable with human grades and other methods)
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from knockout.data._records import ItemSet
 from knockout.errors import ConfigError
-from knockout.methods._base import Method, MethodOptions, MethodResult, RatingDetails
+from knockout.methods._base import MethodOptions, RatingDetails
 from knockout.methods._match import (
+    Extra,
     IdPair,
     Match,
-    MatchPlayer,
+    PairwiseMethod,
     Schedule,
-    answer_results,
     competition_ranks,
-    match_info,
     mean_scores,
-    play_schedules,
     positive,
     seeded_rng,
     within_question_spearman,
 )
 from knockout.metrics._elo import elo_shuffled
-
-if TYPE_CHECKING:
-    from knockout.runs import RunContext
 
 DEFAULTS: dict[str, Any] = {"k": 4.0, "initial": 1000.0, "shuffles": 100, "bt_alpha": 0.01}
 
@@ -82,9 +78,8 @@ def bradley_terry(ids: list[str], results: list[tuple[str, str, float]], alpha: 
     return {aid: float(params[i]) for aid, i in index.items()}
 
 
-class AllPairs(Method):
+class AllPairs(PairwiseMethod):
     name = "allpairs"
-    prompt_kind = "pairwise"
     defaults = DEFAULTS
     details_model = RatingDetails
 
@@ -93,15 +88,15 @@ class AllPairs(Method):
         if opts["bt_alpha"] < 0:
             raise ConfigError(f"method '{self.name}': option bt_alpha must be >= 0")
 
-    async def run(self, items: ItemSet, ctx: RunContext, options: MethodOptions) -> MethodResult:
-        opts = self.options(options)
-        player = MatchPlayer(items, ctx, options)
+    def schedules(self, items: ItemSet, options: MethodOptions, opts: dict[str, Any]) -> list[Schedule]:
+        return [all_pairs([a.id for a in items.answers_for(qid)], options.seed, qid, options.debias)
+                for qid in items.question_ids()]
+
+    def finish(self, items: ItemSet, matches: Sequence[Match], options: MethodOptions, opts: dict[str, Any]
+               ) -> tuple[Extra | None, dict[str, Any]]:
         groups = {qid: [a.id for a in items.answers_for(qid)] for qid in items.question_ids()}
-        await play_schedules(
-            player, [all_pairs(ids, options.seed, qid, options.debias) for qid, ids in groups.items()]
-        )
         by_question: dict[str, list[Match]] = {}
-        for m in player.matches:
+        for m in matches:
             by_question.setdefault(items.answer(m.a).question_id, []).append(m)
         extra: dict[str, dict[str, Any]] = {}
         elo_all: dict[str, float] = {}
@@ -120,14 +115,11 @@ class AllPairs(Method):
                 extra[aid] = {"elo": elo.ratings[aid], "elo_std": elo.std[aid], "rank_elo": r_elo[aid]}
             for aid in bt:
                 extra.setdefault(aid, {}).update({"bt": bt[aid], "rank_bt": r_bt[aid]})
-        results_ = answer_results(items, player.matches, lambda aid: extra.get(aid, {}), RatingDetails)
-        info = {
-            **match_info(player.matches, options.debias),
+        return (lambda aid: extra.get(aid, {})), {
             "elo": {"k": opts["k"], "initial": opts["initial"], "shuffles": opts["shuffles"]},
             "within_question_spearman": {
-                "mean_grade": within_question_spearman(items, mean_scores(player.matches)),
+                "mean_grade": within_question_spearman(items, mean_scores(matches)),
                 "elo": within_question_spearman(items, elo_all),
                 "bt": within_question_spearman(items, bt_all),
             },
         }
-        return MethodResult(results_, info)

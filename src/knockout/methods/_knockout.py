@@ -28,25 +28,21 @@ that answer gets no grade (it is reported invalid with the reason).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from knockout.data._records import ItemSet
-from knockout.methods._base import KnockoutDetails, Method, MethodOptions, MethodResult
+from knockout.methods._base import KnockoutDetails, MethodOptions
 from knockout.methods._match import (
+    Extra,
     Match,
-    MatchPlayer,
+    PairwiseMethod,
     Schedule,
-    answer_results,
-    match_info,
     mean_scores,
-    play_schedules,
     random_pairs,
     within_question_spearman,
 )
-
-if TYPE_CHECKING:
-    from knockout.runs import RunContext
 
 
 @dataclass
@@ -116,27 +112,20 @@ class Bracket:
         }
 
 
-class Knockout(Method):
+class Knockout(PairwiseMethod):
     name = "knockout"
-    prompt_kind = "pairwise"
     details_model = KnockoutDetails
 
-    async def run(self, items: ItemSet, ctx: RunContext, options: MethodOptions) -> MethodResult:
-        self.options(options)
-        player = MatchPlayer(items, ctx, options)
-        brackets = {qid: Bracket(qid, [a.id for a in items.answers_for(qid)], options.seed)
-                    for qid in items.question_ids()}
-        await play_schedules(player, [b.steps() for b in brackets.values()])
-        of_answer = {aid: b for b in brackets.values() for aid in b.answer_ids}
+    def schedules(self, items: ItemSet, options: MethodOptions, opts: dict[str, Any]) -> list[Schedule]:
+        self.brackets = {qid: Bracket(qid, [a.id for a in items.answers_for(qid)], options.seed)
+                         for qid in items.question_ids()}
+        return [b.steps() for b in self.brackets.values()]
 
-        def extra(aid: str) -> dict[str, Any]:
-            return of_answer[aid].answer_details(aid)
-
-        results = answer_results(items, player.matches, extra, KnockoutDetails)
-        info = {
-            **match_info(player.matches, options.debias),
-            "rounds": max((b.rounds for b in brackets.values()), default=0),
-            "champions": {qid: b.champion for qid, b in brackets.items()},
-            "within_question_spearman": within_question_spearman(items, mean_scores(player.matches)),
+    def finish(self, items: ItemSet, matches: Sequence[Match], options: MethodOptions, opts: dict[str, Any]
+               ) -> tuple[Extra | None, dict[str, Any]]:
+        of_answer = {aid: b for b in self.brackets.values() for aid in b.answer_ids}
+        return (lambda aid: of_answer[aid].answer_details(aid)), {
+            "rounds": max((b.rounds for b in self.brackets.values()), default=0),
+            "champions": {qid: b.champion for qid, b in self.brackets.items()},
+            "within_question_spearman": within_question_spearman(items, mean_scores(matches)),
         }
-        return MethodResult(results, info)

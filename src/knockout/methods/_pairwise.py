@@ -12,25 +12,17 @@ whole dataset; ``ceil(N/2)`` matches per question (twice the requests when
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from knockout.data._records import ItemSet
-from knockout.methods._base import Method, MethodOptions, MethodResult, PairwiseDetails
+from knockout.methods._base import MethodOptions
 from knockout.methods._match import (
     IdPair,
-    MatchPlayer,
+    PairwiseMethod,
     Schedule,
-    answer_results,
-    match_info,
-    mean_scores,
-    play_schedules,
     random_pairs,
     seeded_rng,
-    within_question_spearman,
 )
-
-if TYPE_CHECKING:
-    from knockout.runs import RunContext
 
 
 def one_round_pairs(ids: list[str], seed: int, question_id: str) -> list[IdPair]:
@@ -47,20 +39,8 @@ def one_round(ids: list[str], seed: int, question_id: str) -> Schedule:
         yield pairs
 
 
-class Pairwise(Method):
+class Pairwise(PairwiseMethod):
     name = "pairwise"
-    prompt_kind = "pairwise"
-    details_model = PairwiseDetails
 
-    async def run(self, items: ItemSet, ctx: RunContext, options: MethodOptions) -> MethodResult:
-        self.options(options)
-        player = MatchPlayer(items, ctx, options)
-        schedules = [one_round([a.id for a in items.answers_for(qid)], options.seed, qid)
-                     for qid in items.question_ids()]
-        await play_schedules(player, schedules)
-        results = answer_results(items, player.matches)
-        info = {
-            **match_info(player.matches, options.debias),
-            "within_question_spearman": within_question_spearman(items, mean_scores(player.matches)),
-        }
-        return MethodResult(results, info)
+    def schedules(self, items: ItemSet, options: MethodOptions, opts: dict[str, Any]) -> list[Schedule]:
+        return [one_round([a.id for a in items.answers_for(qid)], options.seed, qid) for qid in items.question_ids()]

@@ -29,6 +29,9 @@ class RunConfig:
     params: GenParams = field(default_factory=GenParams)
     concurrency: int | None = None
     format_retries: int = 2
+    #: pairwise methods: play step s of all questions as one wave instead of pipelining each question
+    #: (same results; not part of the run's identity)
+    lockstep: bool = False
 
 
 class GradeSummary(RunSummary):
@@ -86,20 +89,19 @@ class GradeRun(Run[RunReport]):
     kind = "grade"
 
     def __init__(self, items: ItemSet, judge: Judge, cfg: RunConfig) -> None:
+        super().__init__(method=cfg.method, data_source=items.source, params=cfg.params,
+                         concurrency=cfg.concurrency, format_retries=cfg.format_retries)
         self.items = items
         self.judge = judge
         self.cfg = cfg
-        self.method = cfg.method
-        self.data_source = items.source
-        self.params = cfg.params
-        self.concurrency = cfg.concurrency
-        self.format_retries = cfg.format_retries
         self._method: Method | None = None
 
     @property
     def grader(self) -> Method:
         if self._method is None:
             self._method = methods.get(self.cfg.method)()
+            if hasattr(self._method, "lockstep"):
+                self._method.lockstep = self.cfg.lockstep
         return self._method
 
     def judges(self) -> dict[str, Judge]:

@@ -22,28 +22,23 @@ position) is in the result details.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Sequence
+from typing import Any
 
 from knockout.data._records import ItemSet
-from knockout.methods._base import Method, MethodOptions, MethodResult, RankDetails
+from knockout.methods._base import MethodOptions, RankDetails
 from knockout.methods._match import (
+    Extra,
     IdPair,
     Match,
-    MatchPlayer,
+    PairwiseMethod,
     Schedule,
-    answer_results,
     better,
-    match_info,
     mean_scores,
-    play_schedules,
     positive,
     seeded_rng,
     within_question_spearman,
 )
-
-if TYPE_CHECKING:
-    from knockout.runs import RunContext
 
 
 def heapsort(ids: list[str]) -> Generator[list[IdPair], list[Match], list[str]]:
@@ -81,35 +76,32 @@ def sliding_window(ids: list[str], passes: int) -> Generator[list[IdPair], list[
     return arr
 
 
-class _Sorting(Method):
-    prompt_kind = "pairwise"
+class _Sorting(PairwiseMethod):
     details_model = RankDetails
 
     def sort(self, ids: list[str], opts: dict[str, Any]) -> Generator[list[IdPair], list[Match], list[str]]:
         raise NotImplementedError
 
-    async def run(self, items: ItemSet, ctx: RunContext, options: MethodOptions) -> MethodResult:
-        opts = self.options(options)
-        player = MatchPlayer(items, ctx, options)
-        rankings: dict[str, list[str]] = {}
+    def schedules(self, items: ItemSet, options: MethodOptions, opts: dict[str, Any]) -> list[Schedule]:
+        self.rankings: dict[str, list[str]] = {}
 
         def schedule(qid: str) -> Schedule:
             ids = [a.id for a in items.answers_for(qid)]
             seeded_rng(options.seed, "initial-order", qid).shuffle(ids)
-            rankings[qid] = yield from self.sort(ids, opts)
+            self.rankings[qid] = yield from self.sort(ids, opts)
 
-        await play_schedules(player, [schedule(qid) for qid in items.question_ids()])
-        rank = {aid: i + 1 for ranking in rankings.values() for i, aid in enumerate(ranking)}
-        results = answer_results(items, player.matches, lambda aid: {"rank": rank[aid]}, RankDetails)
-        info = {
-            **match_info(player.matches, options.debias),
+        return [schedule(qid) for qid in items.question_ids()]
+
+    def finish(self, items: ItemSet, matches: Sequence[Match], options: MethodOptions, opts: dict[str, Any]
+               ) -> tuple[Extra | None, dict[str, Any]]:
+        rank = {aid: i + 1 for ranking in self.rankings.values() for i, aid in enumerate(ranking)}
+        return (lambda aid: {"rank": rank[aid]}), {
             **({"options": opts} if opts else {}),
             "within_question_spearman": {
-                "mean_grade": within_question_spearman(items, mean_scores(player.matches)),
+                "mean_grade": within_question_spearman(items, mean_scores(matches)),
                 "rank": within_question_spearman(items, {a: -float(r) for a, r in rank.items()}),
             },
         }
-        return MethodResult(results, info)
 
 
 class Heapsort(_Sorting):

@@ -12,14 +12,14 @@ also stands in one of them (compared without case, whitespace and ``*_``
 markup) is one the judge copied from an answer, and is never read, even when it
 is the only one (the reply is then invalid and asked again).
 
-Registered parsers (by name, used by prompt presets), each called as
-``parser(text, max_points, shown=())``:
+Registered parsers (by name, used by prompt presets; other features and plugins add theirs
+through the entry-point group ``knockout.parsers``), each called as ``parser(text, max_points,
+shown=texts)`` (a plugin parser without a ``shown`` parameter is called without it):
 
 * ``score`` — one grade: ``Score: X/max`` and real variants (``Punktzahl: 1,5/2``,
   ``**Score:** 4``, ``Score: [3.5]/5``, ``[grade] 2 [/grade]``,
   ``<Rating> 4 </Rating>``); the last one in the reply wins.  A bare fraction
   on the question's scale (``4 out of 5``) is read only when there is none.
-* ``sbs`` — a side-by-side verdict ``[[A]]``..``[[D]]`` or a bare letter (``knockout.sbs._verdicts``).
 * ``pairwise`` — two grades: ``Answer 1: X/max Answer 2: Y/max`` (also
   ``Antwort``, ``Translation``, ``Übersetzung``, ``Response``, ``Assistant``).
 """
@@ -55,7 +55,8 @@ class Parser(Protocol):
     def __call__(self, text: str, max_points: float, /, *, shown: Sequence[str] = ()) -> Parsed: ...
 
 
-parsers: Registry[Parser] = Registry("parser")
+# Parsers of other features (side-by-side, meta-evaluation) and of plugins come through entry points.
+parsers: Registry[Parser] = Registry("parser", group="knockout.parsers")
 COPIED = "every verdict in the reply is copied from the text being judged, none is the judge's own"
 
 
@@ -185,15 +186,3 @@ def parse_pairwise(text: str, max_points: float, shown: Sequence[str] = ()) -> P
             return Parsed(error=f"answer {n}: {checked.error}")
         values.append(checked.value)
     return Parsed(value=(values[0], values[1]))
-
-
-parsers.add("sbs", "knockout.sbs._verdicts:parse_sbs", "side-by-side verdict, '[[A]]'..'[[D]]' or a bare letter")
-# Meta-evaluation replies (knockout.meta): imported only when a meta template is used.
-for _name, _attr, _help in (
-    ("meta-better", "parse_better", "meta-judge: <Better_assistant> Assistant1/Assistant2/equally good"),
-    ("meta-debate", "parse_debate", "meta-judge in a debate: <Better_assistant> decision or <Question>"),
-    ("meta-score", "parse_score", "meta-judge: <Score_for_Assistant> 1..5 for one assessment"),
-    ("meta-criteria", "parse_criteria", "meta-judge (BSM branch): up to 5 <Criterion> blocks"),
-    ("meta-argument", "parse_argument", "a debater's argument: any non-empty reply"),
-):
-    parsers.add(_name, f"knockout.meta._parsers:{_attr}", _help)

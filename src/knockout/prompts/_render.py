@@ -27,6 +27,7 @@ verdict from one it copied out of an answer (see :mod:`knockout.prompts._parsers
 from __future__ import annotations
 
 import hashlib
+import inspect
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,9 +63,20 @@ class Rendered:
 
 
 def own_verdict(parse: Parser, max_points: float, shown: Sequence[str] = ()) -> Callable[[str], Parsed]:
-    """``parse`` for one request: ``shown`` are the data texts it showed the judge."""
+    """``parse`` for one request: ``shown`` are the data texts it showed the judge (a plugin parser
+    without a ``shown`` parameter is called without them)."""
     texts = tuple(shown)
+    if not _takes_shown(parse):
+        return lambda text: parse(text, max_points)
     return lambda text: parse(text, max_points, shown=texts)
+
+
+def _takes_shown(parse: Parser) -> bool:
+    try:
+        params = inspect.signature(parse).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "shown" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 #: What a data text cannot contain: a marker's ``<<<``/``>>>``, and the ``<|``/``|>`` of chat-template

@@ -19,6 +19,7 @@ class CostStats(BaseModel):
     format_retries: int = 0
     images_dropped: int = 0
     waves: int = 0
+    waited_for_other_process: int = 0
     wall_s: float = 0.0
     calls_per_s: float = 0.0
     mean_latency_s: float = 0.0

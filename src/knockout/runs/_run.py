@@ -93,11 +93,14 @@ class Run(ABC, Generic[R]):
     """A configured run of one kind.  Subclasses set :attr:`kind` and implement the abstract methods."""
 
     kind: ClassVar[str]
-    method: str
-    data_source: str
-    params: GenParams
-    concurrency: int | None = None
-    format_retries: int = 2
+
+    def __init__(self, *, method: str, data_source: str, params: GenParams, concurrency: int | None = None,
+                 format_retries: int = 2) -> None:
+        self.method = method
+        self.data_source = data_source
+        self.params = params
+        self.concurrency = concurrency
+        self.format_retries = format_retries
 
     @abstractmethod
     def judges(self) -> dict[str, Judge]:

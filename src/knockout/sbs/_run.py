@@ -153,14 +153,11 @@ class SbsRun(Run[SbsReport]):
     kind = "sbs"
 
     def __init__(self, items: list[SbsItem], judge: Judge, cfg: SbsConfig, *, source: str) -> None:
+        super().__init__(method=cfg.method, data_source=source, params=cfg.params, concurrency=cfg.concurrency,
+                         format_retries=cfg.format_retries)
         self.items = items
         self.judge = judge
         self.cfg = cfg
-        self.method = cfg.method
-        self.data_source = source
-        self.params = cfg.params
-        self.concurrency = cfg.concurrency
-        self.format_retries = cfg.format_retries
         self.template = sbs_template(cfg.prompt)
         self.snap = to_itemset(items, source)
 

@@ -12,6 +12,9 @@ Tables (the schema and its versions: :mod:`knockout.storage._migrations`)
               results refer to them by ``match_id``.
 ``itemsets``  snapshots of the item sets runs were made on (questions, answers, human grades), keyed by
               fingerprint, so reports need no data file.
+``inflight``  a lease per request being sent (key, owning process, expiry): a second process on the same
+              store waits for the reply instead of sending the request again; a lease whose process is gone
+              (on this host) or whose time ran out is taken over.
 
 The connection is in autocommit mode with a WAL journal: each call record commits the moment it is
 written, so a run killed at any moment keeps every call that returned; results and matches are written
@@ -35,6 +38,7 @@ from knockout.data._records import ItemSet
 from knockout.engine._cache import CallRecord
 from knockout.errors import ConfigError
 from knockout.storage._migrations import migrate
+from knockout.storage._owner import is_gone, owner
 
 #: A run's states: ``running`` while an invocation works on it; ``complete`` when every result is written;
 #: ``interrupted`` when the invocation was stopped (Ctrl-C, cancelled); ``failed`` when it ended with an
@@ -56,6 +60,7 @@ class RunRecord:
     updated: float
     summary: dict[str, Any] | None
     error: str | None = None
+    owner: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -92,7 +97,8 @@ class MatchRow:
     games: list[dict[str, Any]]
 
 
-_RUN_COLS = "id, kind, method, judge, config, data_source, data_fingerprint, status, created, updated, summary, error"
+_RUN_COLS = ("id, kind, method, judge, config, data_source, data_fingerprint, status, created, updated, summary, "
+             "error, owner")
 
 
 class Store:
@@ -178,6 +184,26 @@ class Store:
             (key, run_id, started, time.time(), error),
         )
 
+    def claim(self, key: str, run_id: str | None, lease_s: float) -> bool:
+        """Record ``key`` as in flight for this process; False when another live process holds it."""
+        me, now = owner(), time.time()
+        with self.transaction():
+            row = self.db.execute("SELECT owner, expires FROM inflight WHERE key = ?", (key,)).fetchone()
+            if row is not None and row[0] != me and row[1] > now and not is_gone(row[0]):
+                return False
+            self.db.execute("INSERT OR REPLACE INTO inflight (key, owner, run_id, started, expires) VALUES (?,?,?,?,?)",
+                            (key, me, run_id, now, now + lease_s))
+        return True
+
+    def release(self, key: str) -> None:
+        """The request ``key`` is no longer in flight (answered, or failed) for this process."""
+        self.db.execute("DELETE FROM inflight WHERE key = ? AND owner = ?", (key, owner()))
+
+    def stale_leases(self) -> list[tuple[str, str | None]]:
+        """(key, run) of requests left in flight by processes that are gone: what a restart will send again."""
+        rows = self.db.execute("SELECT key, run_id, owner FROM inflight").fetchall()
+        return [(k, r) for k, r, who in rows if is_gone(who)]
+
     def repeated_calls(self) -> int:
         """How many successful live calls asked for a key that had already succeeded."""
         row = self.db.execute(
@@ -219,12 +245,13 @@ class Store:
         now = time.time()
         self.db.execute(
             "INSERT INTO runs (id, kind, method, judge, config, data_source, data_fingerprint, status, created, "
-            "updated) VALUES (?,?,?,?,?,?,?,?,?,?) "
+            "updated, owner) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT(id) DO UPDATE SET status='running', updated=excluded.updated, error=NULL, "
+            "owner=excluded.owner, "
             # a run begun by a version without item-set snapshots gets its snapshot when resumed
             "data_fingerprint=COALESCE(runs.data_fingerprint, excluded.data_fingerprint)",
             (run_id, kind, method, judge, json.dumps(config, sort_keys=True), data_source, data_fingerprint,
-             "running", now, now),
+             "running", now, now, owner()),
         )
 
     def finish_run(self, run_id: str, summary: dict[str, Any], status: str = "complete") -> None:
@@ -250,6 +277,9 @@ class Store:
 
     @staticmethod
     def _run(row: tuple[Any, ...]) -> RunRecord:
+        status, error = row[7], row[11]
+        if status == "running" and is_gone(row[12]):  # its process was killed: it will not finish by itself
+            status, error = "interrupted", error or "its process ended before the run completed"
         return RunRecord(
             id=row[0],
             kind=row[1],
@@ -258,11 +288,12 @@ class Store:
             config=json.loads(row[4]),
             data_source=row[5],
             data_fingerprint=row[6],
-            status=row[7],
+            status=status,
             created=row[8],
             updated=row[9],
             summary=json.loads(row[10]) if row[10] else None,
-            error=row[11],
+            error=error,
+            owner=row[12],
         )
 
     # -- item sets ---------------------------------------------------------------------
