@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
 from importlib import resources
@@ -46,6 +47,29 @@ def parse_kv(pairs: list[str] | None, what: str) -> dict[str, str]:
             raise ConfigError(f"{what} '{p}' must look like key=value")
         result[k.strip()] = v.strip()
     return result
+
+
+def at_least(option: str, value: float | None, low: float) -> None:
+    """An option below its bound (or NaN) is a ConfigError naming the option: one line, exit 2."""
+    if value is not None and not value >= low:
+        raise ConfigError(f"{option} must be >= {low:g} (got {value:g})")
+
+
+def finite(option: str, value: float, low: float | None = None) -> None:
+    """A float option that must be a finite number (and at least ``low``)."""
+    if not math.isfinite(value):
+        raise ConfigError(f"{option} must be a finite number (got {value})")
+    at_least(option, value, low if low is not None else -math.inf)
+
+
+def check_judging(*, temperature: float, max_tokens: int, concurrency: int | None, format_retries: int,
+                  limit: int | None = None) -> None:
+    """The options every judging command shares, checked before anything is loaded or written."""
+    finite("--temperature", temperature, 0)
+    at_least("--max-tokens", max_tokens, 1)
+    at_least("--concurrency", concurrency, 1)
+    at_least("--format-retries", format_retries, 0)
+    at_least("--limit", limit, 1)
 
 
 def fmt(x: Any, digits: int = 3) -> str:
@@ -146,6 +170,10 @@ def grade(
     from knockout.methods._run import GradeRun, RunConfig
 
     try:
+        check_judging(temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
+                      format_retries=format_retries, limit=limit)
+        at_least("--answers-per-question", answers_per_question, 1)
+        at_least("--shots", shots, 0)
         methods.get(method)
         loader_opts: dict[str, Any] = dict(parse_kv(data_opt, "--data-opt"))
         if columns:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._main import JsonOpt, JudgeKV, fail, fmt, out, parse_kv, print_json
+from knockout.cli._main import JsonOpt, JudgeKV, check_judging, fail, finite, fmt, out, parse_kv, print_json
 from knockout.errors import ConfigError, KnockoutError
 from knockout.meta._prompts import DEFAULT_TRUNCATE
 
@@ -101,6 +101,9 @@ def register(app: typer.Typer) -> None:
         from knockout.meta._frameworks import is_paired
 
         try:
+            check_judging(temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
+                          format_retries=format_retries, limit=limit)
+            finite("--k", k, 0)
             opts = MetaOptions(framework=framework, draws=draws, both_orders=both_orders, rounds=rounds,
                                max_criteria=max_criteria, truncate=truncate, seed=seed)
             opts.check()
@@ -165,6 +168,7 @@ def register(app: typer.Typer) -> None:
         from knockout.meta._outcomes import load_matches
 
         try:
+            finite("--k", k, 0)
             if shuffles < 1 or (check is not None and check < 1):
                 raise ConfigError("--shuffles and --check must be >= 1")
             ms, skipped = load_matches(matches)

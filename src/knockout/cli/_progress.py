@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from rich.progress import (
 )
 
 from knockout.engine import Done, Event, Observer, Planned, Queued
+from knockout.errors import ConfigError
 
 if TYPE_CHECKING:
     from knockout.runs import Report, Run
@@ -76,8 +78,12 @@ def progress_bar(description: str, enabled: bool = True) -> Iterator[Observer | 
 
 def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging") -> R:
     """Open the store, run ``run`` through the one lifecycle with a progress bar, close the store."""
-    from knockout.runs import execute
+    from knockout.runs import check_run, execute
     from knockout.storage import Store
 
+    check_run(run)  # bad options and prompts fail before the store is created or touched
     with Store(store_path) as store, progress_bar(f"{label} ({run.judges()['judge'].spec})", not quiet) as bar:
-        return execute(run, store, observer=bar)
+        try:
+            return execute(run, store, observer=bar)
+        except sqlite3.OperationalError as exc:  # locked by another process past the wait, disk full, ...
+            raise ConfigError(f"{store_path}: cannot write the store ({exc})") from None

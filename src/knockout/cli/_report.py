@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table as RichTable
 
-from knockout.cli._main import JsonOpt, err, fail, out, print_json
+from knockout.cli._main import JsonOpt, at_least, err, fail, out, print_json
 from knockout.errors import KnockoutError
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
 from knockout.reports._report import Table, transpose
@@ -58,6 +58,7 @@ def report(
     from knockout.reports._runs import find_run, load_run, parse_ref
 
     try:
+        at_least("--resamples", resamples, 0)
         path, ref_id = parse_ref(run)
         record = find_run(path, run_id or ref_id)
         if record.kind == "sbs":
@@ -130,6 +131,7 @@ def compare(
     from knockout.reports._runs import load_ref
 
     try:
+        at_least("--resamples", resamples, 0)
         cmp = build_comparison([load_ref(r) for r in runs], resamples=resamples, seed=seed)
         tables = comparison_tables(cmp)
         if html is not None:
@@ -168,6 +170,7 @@ def agreement(
     from knockout.reports._verdicts import analyse_verdicts, verdict_tables
 
     try:
+        at_least("--resamples", resamples, 0)
         res = analyse_verdicts(verdicts, human, verdict, kind=kind, non_integer=non_integer,
                                resamples=resamples, seed=seed)
     except KnockoutError as exc:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._main import JsonOpt, JudgeKV, JudgeOpt, fail, out, parse_kv, print_json
+from knockout.cli._main import JsonOpt, JudgeKV, JudgeOpt, at_least, check_judging, fail, out, parse_kv, print_json
 from knockout.errors import KnockoutError
 
 
@@ -56,6 +56,10 @@ def sbs(
     from knockout.sbs._run import SbsConfig, SbsRun
 
     try:
+        check_judging(temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
+                      format_retries=format_retries, limit=limit)
+        at_least("--window", window, 1)
+        at_least("--stride", stride, 1)
         items = load_sbs(data, tie=tie, candidate=candidate)[:limit]
         cfg = SbsConfig(prompt=prompt, debate=debate,
                         params=GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed),

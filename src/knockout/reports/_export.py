@@ -24,6 +24,8 @@ FORMATS = ("csv", "jsonl")
 def open_existing(db: Path) -> Store:
     if not Path(db).is_file():
         raise ConfigError(f"store not found: {db}")
+    if Path(db).stat().st_size == 0:  # SQLite would take it as a new store and write one
+        raise ConfigError(f"{db}: empty file, not a knockout store")
     return Store(db)
 
 

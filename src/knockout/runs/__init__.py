@@ -7,7 +7,17 @@ third-party kinds through the ``knockout.run_kinds`` entry-point group).  :func:
 
 from knockout._registry import Registry
 from knockout.runs._models import CostStats, RunSummary
-from knockout.runs._run import Oracle, Report, Run, RunContext, execute, execute_async, run_id_for, run_sync
+from knockout.runs._run import (
+    Oracle,
+    Report,
+    Run,
+    RunContext,
+    check_run,
+    execute,
+    execute_async,
+    run_id_for,
+    run_sync,
+)
 
 run_kinds: Registry[type[Run]] = Registry("run kind", group="knockout.run_kinds")  # type: ignore[type-arg]
 run_kinds.add("grade", "knockout.methods._run:GradeRun", "grade answers with a method (individual, knockout, ...)")
@@ -21,6 +31,7 @@ __all__ = [
     "Run",
     "RunContext",
     "RunSummary",
+    "check_run",
     "execute",
     "execute_async",
     "run_id_for",

@@ -130,16 +130,21 @@ class Run(ABC, Generic[R]):
         """Plan, ask the engine(s) in waves, write results through ``ctx``, return the report."""
 
 
-async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None) -> R:
-    """Run ``run`` through the store: the one lifecycle (module doc)."""
+def check_run(run: Run[Any]) -> None:
+    """Step 1 of the lifecycle: every check that needs no store (callers may run it before opening one)."""
     run.check()
-    judges = run.judges()
-    if "judge" not in judges:
+    if "judge" not in run.judges():
         raise ConfigError(f"{run.kind} run has no main judge")
     if run.format_retries < 0:
         raise ConfigError(f"format retries must be >= 0 (got {run.format_retries})")
     if run.concurrency is not None and run.concurrency < 1:
         raise ConfigError(f"concurrency must be >= 1 (got {run.concurrency})")
+
+
+async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None) -> R:
+    """Run ``run`` through the store: the one lifecycle (module doc)."""
+    check_run(run)
+    judges = run.judges()
     run_id = run_id_for(run.identity())
     oracle = run.oracle()
     for j in judges.values():

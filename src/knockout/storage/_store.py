@@ -97,6 +97,9 @@ class MatchRow:
     games: list[dict[str, Any]]
 
 
+#: Seconds a command waits for a store that another process is writing before it gives up with an error.
+BUSY_TIMEOUT_S = 30.0
+
 _RUN_COLS = ("id, kind, method, judge, config, data_source, data_fingerprint, status, created, updated, summary, "
              "error, owner")
 
@@ -109,7 +112,7 @@ class Store:
         try:
             # One connection, used from the thread that runs the event loop (which may not be the thread
             # that opened it: the synchronous entry runs the loop in a worker thread inside notebooks).
-            self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+            self.db = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:

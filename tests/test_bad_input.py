@@ -1,0 +1,537 @@
+"""The bad-input corpus: every malformed input file and out-of-bound option ends in exit code 2 and one
+line on stderr naming the file (and, where there is one, the record and field), no traceback, no hang,
+and nothing written: the folder of the case (store included) is byte for byte as it was.
+
+The cases are written here (small files made in a tmp folder per case); they run in process through
+typer's CliRunner; the few that could hang (a FIFO as input) run as a subprocess with a time-out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from knockout.cli import register_extensions
+from knockout.cli._main import app
+from knockout.storage import _store
+
+FIX = Path(__file__).parent / "fixtures"
+register_extensions(app)
+
+Q = {"type": "question", "id": "q1", "text": "What does DNS do?", "max_points": 2}
+A = {"type": "answer", "id": "a1", "question_id": "q1", "examinee": "e1", "text": "It maps names.", "human_score": 1}
+CSV_HEAD = "question_id,question,max_points,examinee,answer,human_score\n"
+CSV_ROW = "q1,What does DNS do?,2,alice,It maps names.,1\n"
+MQM_HEAD = "system\tdoc\tdoc_id\tseg_id\trater\tsource\ttarget\tcategory\tseverity\tcomment\n"
+MQM_ROW = "SysA\ttalk.1\t1\t1\trater1\tThe cat sleeps.\tDie Katze.\tFluency/Spelling\tMinor\t\n"
+MQM_AVG = "system\tmqm_avg_score\tseg_id\nSysA\t-1.0\t1\n"
+INFO = json.dumps({"Questions": [{"Index": "1", "MaximumPoints": 2}]})
+PAIR = {"input": "Name a prime.", "output_1": "7", "output_2": "8", "label": 1}
+MATCH = {"item": "0", "evaluator_1": "judge-a", "evaluator_2": "judge-b", "winner": "Assistant1"}
+VERDICT = {"id": "x1", "verdict": 1, "human": 1}
+MV = [{"evaluator": e, "item": "1", "question": "Q?", "answer1": "a", "answer2": "b", "winner": w, "label": 1}
+      for e, w in (("judge-a", 1), ("judge-b", 2), ("judge-c", 1))]
+
+
+# -- building the files of a case ---------------------------------------------------------------------
+def jsonl(*rows: Any) -> str:
+    return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
+
+
+@dataclass
+class Case:
+    """``files``: name -> text or bytes (written in the case folder, "/" makes folders); ``args``: the
+    command line, where ``{d}`` is the case folder; ``expect``: text the error line must contain."""
+
+    id: str
+    args: list[str]
+    expect: tuple[str, ...]
+    files: dict[str, str | bytes] = field(default_factory=dict)
+    setup: Callable[[Path], Any] | None = None  # extra preparation; may return a context manager
+    subprocess: bool = False
+
+
+def grade(data: str, *extra: str) -> list[str]:
+    return ["grade", "{d}/" + data, "--judge", "scripted", "-o", "{d}/k.db", "-q", *extra]
+
+
+GOOD = {"exam.jsonl": jsonl(Q, A)}
+
+
+def gcase(id: str, text: str | bytes, expect: tuple[str, ...], name: str = "bad.jsonl", *extra: str) -> Case:
+    """``knockout grade`` of one bad data file."""
+    return Case(id, grade(name, *extra), (name, *expect), {name: text})
+
+
+def ocase(id: str, *extra: str, expect: tuple[str, ...]) -> Case:
+    """``knockout grade`` of good data with one bad option."""
+    return Case(id, grade("exam.jsonl", *extra), expect, dict(GOOD))
+
+
+# -- store files: every command that reads or writes a store ------------------------------------------
+def good_store(path: Path) -> None:
+    """A store with one complete scripted run (made through the CLI)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.parent / "exam.jsonl").write_text(jsonl(Q, A))
+    r = CliRunner().invoke(app, ["grade", str(path.parent / "exam.jsonl"), "--judge", "scripted", "-o", str(path),
+                                 "-q"])
+    assert r.exit_code == 0, r.output
+
+
+def make_fifo(d: Path, name: str = "fifo") -> None:
+    os.mkfifo(d / name)
+
+
+@contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """A store file nobody may write: chmod, plus the immutable flag when we run as root."""
+    os.chmod(path, 0o444)
+    os.chmod(path.parent, 0o555)
+    immutable = os.geteuid() == 0 and shutil.which("chattr") is not None
+    if immutable:
+        subprocess.run(["chattr", "+i", str(path), str(path.parent)], check=True)
+    try:
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(path), str(path.parent)], check=True)
+        os.chmod(path.parent, 0o755)
+        os.chmod(path, 0o644)
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Another process holds the store's write lock for the whole command."""
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        con.execute("ROLLBACK")
+        con.close()
+
+
+STORE_KINDS: dict[str, tuple[dict[str, str | bytes], Callable[[Path], Any] | None, tuple[str, ...]]] = {
+    "not-sqlite": ({"s.db": "this is not a database\n" * 20}, None, ("s.db",)),
+    "non-utf8": ({"s.db": bytes(range(256)) * 8}, None, ("s.db",)),
+    "directory": ({"s.db/keep": ""}, None, ("s.db",)),
+    "fifo": ({}, lambda d: make_fifo(d, "s.db"), ("s.db",)),
+    "dev-zero": ({}, lambda d: (d / "s.db").symlink_to("/dev/zero"), ("s.db",)),
+    "read-only": ({}, lambda d: (good_store(d / "s.db"), read_only(d / "s.db"))[1], ("s.db",)),
+    "locked": ({}, lambda d: (good_store(d / "s.db"), locked(d / "s.db"))[1], ("s.db",)),
+}
+#: Commands that only read a store, and how each names it.
+STORE_READERS: dict[str, list[str]] = {
+    "report": ["report", "{d}/s.db", "--resamples", "0"],
+    "export": ["export", "{d}/s.db"],
+    "runs": ["runs", "{d}/s.db"],
+    "compare": ["compare", "{d}/s.db", "--resamples", "0"],
+}
+
+
+def store_cases() -> list[Case]:
+    cases = []
+    for kind, (files, setup, expect) in STORE_KINDS.items():
+        cases.append(Case(f"store-{kind}-grade", ["grade", "{d}/exam.jsonl", "--judge", "scripted", "-o",
+                                                  "{d}/s.db", "-q"], expect, {**GOOD, **files}, setup))
+        if kind in ("read-only", "locked"):
+            continue  # reading such a store is fine
+        for cmd, args in STORE_READERS.items():
+            cases.append(Case(f"store-{kind}-{cmd}", args, expect, dict(files), setup))
+    for cmd, args in STORE_READERS.items():
+        cases.append(Case(f"store-empty-{cmd}", args, ("s.db",), {"s.db": b""}))
+        cases.append(Case(f"store-absent-{cmd}", args, ("s.db",)))
+    cases.append(Case("store-unknown-run-report", ["report", "{d}/s.db:nope", "--resamples", "0"], ("s.db", "nope"),
+                      {}, lambda d: good_store(d / "s.db")))
+    cases.append(Case("store-unknown-run-export", ["export", "{d}/s.db", "--run", "nope"], ("s.db", "nope"),
+                      {}, lambda d: good_store(d / "s.db")))
+    return cases
+
+
+# -- the corpus ----------------------------------------------------------------------------------------
+Q_NO_ID = {k: v for k, v in Q.items() if k != "id"}
+CASES: list[Case] = [
+    # JSONL item sets
+    gcase("jsonl-empty", "", ()),
+    gcase("jsonl-blank-lines", "\n\n   \n", ()),
+    gcase("jsonl-not-json", jsonl(Q, "{not json"), ("line 2",)),
+    gcase("jsonl-array-line", jsonl(Q, "[1, 2]"), ("line 2",)),
+    gcase("jsonl-string-line", jsonl(Q, '"text"'), ("line 2",)),
+    gcase("jsonl-unknown-type", jsonl(Q, {**A, "type": "bogus"}), ("line 2", "type")),
+    gcase("jsonl-no-question-id", jsonl(Q, {k: v for k, v in A.items() if k != "question_id"}),
+          ("line 2", "question_id")),
+    gcase("jsonl-dangling-question-id", jsonl(Q, {**A, "question_id": "q9"}), ("q9",)),
+    gcase("jsonl-answer-without-question", jsonl(A), ("q1",)),
+    gcase("jsonl-negative-max-points", jsonl({**Q, "max_points": -2}, A), ("line 1", "max_points")),
+    gcase("jsonl-zero-max-points", jsonl({**Q, "max_points": 0}, A), ("line 1", "max_points")),
+    gcase("jsonl-text-max-points", jsonl({**Q, "max_points": "two"}, A), ("line 1", "max_points")),
+    gcase("jsonl-nan-max-points", jsonl(Q, A).replace('"max_points": 2', '"max_points": NaN'),
+          ("line 1", "max_points")),
+    gcase("jsonl-inf-max-points", jsonl(Q, A).replace('"max_points": 2', '"max_points": Infinity'),
+          ("line 1", "max_points")),
+    gcase("jsonl-text-human-score", jsonl(Q, {**A, "human_score": "good"}), ("line 2", "human_score")),
+    gcase("jsonl-nan-human-score", jsonl(Q, A).replace('"human_score": 1', '"human_score": NaN'),
+          ("line 2", "human_score")),
+    gcase("jsonl-negative-human-score", jsonl(Q, {**A, "human_score": -1}), ("a1", "human_score")),
+    gcase("jsonl-human-score-over-max", jsonl(Q, {**A, "human_score": 7}), ("a1", "human_score")),
+    gcase("jsonl-human-scores-list", jsonl(Q, {**A, "human_scores": [1, 2]}), ("line 2", "human_scores")),
+    gcase("jsonl-duplicate-question", jsonl(Q, Q, A), ("q1",)),
+    gcase("jsonl-duplicate-answer", jsonl(Q, A, A), ("a1",)),
+    gcase("jsonl-no-question-text", jsonl({k: v for k, v in Q.items() if k != "text"}, A), ("line 1", "text")),
+    gcase("jsonl-answer-text-number", jsonl(Q, {**A, "text": 42}), ("line 2", "text")),
+    gcase("jsonl-answer-text-list", jsonl(Q, {**A, "text": ["a"]}), ("line 2", "text")),
+    gcase("jsonl-question-id-object", jsonl({**Q, "id": {"x": 1}}, A), ("line 1", "id")),
+    gcase("jsonl-no-question-at-all", jsonl(Q_NO_ID, A), ("line 1", "id")),
+    gcase("jsonl-images-not-list", jsonl({**Q, "images": 5}, A), ("line 1", "images")),
+    gcase("jsonl-image-missing", jsonl({**Q, "images": ["nope.png"]}, A), ("line 1", "images")),
+    gcase("jsonl-image-outside", jsonl({**Q, "images": ["/etc/passwd"]}, A), ("line 1", "images")),
+    gcase("jsonl-image-url", jsonl({**Q, "images": ["https://example.org/x.png"]}, A), ("line 1", "images")),
+    gcase("jsonl-meta-not-object", jsonl({**Q, "meta": "x"}, A), ("line 1", "meta")),
+    gcase("jsonl-non-utf8", jsonl(Q).encode() + b'{"type": "answer", "text": "\xff\xfe"}\n', ()),
+    gcase("jsonl-nul-bytes", b"\x00" * 64, ()),
+    gcase("jsonl-huge-line", jsonl(Q, {**A, "text": "x" * 3_000_000}), ("max_file_mb",), "bad.jsonl", "--data-opt",
+          "max_file_mb=1"),
+    Case("jsonl-directory", grade("dir.jsonl"), ("dir.jsonl",), {"dir.jsonl/x": ""}),
+    Case("jsonl-absent", grade("absent.jsonl"), ("absent.jsonl",)),
+    Case("jsonl-dev-zero", ["grade", "/dev/zero", "--format", "jsonl", "--judge", "scripted", "-o", "{d}/k.db",
+                            "-q"], ("/dev/zero",)),
+    Case("jsonl-fifo", grade("fifo.jsonl"), ("fifo.jsonl",), {}, lambda d: make_fifo(d, "fifo.jsonl"),
+         subprocess=True),
+    Case("data-fifo-auto", grade("fifo"), ("fifo",), {}, lambda d: make_fifo(d), subprocess=True),
+    gcase("jsonl-as-csv", jsonl(Q, A), (), "bad.jsonl", "--format", "csv"),
+    gcase("format-unknown", jsonl(Q, A), ("bogus",), "bad.jsonl", "--format", "bogus"),
+    Case("data-opt-malformed", grade("exam.jsonl", "--data-opt", "novalue"), ("--data-opt", "novalue"), dict(GOOD)),
+    Case("data-opt-unknown", grade("exam.jsonl", "--data-opt", "bogus=1"), ("bogus",), dict(GOOD)),
+    Case("data-opt-unknown-csv", grade("ok.csv", "--data-opt", "bogus=1"), ("bogus",), {"ok.csv": CSV_HEAD + CSV_ROW}),
+    Case("data-opt-unknown-sciex", grade("exam", "--format", "sciex", "--data-opt", "bogus=1"), ("bogus",),
+         {"exam/keep": ""}),
+    Case("data-opt-max-file-mb", grade("exam.jsonl", "--data-opt", "max_file_mb=abc"), ("max_file_mb", "abc"),
+         dict(GOOD)),
+    Case("data-opt-max-file-mb-negative", grade("exam.jsonl", "--data-opt", "max_file_mb=-1"), ("max_file_mb",),
+         dict(GOOD)),
+    # CSV item sets
+    gcase("csv-empty", "", (), "bad.csv"),
+    gcase("csv-header-only", CSV_HEAD, (), "bad.csv"),
+    gcase("csv-no-answer-column", "question_id,question,max_points\nq1,Q?,2\n", ("answer",), "bad.csv"),
+    gcase("csv-text-max-points", CSV_HEAD + "q1,What?,two,alice,It maps.,1\n", ("line 2", "max_points"), "bad.csv"),
+    gcase("csv-negative-max-points", CSV_HEAD + "q1,What?,-1,alice,It maps.,1\n", ("line 2", "max_points"),
+          "bad.csv"),
+    gcase("csv-text-human-score", CSV_HEAD + "q1,What?,2,alice,It maps.,good\n", ("line 2", "human_score"),
+          "bad.csv"),
+    gcase("csv-score-over-max", CSV_HEAD + "q1,What?,2,alice,It maps.,9\n", ("q1/alice", "human_score"), "bad.csv"),
+    gcase("csv-ragged-row", CSV_HEAD + CSV_ROW.strip() + ",extra,more\n", ("line 2",), "bad.csv"),
+    gcase("csv-unclosed-quote", CSV_HEAD + 'q1,"What?,2,alice,It maps.,1\n', (), "bad.csv"),
+    gcase("csv-non-utf8", CSV_HEAD.encode() + b"q1,Wh\xff\xfeat?,2,alice,It.,1\n", (), "bad.csv"),
+    gcase("csv-duplicate-header", "answer,answer,question_id\nx,y,q1\n", (), "bad.csv"),
+    Case("csv-map-malformed", grade("ok.csv", "--map", "nonsense"), ("nonsense",), {"ok.csv": CSV_HEAD + CSV_ROW}),
+    gcase("csv-map-unknown-column", CSV_HEAD + CSV_ROW, ("nosuch",), "bad.csv", "--map", "answer=nosuch"),
+    Case("csv-map-unknown-field", grade("ok.csv", "--map", "bogus=answer"), ("bogus",), {"ok.csv": CSV_HEAD + CSV_ROW}),
+    gcase("csv-empty-answer-column-name", "question_id,question,max_points,examinee,,human_score\n" + CSV_ROW, (),
+          "bad.csv"),
+    Case("csv-dev-zero", ["grade", "/dev/zero", "--format", "csv", "--judge", "scripted", "-o", "{d}/k.db", "-q"],
+         ("/dev/zero",)),
+    # meta-evaluation files loaded as item sets
+    gcase("metaeval-bad-label", jsonl({**PAIR, "label": 7}), ("line 1", "label"), "pairs.jsonl", "--format",
+          "metaeval"),
+    gcase("metaeval-no-output", jsonl({k: v for k, v in PAIR.items() if k != "output_2"}), ("line 1",),
+          "pairs.jsonl", "--format", "metaeval"),
+    gcase("metaeval-text-score", jsonl({"text": "a b c", "score": "high"}), ("line 1", "score"), "scores.jsonl",
+          "--format", "metaeval"),
+    gcase("pandalm-not-list", json.dumps({"idx": 1}), (), "pandalm.json", "--format", "metaeval"),
+    # SAF and MQM
+    gcase("saf-malformed-xml", "<question id='1'><questionText>What?", (), "bad.xml", "--format", "saf"),
+    gcase("saf-no-question-text", "<question id='1' module='NET'><studentAnswers/></question>", (), "bad.xml",
+          "--format", "saf"),
+    gcase("saf-bad-score", "<question id='1' module='NET'><questionText>Q?</questionText><studentAnswers>"
+          "<studentAnswer id='s1'><response>r</response><score>lots</score></studentAnswer></studentAnswers>"
+          "</question>", ("score",), "bad.xml", "--format", "saf"),
+    gcase("saf-non-utf8", b"<?xml version='1.0' encoding='utf-8'?><question id='1'>\xff\xfe</question>", (),
+          "bad.xml", "--format", "saf"),
+    Case("mqm-no-companion", grade("bad.tsv", "--format", "mqm"), ("bad.avg_seg_scores.tsv",),
+         {"bad.tsv": MQM_HEAD + MQM_ROW}),
+    Case("mqm-no-columns", grade("bad.tsv", "--format", "mqm"), ("bad.tsv",),
+         {"bad.tsv": "a\tb\n1\t2\n", "bad.avg_seg_scores.tsv": MQM_AVG}),
+    Case("mqm-bad-avg-score", grade("bad.tsv", "--format", "mqm"), ("bad.avg_seg_scores.tsv",),
+         {"bad.tsv": MQM_HEAD + MQM_ROW, "bad.avg_seg_scores.tsv": MQM_AVG.replace("-1.0", "lots")}),
+    Case("mqm-non-utf8", grade("bad.tsv", "--format", "mqm"), ("bad.tsv",),
+         {"bad.tsv": MQM_HEAD.encode() + b"SysA\t\xff\xfe\t1\n", "bad.avg_seg_scores.tsv": MQM_AVG}),
+    # SciEx folders
+    Case("sciex-empty-folder", grade("exam", "--format", "sciex"), ("exam",), {"exam/keep.txt": ""}),
+    Case("sciex-exam-not-json", grade("exam", "--format", "sciex"), ("exam_en.json",),
+         {"exam/exam_en.json": "{not json", "exam/additional_info.json": INFO, "exam/answers/s1.json": "{}"}),
+    Case("sciex-no-questions", grade("exam", "--format", "sciex"), ("exam_en.json",),
+         {"exam/exam_en.json": json.dumps({"Foo": []}), "exam/additional_info.json": INFO,
+          "exam/answers/s1.json": json.dumps({"Questions": []})}),
+    Case("sciex-answer-not-json", grade("exam", "--format", "sciex"), ("s1.json",),
+         {"exam/exam_en.json": json.dumps({"Questions": [{"Index": "1", "Description": "Q?"}]}),
+          "exam/additional_info.json": json.dumps({"Questions": [{"Index": "1", "MaximumPoints": 2}]}),
+          "exam/answers/s1.json": "{broken"}),
+    Case("sciex-bad-max-points", grade("exam", "--format", "sciex"), ("additional_info.json", "MaximumPoints"),
+         {"exam/exam_en.json": json.dumps({"Questions": [{"Index": "1", "Description": "Q?"}]}),
+          "exam/additional_info.json": json.dumps({"Questions": [{"Index": "1", "MaximumPoints": "lots"}]}),
+          "exam/answers/s1.json": json.dumps({"Questions": [{"Index": "1", "Answer": "A."}]})}),
+    Case("sciex-bad-grade", grade("exam", "--format", "sciex"), ("s1_grade.json", "Points"),
+         {"exam/exam_en.json": json.dumps({"Questions": [{"Index": "1", "Description": "Q?"}]}),
+          "exam/additional_info.json": json.dumps({"Questions": [{"Index": "1", "MaximumPoints": 2}]}),
+          "exam/answers/s1.json": json.dumps({"Questions": [{"Index": "1", "Answer": "A."}]}),
+          "exam/grades/g1/s1_grade.json": json.dumps({"Questions": [{"Index": "1", "Points": "many"}]})}),
+    Case("sciex-figure-outside", grade("exam", "--format", "sciex"), ("exam_en.json", "Figures"),
+         {"exam/exam_en.json": json.dumps({"Questions": [{"Index": "1", "Description": "Q?",
+                                                           "Figures": ["../../etc/passwd"]}]}),
+          "exam/additional_info.json": json.dumps({"Questions": [{"Index": "1", "MaximumPoints": 2}]}),
+          "exam/answers/s1.json": json.dumps({"Questions": [{"Index": "1", "Answer": "A."}]})}),
+    Case("sciex-non-utf8-answer", grade("exam", "--format", "sciex"), ("s1.txt",),
+         {"exam/exam_en.json": json.dumps({"Questions": [{"Index": "1", "Description": "Q?"}]}),
+          "exam/additional_info.json": json.dumps({"Questions": [{"Index": "1", "MaximumPoints": 2}]}),
+          "exam/answers/s1.txt": b"Answer to Question 1\n\xff\xfe\xfd\n"}),
+    # prompt template files
+    ocase("prompt-unknown", "--prompt", "no-such-preset", expect=("no-such-preset",)),
+    Case("prompt-file-empty", grade("exam.jsonl", "--prompt", "{d}/t.txt"), ("t.txt",), {**GOOD, "t.txt": ""}),
+    Case("prompt-file-non-utf8", grade("exam.jsonl", "--prompt", "{d}/t.txt"), ("t.txt",),
+         {**GOOD, "t.txt": b"Grade {answer} \xff\xfe"}),
+    Case("prompt-file-unknown-placeholder", grade("exam.jsonl", "--prompt", "{d}/t.txt"), ("t.txt", "nosuch"),
+         {**GOOD, "t.txt": "Question: {question}\nAnswer: {answer}\n{nosuch}\nScore:"}),
+    Case("prompt-file-no-answer", grade("exam.jsonl", "--prompt", "{d}/t.txt"), ("t.txt",),
+         {**GOOD, "t.txt": "Grade the question {question} from 0 to {max_points}."}),
+    Case("prompt-file-directory", grade("exam.jsonl", "--prompt", "{d}/t.toml"), ("t.toml",),
+         {**GOOD, "t.toml/x": ""}),
+    Case("prompt-file-bad-toml", grade("exam.jsonl", "--prompt", "{d}/t.toml"), ("t.toml",),
+         {**GOOD, "t.toml": "[prompt\nname = "}),
+    Case("prompt-file-fifo", grade("exam.jsonl", "--prompt", "{d}/t.txt"), ("t.txt",), dict(GOOD),
+         lambda d: make_fifo(d, "t.txt"), subprocess=True),
+    Case("prompt-file-dev-zero", grade("exam.jsonl", "--prompt", "/dev/zero"), ("/dev/zero",), dict(GOOD)),
+    # options with a bound
+    ocase("concurrency-0", "--concurrency", "0", expect=("concurrency",)),
+    ocase("concurrency-negative", "--concurrency", "-1", expect=("concurrency",)),
+    ocase("max-tokens-0", "--max-tokens", "0", expect=("max-tokens",)),
+    ocase("max-tokens-negative", "--max-tokens", "-5", expect=("max-tokens",)),
+    ocase("format-retries-negative", "--format-retries", "-1", expect=("--format-retries",)),
+    ocase("temperature-nan", "--temperature", "nan", expect=("temperature",)),
+    ocase("temperature-inf", "--temperature", "inf", expect=("temperature",)),
+    ocase("temperature-negative", "--temperature", "-0.5", expect=("temperature",)),
+    ocase("limit-0", "--limit", "0", expect=("limit",)),
+    ocase("limit-negative", "--limit", "-3", expect=("limit",)),
+    ocase("answers-per-question-0", "--answers-per-question", "0", expect=("answers-per-question",)),
+    ocase("shots-negative", "--shots", "-1", expect=("shots",)),
+    ocase("shot-source-unknown", "--shot-source", "bogus", expect=("bogus",)),
+    ocase("method-unknown", "--method", "bogus", expect=("bogus",)),
+    ocase("method-opt-malformed", "--method-opt", "novalue", expect=("--method-opt",)),
+    ocase("method-opt-unknown", "--method", "knockout", "--method-opt", "bogus=1", expect=("bogus",)),
+    ocase("judge-unknown", "--judge", "bogus:model", expect=("bogus",)),
+    ocase("judge-spec-timeout-text", "--judge", "openai:m?timeout=abc&base_url=http://127.0.0.1:9/v1",
+          expect=("timeout",)),
+    ocase("judge-opt-timeout-text", "--judge", "openai:m", "--judge-opt", "timeout=abc", "--judge-opt",
+          "base_url=http://127.0.0.1:9/v1", expect=("timeout",)),
+    ocase("judge-opt-timeout-0", "--judge", "openai:m", "--judge-opt", "timeout=0", "--judge-opt",
+          "base_url=http://127.0.0.1:9/v1", expect=("timeout",)),
+    ocase("judge-opt-concurrency-0", "--judge", "openai:m", "--judge-opt", "concurrency=0", "--judge-opt",
+          "base_url=http://127.0.0.1:9/v1", expect=("concurrency",)),
+    ocase("judge-opt-retries-negative", "--judge", "openai:m", "--judge-opt", "retries=-1", "--judge-opt",
+          "base_url=http://127.0.0.1:9/v1", expect=("retries",)),
+    ocase("judge-opt-unknown", "--judge", "openai:m", "--judge-opt", "bogus=1", expect=("bogus",)),
+    ocase("judge-opt-malformed", "--judge-opt", "novalue", expect=("--judge-opt",)),
+    ocase("judge-opt-bad-url", "--judge", "openai:m", "--judge-opt", "base_url=ftp://x", expect=("base_url",)),
+    ocase("judge-scripted-concurrency-0", "--judge", "scripted?concurrency=0", expect=("concurrency",)),
+    ocase("judge-scripted-noise-nan", "--judge", "scripted?noise=nan", expect=("noise",)),
+    ocase("judge-llamacpp-threads-0", "--judge", "llamacpp", "--judge-opt", "threads=0", expect=("threads",)),
+    # side-by-side pairs
+    Case("sbs-empty", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q"], ("p.jsonl",),
+         {"p.jsonl": ""}),
+    Case("sbs-not-json", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q"],
+         ("p.jsonl", "line 2"), {"p.jsonl": jsonl(PAIR, "{oops")}),
+    Case("sbs-bad-label", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q"],
+         ("p.jsonl", "line 1", "label"), {"p.jsonl": jsonl({**PAIR, "label": "maybe"})}),
+    Case("sbs-missing-output", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q"],
+         ("p.jsonl", "line 1"), {"p.jsonl": jsonl({k: v for k, v in PAIR.items() if k != "output_1"})}),
+    Case("sbs-pandalm-bad", ["sbs", "{d}/p.json", "--judge", "scripted", "-o", "{d}/k.db", "-q"], ("p.json",),
+         {"p.json": json.dumps([{"idx": 1, "cmp_key": "a_b"}])}),
+    Case("sbs-non-utf8", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q"], ("p.jsonl",),
+         {"p.jsonl": b'{"input": "\xff"}\n'}),
+    Case("sbs-window-0", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q", "--window", "0"],
+         ("window",), {"p.jsonl": jsonl(PAIR)}),
+    Case("sbs-stride-0", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q", "--stride", "0"],
+         ("stride",), {"p.jsonl": jsonl(PAIR)}),
+    Case("sbs-debate-unknown", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q", "--debate",
+                                "bogus"], ("bogus",), {"p.jsonl": jsonl(PAIR)}),
+    Case("sbs-candidate-unknown", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q",
+                                   "--candidate", "third"], ("third",), {"p.jsonl": jsonl(PAIR)}),
+    Case("sbs-tie-unknown", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q", "--tie", "Z"],
+         ("Z",), {"p.jsonl": jsonl(PAIR)}),
+    Case("sbs-prompt-unknown", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q", "--prompt",
+                                "IX"], ("IX",), {"p.jsonl": jsonl(PAIR)}),
+    Case("sbs-concurrency-0", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q",
+                               "--concurrency", "0"], ("concurrency",), {"p.jsonl": jsonl(PAIR)}),
+    Case("sbs-max-tokens-0", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q",
+                              "--max-tokens", "0"], ("max-tokens",), {"p.jsonl": jsonl(PAIR)}),
+    Case("sbs-format-retries-negative", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q",
+                                         "--format-retries", "-1"], ("format-retries",), {"p.jsonl": jsonl(PAIR)}),
+    Case("sbs-temperature-nan", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q",
+                                 "--temperature", "nan"], ("temperature",), {"p.jsonl": jsonl(PAIR)}),
+    Case("sbs-limit-0", ["sbs", "{d}/p.jsonl", "--judge", "scripted", "-o", "{d}/k.db", "-q", "--limit", "0"],
+         ("limit",), {"p.jsonl": jsonl(PAIR)}),
+    # meta-evaluation verdict files
+    Case("meta-empty-folder", ["meta", "{d}/v", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q"], ("v",),
+         {"v/keep": ""}),
+    Case("meta-no-evaluator", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q"],
+         ("v.jsonl", "evaluator"), {"v.jsonl": jsonl({"item": "1", "text": "x"})}),
+    Case("meta-not-json", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q"],
+         ("v.jsonl", "line 1"), {"v.jsonl": "{nope\n"}),
+    Case("meta-framework-unknown", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q",
+                                    "--framework", "bogus"], ("bogus",), {"v.jsonl": jsonl(*MV)}),
+    Case("meta-draws-0", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q",
+                          "--draws", "0"], ("draws",), {"v.jsonl": jsonl(*MV)}),
+    Case("meta-rounds-0", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q",
+                           "--rounds", "0"], ("rounds",), {"v.jsonl": jsonl(*MV)}),
+    Case("meta-max-criteria-0", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q",
+                                 "--max-criteria", "0"], ("max_criteria",), {"v.jsonl": jsonl(*MV)}),
+    Case("meta-truncate-negative", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q",
+                                    "--truncate", "-1"], ("truncate",), {"v.jsonl": jsonl(*MV)}),
+    Case("meta-shuffles-0", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q",
+                             "--shuffles", "0"], ("shuffles",), {"v.jsonl": jsonl(*MV)}),
+    Case("meta-k-nan", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q", "--k", "nan"],
+         ("k",), {"v.jsonl": jsonl(*MV)}),
+    Case("meta-concurrency-0", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q",
+                                "--concurrency", "0"], ("concurrency",), {"v.jsonl": jsonl(*MV)}),
+    Case("meta-limit-negative", ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "-o", "{d}/k.db", "-q",
+                                 "--limit", "-1"], ("limit",), {"v.jsonl": jsonl(*MV)}),
+    # Elo outcomes
+    Case("elo-empty", ["elo", "{d}/m.jsonl"], ("m.jsonl",), {"m.jsonl": ""}),
+    Case("elo-bad-winner", ["elo", "{d}/m.jsonl"], ("m.jsonl", "line 1", "winner"),
+         {"m.jsonl": jsonl({**MATCH, "winner": "nobody"})}),
+    Case("elo-missing-evaluator", ["elo", "{d}/m.jsonl"], ("m.jsonl", "line 1"),
+         {"m.jsonl": jsonl({"item": "0", "winner": "Assistant1"})}),
+    Case("elo-not-json", ["elo", "{d}/m.jsonl"], ("m.jsonl", "line 1"), {"m.jsonl": "[[\n"}),
+    Case("elo-shuffles-0", ["elo", "{d}/m.jsonl", "--shuffles", "0"], ("shuffles",), {"m.jsonl": jsonl(MATCH)}),
+    Case("elo-k-nan", ["elo", "{d}/m.jsonl", "--k", "nan"], ("k",), {"m.jsonl": jsonl(MATCH)}),
+    Case("elo-k-negative", ["elo", "{d}/m.jsonl", "--k", "-4"], ("k",), {"m.jsonl": jsonl(MATCH)}),
+    Case("elo-check-0", ["elo", "{d}/m.jsonl", "--check", "0"], ("check",), {"m.jsonl": jsonl(MATCH)}),
+    Case("elo-dev-zero", ["elo", "/dev/zero"], ("/dev/zero",)),
+    # agreement of verdict files
+    Case("agreement-empty", ["agreement", "{d}/v.jsonl", "--human", "human"], ("v.jsonl",), {"v.jsonl": ""}),
+    Case("agreement-no-human-field", ["agreement", "{d}/v.jsonl", "--human", "gold"], ("v.jsonl", "gold"),
+         {"v.jsonl": jsonl(VERDICT)}),
+    Case("agreement-kind-unknown", ["agreement", "{d}/v.jsonl", "--human", "human", "--kind", "bogus"], ("bogus",),
+         {"v.jsonl": jsonl(VERDICT)}),
+    Case("agreement-non-integer-unknown", ["agreement", "{d}/v.jsonl", "--human", "human", "--non-integer",
+                                           "bogus"], ("bogus",), {"v.jsonl": jsonl(VERDICT)}),
+    Case("agreement-resamples-negative", ["agreement", "{d}/v.jsonl", "--human", "human", "--resamples", "-1"],
+         ("resamples",), {"v.jsonl": jsonl(VERDICT)}),
+    Case("agreement-non-utf8-csv", ["agreement", "{d}/v.csv", "--human", "human"], ("v.csv",),
+         {"v.csv": b"id,verdict,human\nx1,\xff,1\n"}),
+    # report / export options
+    Case("report-level-unknown", ["report", "{d}/s.db", "--level", "bogus", "--resamples", "0"], ("bogus",), {},
+         lambda d: good_store(d / "s.db")),
+    Case("report-by-unknown", ["report", "{d}/s.db", "--by", "bogus", "--resamples", "0"], ("bogus",), {},
+         lambda d: good_store(d / "s.db")),
+    Case("report-resamples-negative", ["report", "{d}/s.db", "--resamples", "-1"], ("resamples",), {},
+         lambda d: good_store(d / "s.db")),
+    Case("export-format-unknown", ["export", "{d}/s.db", "--format", "xlsx"], ("xlsx",), {},
+         lambda d: good_store(d / "s.db")),
+    Case("compare-resamples-negative", ["compare", "{d}/s.db", "{d}/s.db", "--resamples", "-1"], ("resamples",), {},
+         lambda d: good_store(d / "s.db")),
+    # web app imports
+    Case("import-kind-unknown", ["import", "{d}/exam.jsonl", "--db", "{d}/k.db", "--kind", "bogus"], ("bogus",),
+         dict(GOOD)),
+    Case("import-overlap-0", ["import", "{d}/p.jsonl", "--db", "{d}/k.db", "--kind", "pairs", "--overlap", "0"],
+         ("overlap",), {"p.jsonl": jsonl(PAIR)}),
+    Case("import-bad-items", ["import", "{d}/bad.jsonl", "--db", "{d}/k.db"], ("bad.jsonl", "line 1",
+                                                                             "max_points"),
+         {"bad.jsonl": jsonl({**Q, "max_points": "x"}, A)}),
+    Case("import-bad-pairs", ["import", "{d}/p.jsonl", "--db", "{d}/k.db", "--kind", "pairs"],
+         ("p.jsonl", "line 1"), {"p.jsonl": jsonl({**PAIR, "label": 9})}),
+    *store_cases(),
+]
+
+
+# -- running a case ------------------------------------------------------------------------------------
+def snapshot(folder: Path) -> dict[str, object]:
+    """Every entry under ``folder``: the bytes of regular files, the kind of anything else."""
+    seen: dict[str, object] = {}
+    for p in sorted(folder.rglob("*")):
+        rel = str(p.relative_to(folder))
+        if p.is_symlink():
+            seen[rel] = ("link", os.readlink(p))
+        elif p.is_fifo():
+            seen[rel] = "fifo"
+        elif p.is_dir():
+            seen[rel] = "dir"
+        else:
+            seen[rel] = p.read_bytes()
+    return seen
+
+
+@dataclass
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def invoke(args: list[str], in_subprocess: bool) -> Outcome:
+    if in_subprocess:
+        try:
+            r = subprocess.run([sys.executable, "-m", "knockout.cli", *args], capture_output=True, text=True,
+                               timeout=60, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"hang: {args}")
+        return Outcome(r.returncode, r.stdout, r.stderr)
+    r = CliRunner().invoke(app, args)
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        import traceback
+
+        trace = "".join(traceback.format_exception(r.exception))
+        return Outcome(1, r.stdout, r.stderr + "\nTraceback (in process):\n" + trace)
+    return Outcome(r.exit_code, r.stdout, r.stderr)
+
+
+@pytest.fixture(autouse=True)
+def _short_busy_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store locked by another process is waited for; here only briefly."""
+    monkeypatch.setattr(_store, "BUSY_TIMEOUT_S", 0.5)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case: Case, tmp_path: Path) -> None:
+    d = tmp_path / "case"
+    d.mkdir()
+    for name, content in case.files.items():
+        p = d / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+    args = [a.replace("{d}", str(d)) for a in case.args]
+    with ExitStack() as stack:
+        ctx = case.setup(d) if case.setup else None
+        if isinstance(ctx, AbstractContextManager):
+            stack.enter_context(ctx)
+        before = snapshot(d)
+        got = invoke(args, case.subprocess)
+        after = snapshot(d)
+    shown = f"exit {got.code}\nstdout: {got.stdout[-2000:]}\nstderr: {got.stderr[-3000:]}"
+    assert "Traceback" not in got.stdout + got.stderr, shown
+    assert got.code == 2, shown
+    lines = [ln for ln in got.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, shown
+    line = lines[0].replace(str(d) + "/", "")
+    for text in case.expect:
+        assert text in line, f"{text!r} not in the error line\n{shown}"
+    assert after == before, f"files changed: {sorted(set(after) ^ set(before)) or 'contents'}\n{shown}"
+
+
+def test_corpus_size() -> None:
+    assert len(CASES) >= 100
+    assert len({c.id for c in CASES}) == len(CASES)
