@@ -9,11 +9,16 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 Reply = tuple[int, bytes]  # (status, body)
+#: Special statuses an ``answer`` may return: close the connection without a reply, or reply only after
+#: ``FakeAPI.hang_s`` seconds (past the client's time-out).
+DROP = -1
+HANG = -2
 
 
 def chat_body(text: str, prompt_tokens: int = 5, completion_tokens: int = 3) -> bytes:
@@ -35,9 +40,11 @@ def messages_body(blocks: list[dict[str, Any]]) -> bytes:
 class FakeAPI:
     """Replies come from ``answer(request_json, hit_number)``; every request body is kept in ``requests``."""
 
-    def __init__(self, answer: Callable[[dict[str, Any], int], Reply]) -> None:
+    def __init__(self, answer: Callable[[dict[str, Any], int], Reply], hang_s: float = 5.0) -> None:
         self.answer = answer
+        self.hang_s = hang_s
         self.requests: list[dict[str, Any]] = []
+        self.open_requests = 0  # being answered now
         self.lock = threading.Lock()
         fake = self
 
@@ -53,12 +60,27 @@ class FakeAPI:
                 with fake.lock:
                     fake.requests.append(body)
                     n = len(fake.requests)
-                status, payload = fake.answer(body, n)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                    fake.open_requests += 1
+                try:
+                    status, payload = fake.answer(body, n)
+                    if status == DROP:
+                        self.close_connection = True
+                        return
+                    if status == HANG:
+                        time.sleep(fake.hang_s)
+                        status = 200
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    if status in (429, 500, 502, 503):
+                        self.send_header("retry-after-ms", "10")  # the SDKs honour it: fast retries in tests
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:  # the client gave up (time-out) or went away (killed)
+                    self.close_connection = True
+                finally:
+                    with fake.lock:
+                        fake.open_requests -= 1
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -76,8 +98,8 @@ class FakeAPI:
 
 
 @contextmanager
-def fake_api(answer: Callable[[dict[str, Any], int], Reply]) -> Iterator[FakeAPI]:
-    fake = FakeAPI(answer)
+def fake_api(answer: Callable[[dict[str, Any], int], Reply], hang_s: float = 5.0) -> Iterator[FakeAPI]:
+    fake = FakeAPI(answer, hang_s)
     thread = threading.Thread(target=fake.server.serve_forever, daemon=True)
     thread.start()
     try:

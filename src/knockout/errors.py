@@ -50,3 +50,5 @@ class JudgeError(KnockoutError):
     """A judge backend failed after its retries."""
 
     exit_code = 1
+    #: the attempts that failed before the backend gave up (where the backend counts them)
+    failed_attempts = 0

@@ -108,6 +108,7 @@ class Stats:
     completion_tokens: int = 0
     invalid: int = 0
     failed: int = 0
+    failed_attempts: int = 0  # attempts the backend retried (HTTP errors, time-outs, malformed replies)
     format_retries: int = 0
     images_dropped: int = 0
     latency_s: float = 0.0
@@ -128,6 +129,7 @@ class Stats:
             "completion_tokens": self.completion_tokens,
             "invalid_requests": self.invalid,
             "failed": self.failed,
+            "failed_attempts": self.failed_attempts,
             "format_retries": self.format_retries,
             "images_dropped": self.images_dropped,
             "waves": self.waves,
@@ -203,6 +205,7 @@ class Engine:
                             try:
                                 comp = await self.judge.complete(JudgeRequest(messages, self.params))
                             except Exception as exc:
+                                self.stats.failed_attempts += getattr(exc, "failed_attempts", 0)
                                 self.cache.log_call(key, self.run_id, started,
                                                     error=f"{type(exc).__name__}: {exc}")
                                 raise
@@ -237,6 +240,7 @@ class Engine:
             s.completion_tokens += comp.completion_tokens
             s.latency_s += comp.latency_s
             s.images_dropped += comp.images_dropped
+            s.failed_attempts += comp.failed_attempts
             fut.set_result(record)
             return key, record, False
         except BaseException as exc:

@@ -20,7 +20,7 @@ from knockout.data import is_local
 from knockout.errors import ConfigError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
 from knockout.judges._options import ServerOptions
-from knockout.judges._server import ServerJudge
+from knockout.judges._server import ServerJudge, counting_http_client
 
 
 class AnthropicOptions(ServerOptions):
@@ -81,7 +81,8 @@ class AnthropicJudge(ServerJudge):
             raise ConfigError("anthropic judge: set ANTHROPIC_API_KEY (or ?api_key=...)")
         base_url = o.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=o.timeout, max_retries=o.retries
+            api_key=api_key, base_url=base_url, timeout=o.timeout, max_retries=o.retries,
+            http_client=counting_http_client(anthropic),
         )
         self._connect(anthropic, base_url)
         self._temperature_kw = "temperature" in inspect.signature(self._client.messages.create).parameters

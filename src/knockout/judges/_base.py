@@ -58,6 +58,9 @@ class Completion:
     latency_s: float = 0.0
     finish_reason: str | None = None
     images_dropped: int = 0
+    #: attempts that failed before this completion (HTTP errors, time-outs, dropped connections, malformed
+    #: replies), retried by the backend; counted in the run's summary, never stored with the call
+    failed_attempts: int = 0
 
 
 def image_digest(path: str) -> str:

@@ -24,7 +24,7 @@ from knockout.data import is_local
 from knockout.errors import ConfigError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
 from knockout.judges._options import ServerOptions
-from knockout.judges._server import ServerJudge
+from knockout.judges._server import ServerJudge, counting_http_client
 
 
 class OpenAIOptions(ServerOptions):
@@ -94,7 +94,8 @@ class OpenAIJudge(ServerJudge):
             api_key = "not-needed"
         self.supports_images = o.images
         self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=self.base_url, timeout=o.timeout, max_retries=o.retries
+            api_key=api_key, base_url=self.base_url, timeout=o.timeout, max_retries=o.retries,
+            http_client=counting_http_client(openai),
         )
         self._connect(openai, self.base_url)
 

@@ -5,11 +5,45 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from knockout.errors import JudgeError
 from knockout.judges._base import Completion, Judge, MalformedReply, retry_malformed
 from knockout.judges._options import ServerOptions, normalise_url
+
+
+@dataclass
+class _Attempts:
+    """The HTTP attempts of one request (the SDK's own retries included) and the malformed replies."""
+
+    sent: int = 0
+    answered: int = 0  # responses with a status below 400
+    malformed: int = 0
+
+    @property
+    def failed(self) -> int:
+        return self.sent - self.answered + self.malformed
+
+
+_attempts: ContextVar[_Attempts | None] = ContextVar("knockout_attempts", default=None)
+
+
+async def _on_request(request: Any) -> None:
+    if (a := _attempts.get()) is not None:
+        a.sent += 1
+
+
+async def _on_response(response: Any) -> None:
+    if (a := _attempts.get()) is not None and response.status_code < 400:
+        a.answered += 1
+
+
+def counting_http_client(sdk: Any) -> Any:
+    """The SDK's default async HTTP client, with hooks that count each attempt of the current request
+    (every 429, 5xx, time-out and dropped connection the SDK retries is a failed attempt)."""
+    return sdk.DefaultAsyncHttpxClient(event_hooks={"request": [_on_request], "response": [_on_response]})
 
 
 class ServerJudge(Judge):
@@ -34,21 +68,37 @@ class ServerJudge(Judge):
     async def _ask(self, create: Callable[[], Awaitable[Any]], read: Callable[[Any], Completion]) -> Completion:
         """``read(await create())``: SDK errors (after the SDK's own retries) become JudgeError; a reply
         without a completion (``read`` raises MalformedReply, or the body is not the API's JSON) is
-        asked again up to ``retries`` times, ``backoff`` seconds apart, doubling."""
+        asked again up to ``retries`` times, ``backoff`` seconds apart, doubling.  The failed attempts
+        (HTTP errors, time-outs, dropped connections, malformed replies) are counted in
+        ``Completion.failed_attempts`` (or in the ``failed_attempts`` of the JudgeError)."""
+        attempts = _Attempts()
+        token = _attempts.set(attempts)
 
         async def once() -> Completion:
             t0 = time.perf_counter()
             try:
-                resp = await create()
-            except self._sdk.APIResponseValidationError as exc:
-                raise MalformedReply(str(exc)) from exc
-            except self._sdk.APIError as exc:
-                raise JudgeError(f"{self.backend} backend ({self.server}): {exc}") from exc
-            except ValueError as exc:  # a 200 body that is not JSON
-                raise MalformedReply(f"{type(exc).__name__}: {exc}") from exc
-            completion = read(resp)
+                try:
+                    resp = await create()
+                except self._sdk.APIResponseValidationError as exc:
+                    raise MalformedReply(str(exc)) from exc
+                except self._sdk.APIError as exc:
+                    raise JudgeError(f"{self.backend} backend ({self.server}): {exc}") from exc
+                except ValueError as exc:  # a 200 body that is not JSON
+                    raise MalformedReply(f"{type(exc).__name__}: {exc}") from exc
+                completion = read(resp)
+            except MalformedReply:
+                attempts.malformed += 1
+                raise
             completion.latency_s = time.perf_counter() - t0
             return completion
 
         what = f"{self.backend} backend ({self.server})"
-        return await retry_malformed(once, retries=self.options.retries, backoff=self.options.backoff, what=what)
+        try:
+            done = await retry_malformed(once, retries=self.options.retries, backoff=self.options.backoff, what=what)
+        except JudgeError as exc:
+            exc.failed_attempts = attempts.failed
+            raise
+        finally:
+            _attempts.reset(token)
+        done.failed_attempts = attempts.failed
+        return done

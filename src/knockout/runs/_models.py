@@ -16,6 +16,7 @@ class CostStats(BaseModel):
     completion_tokens: int = 0
     invalid_requests: int = 0
     failed: int = 0
+    failed_attempts: int = 0
     format_retries: int = 0
     images_dropped: int = 0
     waves: int = 0
