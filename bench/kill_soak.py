@@ -43,7 +43,7 @@ from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.fake_server import FakeAPI, chat_body, fake_api  # noqa: E402
+from tests.fake_server import FakeAPI, chat_body, fake_api, write_exam  # noqa: E402
 
 
 def request_key(body: dict[str, Any]) -> str:
@@ -71,19 +71,6 @@ class Judge:
         else:
             text = f"Explanation: graded by the fake server.\nScore: {h % 3}/2"
         return 200, chat_body(text)
-
-
-def write_exam(path: Path, questions: int, answers: int) -> Path:
-    rows: list[dict[str, Any]] = []
-    for q in range(questions):
-        rows.append({"type": "question", "id": f"q{q}", "text": f"Question {q}: what does a router do?",
-                     "max_points": 2})
-        for a in range(answers):
-            rows.append({"type": "answer", "id": f"q{q}/a{a}", "question_id": f"q{q}", "examinee": f"e{a}",
-                         "text": f"Answer {a} to question {q}: it forwards packets ({'x' * a}).",
-                         "human_score": (q + a) % 3})
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def grade_cmd(data: Path, db: Path, url: str, concurrency: int) -> list[str]:

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 Reply = tuple[int, bytes]  # (status, body)
@@ -107,3 +108,17 @@ def fake_api(answer: Callable[[dict[str, Any], int], Reply], hang_s: float = 5.0
     finally:
         fake.server.shutdown()
         fake.server.server_close()
+
+
+def write_exam(path: Path, questions: int, answers: int) -> Path:
+    """A JSONL exam written for the loopback tests and benches: ``questions`` x ``answers`` short answers."""
+    rows: list[dict[str, Any]] = []
+    for q in range(questions):
+        rows.append({"type": "question", "id": f"q{q}", "text": f"Question {q}: what does a router do?",
+                     "max_points": 2})
+        for a in range(answers):
+            rows.append({"type": "answer", "id": f"q{q}/a{a}", "question_id": f"q{q}", "examinee": f"e{a}",
+                         "text": f"Answer {a} to question {q}: it forwards packets ({'x' * a}).",
+                         "human_score": (q + a) % 3})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

@@ -18,7 +18,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from knockout.cli._main import app
-from tests.fake_server import DROP, HANG, Reply, chat_body, fake_api
+from tests.fake_server import DROP, HANG, Reply, chat_body, fake_api, write_exam
 
 FAULT_SHARE = 0.3
 FAULTS: list[tuple[str, Reply]] = [
@@ -61,20 +61,8 @@ class FaultSchedule:
         return 200, chat_body(f"Explanation: scripted by the fake server.\nScore: {points}/2")
 
 
-def write_exam(path: Path, questions: int = 6, answers: int = 6) -> Path:
-    rows: list[dict[str, Any]] = []
-    for q in range(questions):
-        rows.append({"type": "question", "id": f"q{q}", "text": f"Question {q}: name one use of DNS.",
-                     "max_points": 2})
-        for a in range(answers):
-            rows.append({"type": "answer", "id": f"q{q}/a{a}", "question_id": f"q{q}", "examinee": f"e{a}",
-                         "text": f"Answer {a} to question {q}.", "human_score": (q + a) % 3})
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
 def test_grading_through_faults(tmp_path: Path) -> None:
-    data = write_exam(tmp_path / "exam.jsonl")
+    data = write_exam(tmp_path / "exam.jsonl", 6, 6)
     db = tmp_path / "k.db"
     schedule = FaultSchedule(seed=7)
     with fake_api(schedule, hang_s=1.6) as server:
