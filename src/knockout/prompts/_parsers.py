@@ -143,3 +143,8 @@ for _name, _attr, _help in (
     ("meta-argument", "parse_argument", "a debater's argument: any non-empty reply"),
 ):
     parsers.add(_name, f"knockout.meta._parsers:{_attr}", _help)
+# SciEx runs (knockout.sciex): an examinee's answer, and the authors' grade reading (guesses; off by default).
+parsers.add("answer", "knockout.sciex._parse:parse_answer",
+            "an examinee's answer (knockout solve): any non-empty reply")
+parsers.add("sciex-score", "knockout.sciex._parse:parse_sciex_score",
+            "SciEx's parse_grade: last in-range [grade] X, else the last in-range number (fallbacks counted)")
