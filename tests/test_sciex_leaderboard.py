@@ -12,13 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from knockout.annotations import ExamGrades
 from knockout.data import Answer, ItemSet, load_items
 from knockout.judges import make_judge
 from knockout.methods._run import GradeRun, RunConfig
 from knockout.runs import execute
 from knockout.sciex import build_leaderboard, gather, leaderboard_csv, leaderboard_html, leaderboard_tables
 from knockout.storage import Store
-from knockout.storage._annotations import Annotations
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "src" / "knockout" / "examples" / "sciex"
@@ -102,12 +102,12 @@ def test_grades_entered_in_the_web_app_count_as_expert_grades(tmp_path: Path) ->
     with_late = ItemSet(items.questions.values(), [*items.answers, extra], source=items.source)
     with Store(db) as store:
         execute(GradeRun(with_late, make_judge("scripted"), RunConfig()), store)
-        ann = Annotations(store)
+        ann = ExamGrades(store)
         ann.import_items(with_late)
         ann.save_grade(answer=extra, question=with_late.question_of(extra), exam_id="cs-basics-en", grader="prof",
                        score=1.5, comment="", base_version=0)
     g = gather(db)
-    assert g.web_grades == 1 and g.items.answer("cs-basics-en/1/late").human_scores == {"web:prof": 1.5}
+    assert g.human_grades["web_grades"] == 1 and g.items.answer("cs-basics-en/1/late").human_scores == {"web:prof": 1.5}
     board = build_leaderboard(g.items, g.judges, resamples=0)
     late = next(r for r in board["examinees"] if r["examinee"] == "late")
     assert late["ranked_by"] == "expert" and late["expert"]["counts"]["graded"] == 1

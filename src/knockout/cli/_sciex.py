@@ -134,7 +134,7 @@ def make_board(store: Path, runs: Sequence[str], llm_grades: Sequence[Path], res
     board = build_leaderboard(g.items, judges, resamples=resamples, seed=seed)
     board["store"] = str(store)
     board["runs_skipped"] = g.runs_skipped
-    board["web_grades"] = g.web_grades
+    board["human_grades"] = g.human_grades
     return board
 
 

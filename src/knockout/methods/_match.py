@@ -17,6 +17,7 @@ step ``s`` of every question is one wave (one :meth:`Engine.ask_all`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -187,7 +188,7 @@ class MatchPlayer:
                 new.append((a, b))
         orders = [o for a, b in new for o in ([(a, b), (b, a)] if self.debias else [(a, b)])]
         if orders:
-            outcomes = await self.engine.ask_all(self.task(f, s) for f, s in orders)
+            outcomes = await self.engine.ask_all((self.task(f, s) for f, s in orders), wave=step)
             per = 2 if self.debias else 1
             played: list[Match] = []
             for i, (a, b) in enumerate(new):
@@ -201,11 +202,18 @@ class MatchPlayer:
         return [self._played[self._key(a, b)] for a, b in pairs]
 
 
-async def play_schedules(player: MatchPlayer, schedules: Sequence[Schedule]) -> int:
-    """Run the schedules of all questions in lock-step: step ``s`` of every schedule is one wave.
+async def play_schedules(player: MatchPlayer, schedules: Sequence[Schedule], *, lockstep: bool = False) -> int:
+    """Run the schedules of all questions.
 
-    Returns the number of steps (the sequential depth of the method on this data).
+    Pipelined (default): each question advances on its own — its next step is asked as soon as its own
+    matches of this step are played, so one slow request holds back only its question.  With ``lockstep``,
+    step ``s`` of every question is one wave (the next waits for the slowest request of all questions).
+    The matches and results are the same either way.  Returns the number of steps (the sequential depth of
+    the method on this data: the run's ``waves``).
     """
+    if not lockstep:
+        depths = await asyncio.gather(*(_drive(player, s) for s in schedules))
+        return max(depths, default=0)
     active: list[tuple[Schedule, list[IdPair]]] = []
     for s in schedules:
         with contextlib.suppress(StopIteration):
@@ -222,6 +230,22 @@ async def play_schedules(player: MatchPlayer, schedules: Sequence[Schedule]) -> 
                 following.append((s, s.send(got)))
         active = following
     return step
+
+
+async def _drive(player: MatchPlayer, schedule: Schedule) -> int:
+    """One question's schedule, step after step, on its own; returns its number of steps."""
+    try:
+        request = next(schedule)
+    except StopIteration:
+        return 0
+    step = 0
+    while True:
+        step += 1
+        played = await player.play(request, step)
+        try:
+            request = schedule.send(played)
+        except StopIteration:
+            return step
 
 
 def better(a: str, b: str) -> Generator[list[IdPair], list[Match], bool]:
@@ -364,10 +388,13 @@ class PairwiseMethod(Method):
         """Per-answer additions to the details, and the method's info (after the shared match counts)."""
         return None, {"within_question_spearman": within_question_spearman(items, mean_scores(matches))}
 
+    #: play all questions' step s as one wave (the papers' description) instead of pipelining each question
+    lockstep: bool = False
+
     async def run(self, items: ItemSet, ctx: RunContext, options: MethodOptions) -> MethodResult:
         opts = self.options(options)
         player = MatchPlayer(items, ctx, options)
-        await play_schedules(player, self.schedules(items, options, opts))
+        await play_schedules(player, self.schedules(items, options, opts), lockstep=self.lockstep)
         extra, info = self.finish(items, player.matches, options, opts)
         results = answer_results(items, player.matches, extra, self.details_model)
         return MethodResult(results, {**match_info(player.matches, options.debias), **info})

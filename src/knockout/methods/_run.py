@@ -34,6 +34,9 @@ class RunConfig:
     #: are: a text-only backend leaves them out and counts them), separate, stacked, none (knockout.sciex)
     figures: str = "auto"
     figure_dir: Path | None = None  # where captioned figures are written (default: the user cache)
+    #: pairwise methods: play step s of all questions as one wave instead of pipelining each question
+    #: (same results; not part of the run's identity)
+    lockstep: bool = False
 
 
 class GradeSummary(RunSummary):
@@ -102,6 +105,8 @@ class GradeRun(Run[RunReport]):
     def grader(self) -> Method:
         if self._method is None:
             self._method = methods.get(self.cfg.method)()
+            if hasattr(self._method, "lockstep"):
+                self._method.lockstep = self.cfg.lockstep
         return self._method
 
     def judges(self) -> dict[str, Judge]:

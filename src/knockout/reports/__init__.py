@@ -1,0 +1,39 @@
+"""Reports of stored runs: agreement with humans (``knockout report``), method comparison (``compare``),
+verdicts produced elsewhere (``agreement``), exports, HTML pages and plots."""
+
+from typing import TYPE_CHECKING
+
+from knockout._lazy import lazy_exports
+
+_EXPORTS = {
+    "LoadedRun": "knockout.reports._runs",
+    "load_run": "knockout.reports._runs",
+    "pick_run": "knockout.reports._runs",
+    "run_cost": "knockout.reports._runs",
+    "build_report": "knockout.reports._report",
+    "build_comparison": "knockout.reports._report",
+    "build_sbs_report": "knockout.reports._sbs_report",
+    "analyse_verdicts": "knockout.reports._verdicts",
+    "export_run": "knockout.reports._export",
+    "export_rows": "knockout.reports._export",
+}
+__all__ = [
+    "LoadedRun",
+    "analyse_verdicts",
+    "build_comparison",
+    "build_report",
+    "build_sbs_report",
+    "export_rows",
+    "export_run",
+    "load_run",
+    "pick_run",
+    "run_cost",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from knockout.reports._export import export_rows, export_run
+    from knockout.reports._report import build_comparison, build_report
+    from knockout.reports._runs import LoadedRun, load_run, pick_run, run_cost
+    from knockout.reports._sbs_report import build_sbs_report
+    from knockout.reports._verdicts import analyse_verdicts

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knockout.annotations import add_web_grades
 from knockout.data._records import ItemSet
 from knockout.errors import ConfigError
 from knockout.reports._export import open_existing
@@ -20,6 +21,8 @@ class LoadedRun:
     items: ItemSet
     results: list[dict[str, Any]]
     cost: dict[str, Any]
+    #: where the human grades came from: the input file's graders, the web app's (``web:<user>``), counts
+    human_grades: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -31,7 +34,8 @@ class LoadedRun:
         return {"run_id": self.run.id, "store": str(self.store_path), "method": self.run.method,
                 "judge": self.run.judge, "simulated_judge": self.run.simulated,
                 "data": self.run.data_source, "status": self.run.status, "label": self.label,
-                "options": self.run.config.get("options", {}), "results": len(self.results)}
+                "options": self.run.config.get("options", {}), "results": len(self.results),
+                "human_grades": self.human_grades}
 
 
 def parse_ref(ref: str) -> tuple[Path, str | None]:
@@ -105,7 +109,10 @@ def find_run(path: Path, run_id: str | None = None, kinds: tuple[str, ...] = REP
 
 
 def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
-    """A run (default: the latest grade run) with its item-set snapshot, results and cost."""
+    """A run (default: the latest grade run) with its item-set snapshot, results and cost.
+
+    The human grades are those of the snapshot (the input file) plus the grades entered in the web app on
+    the same answers in the same store (:func:`knockout.annotations.add_web_grades`, graders ``web:<user>``)."""
     with open_existing(path) as store:
         run = pick_run(store, path, run_id, ("grade",))
         items = store.items_for_run(run.id)
@@ -114,7 +121,8 @@ def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
         results = store.results(run.id)
         if not results:
             raise ConfigError(f"{path}: run {run.id} has no results (status {run.status})")
-        return LoadedRun(Path(path), run, items, results, run_cost(store, run))
+        items, human = add_web_grades(store, items)
+        return LoadedRun(Path(path), run, items, results, run_cost(store, run), human)
 
 
 def load_ref(ref: str) -> LoadedRun:

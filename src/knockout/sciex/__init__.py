@@ -13,35 +13,55 @@
 See docs/sciex.md.
 """
 
-from knockout.sciex._copyrate import ShotGrading, copy_rate, run_gradings
-from knockout.sciex._figures import (
-    FIGURE_MODES,
-    Prepared,
-    caption,
-    prepare_figures,
-    question_figures,
-    render_pdf,
-    resolve_mode,
-    stack,
-    with_figures,
-)
-from knockout.sciex._german import DEFAULT, DEFAULT_NOTE, GERMAN_STEPS, Boundaries, boundaries_for, parse_boundaries
-from knockout.sciex._leaderboard import (
-    JudgeSource,
-    build_leaderboard,
-    gather,
-    leaderboard_csv,
-    leaderboard_html,
-    leaderboard_tables,
-    merge_items,
-    released_judges,
-)
-from knockout.sciex._llm_grades import LLMGrade, grades_by_setting, load_llm_grades
-from knockout.sciex._output import answer_file, write_sciex, write_solved
-from knockout.sciex._parse import sciex_grade
-from knockout.sciex._results import ExamineeResult, examinee_result, exams_of, expert_grades, student_result
-from knockout.sciex._solve import SolveConfig, SolveReport, SolveRun, examinee_name, parse_model
+from typing import TYPE_CHECKING
 
+from knockout._lazy import lazy_exports
+
+_EXPORTS = {
+    "ShotGrading": "knockout.sciex._copyrate",
+    "copy_rate": "knockout.sciex._copyrate",
+    "run_gradings": "knockout.sciex._copyrate",
+    "FIGURE_MODES": "knockout.sciex._figures",
+    "Prepared": "knockout.sciex._figures",
+    "caption": "knockout.sciex._figures",
+    "prepare_figures": "knockout.sciex._figures",
+    "question_figures": "knockout.sciex._figures",
+    "render_pdf": "knockout.sciex._figures",
+    "resolve_mode": "knockout.sciex._figures",
+    "stack": "knockout.sciex._figures",
+    "with_figures": "knockout.sciex._figures",
+    "Boundaries": "knockout.sciex._german",
+    "DEFAULT": "knockout.sciex._german",
+    "DEFAULT_NOTE": "knockout.sciex._german",
+    "GERMAN_STEPS": "knockout.sciex._german",
+    "boundaries_for": "knockout.sciex._german",
+    "parse_boundaries": "knockout.sciex._german",
+    "JudgeSource": "knockout.sciex._leaderboard",
+    "build_leaderboard": "knockout.sciex._leaderboard",
+    "gather": "knockout.sciex._leaderboard",
+    "leaderboard_csv": "knockout.sciex._leaderboard",
+    "leaderboard_html": "knockout.sciex._leaderboard",
+    "leaderboard_tables": "knockout.sciex._leaderboard",
+    "merge_items": "knockout.sciex._leaderboard",
+    "released_judges": "knockout.sciex._leaderboard",
+    "LLMGrade": "knockout.sciex._llm_grades",
+    "grades_by_setting": "knockout.sciex._llm_grades",
+    "load_llm_grades": "knockout.sciex._llm_grades",
+    "answer_file": "knockout.sciex._output",
+    "write_sciex": "knockout.sciex._output",
+    "write_solved": "knockout.sciex._output",
+    "sciex_grade": "knockout.sciex._parse",
+    "ExamineeResult": "knockout.sciex._results",
+    "examinee_result": "knockout.sciex._results",
+    "exams_of": "knockout.sciex._results",
+    "expert_grades": "knockout.sciex._results",
+    "student_result": "knockout.sciex._results",
+    "SolveConfig": "knockout.sciex._solve",
+    "SolveReport": "knockout.sciex._solve",
+    "SolveRun": "knockout.sciex._solve",
+    "examinee_name": "knockout.sciex._solve",
+    "parse_model": "knockout.sciex._solve",
+}
 __all__ = [
     "DEFAULT",
     "DEFAULT_NOTE",
@@ -87,3 +107,34 @@ __all__ = [
     "write_sciex",
     "write_solved",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from knockout.sciex._copyrate import ShotGrading, copy_rate, run_gradings
+    from knockout.sciex._figures import (
+        FIGURE_MODES,
+        Prepared,
+        caption,
+        prepare_figures,
+        question_figures,
+        render_pdf,
+        resolve_mode,
+        stack,
+        with_figures,
+    )
+    from knockout.sciex._german import DEFAULT, DEFAULT_NOTE, GERMAN_STEPS, Boundaries, boundaries_for, parse_boundaries
+    from knockout.sciex._leaderboard import (
+        JudgeSource,
+        build_leaderboard,
+        gather,
+        leaderboard_csv,
+        leaderboard_html,
+        leaderboard_tables,
+        merge_items,
+        released_judges,
+    )
+    from knockout.sciex._llm_grades import LLMGrade, grades_by_setting, load_llm_grades
+    from knockout.sciex._output import answer_file, write_sciex, write_solved
+    from knockout.sciex._parse import sciex_grade
+    from knockout.sciex._results import ExamineeResult, examinee_result, exams_of, expert_grades, student_result
+    from knockout.sciex._solve import SolveConfig, SolveReport, SolveRun, examinee_name, parse_model

@@ -4,7 +4,8 @@ What it reads (nothing else is needed: every grade run keeps a snapshot of its i
 
 * the **examinees** and their answers: the union of the item sets of the store's complete grade runs
   (``knockout grade`` on a solved exam, a SciEx folder, a JSONL), the human grades in that data and the
-  grades entered in the web app (the store's ``human_grades`` table, grader ``web:<user>``);
+  grades entered in the web app on the same answers (grader ``web:<user>``, as ``knockout report`` adds
+  them: :func:`knockout.annotations.add_web_grades`);
 * the **expert-graded** result of each examinee: its answers' human grades (the mean over graders);
 * a **judge-graded** result per judge: each complete grade run is one judge column (its judge, method
   and prompt options), as are the authors' released LLM grades given with ``--llm-grades``;
@@ -34,9 +35,7 @@ from knockout.reports._report import Table, num, with_ci
 from knockout.sciex._copyrate import ShotGrading, copy_rate, run_gradings
 from knockout.sciex._german import DEFAULT_NOTE
 from knockout.sciex._results import examinee_result, exams_of, expert_grades, student_result
-from knockout.storage._store import RunRecord, Store
-
-WEB_PREFIX = "web:"
+from knockout.storage._store import RunRecord
 
 
 @dataclass
@@ -84,33 +83,19 @@ def merge_items(sets: Iterable[ItemSet], source: str) -> ItemSet:
     return ItemSet(questions.values(), answers.values(), source=source)
 
 
-def with_web_grades(store: Store, items: ItemSet) -> tuple[ItemSet, int]:
-    """``items`` with the grades entered in the web app on the same answers (grader ``web:<user>``); grades
-    outside the question's range are left out.  Returns the item set and the number of web grades added."""
-    from knockout.storage._annotations import human_grades
-
-    web = human_grades(store)
-    added = 0
-    answers = []
-    for a in items:
-        q = items.question_of(a)
-        extra = {f"{WEB_PREFIX}{g}": s for g, s in web.get(a.id, {}).items()
-                 if q.human_scale == "points" and 0 <= s <= q.max_points + 1e-9}
-        added += len(extra)
-        answers.append(a.model_copy(update={"human_scores": {**a.human_scores, **extra}}) if extra else a)
-    return ItemSet(items.questions.values(), answers, source=items.source), added
-
-
 @dataclass
 class Gathered:
     items: ItemSet
     judges: list[JudgeSource]
     runs_skipped: dict[str, str]
-    web_grades: int
+    #: where the human grades came from (``knockout.annotations.add_web_grades``): the data's graders, the web
+    #: app's (``web:<user>``), how many web grades were added and left out
+    human_grades: dict[str, Any]
 
 
 def gather(path: Path, run_ids: Sequence[str] = ()) -> Gathered:
     """The merged item set and one judge per complete grade run of the store (or the runs ``run_ids``)."""
+    from knockout.annotations import add_web_grades
     from knockout.reports._export import open_existing
 
     with open_existing(path) as store:
@@ -137,14 +122,14 @@ def gather(path: Path, run_ids: Sequence[str] = ()) -> Gathered:
             picked.append((r, snapshot, store.results(r.id)))
         if not picked:
             raise ConfigError(f"{path}: no complete grade run to make a leaderboard from (knockout grade first)")
-        items, web = with_web_grades(store, merge_items((s for _, s, _ in picked), str(path)))
+        items, sources = add_web_grades(store, merge_items((s for _, s, _ in picked), str(path)))
     judges = []
     for r, snapshot, results in picked:
         grades = {str(x["item_id"]): (float(x["score"]) if x["valid"] and x["score"] is not None else None)
                   for x in results}
         judges.append(JudgeSource(key=r.id, label=_label(r), judge=r.judge, simulated=r.simulated, grades=grades,
                                   gradings=run_gradings(snapshot, results), run=r))
-    return Gathered(items, judges, skipped, web)
+    return Gathered(items, judges, skipped, sources)
 
 
 def released_judges(paths: Sequence[Path], items: ItemSet) -> list[JudgeSource]:
