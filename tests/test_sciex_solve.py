@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +20,7 @@ from knockout.runs import execute, run_kinds
 from knockout.sciex import SolveConfig, SolveRun, parse_model, write_solved
 from knockout.sciex._output import STARS
 from knockout.storage import Store
+from tests.test_resume import kill_after_calls, live_calls
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "src" / "knockout" / "examples" / "sciex"
@@ -133,18 +131,6 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
                           timeout=300, env=env)
 
 
-def live_keys(db: Path) -> list[str]:
-    if not db.exists():
-        return []
-    con = sqlite3.connect(db)
-    try:
-        return [r[0] for r in con.execute("SELECT key FROM call_log WHERE error IS NULL ORDER BY id")]
-    except sqlite3.OperationalError:
-        return []
-    finally:
-        con.close()
-
-
 def solve_cmd(db: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "knockout.cli", "solve", str(EN), str(DE), "--model", "sim=scripted?delay=0.3",
             "--concurrency", "1", "-o", str(db), "-d", str(out), "--json", "-q"]
@@ -154,15 +140,7 @@ def solve_cmd(db: Path, out: Path) -> list[str]:
 def test_solve_killed_midway_resumes_without_repeating_a_call(tmp_path: Path) -> None:
     db, out = tmp_path / "killed.db", tmp_path / "out"
     env = {**os.environ, "KNOCKOUT_CACHE": str(tmp_path / "cache")}
-    proc = subprocess.Popen(solve_cmd(db, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    deadline = time.time() + 120
-    while time.time() < deadline and len(live_keys(db)) < 3:
-        if proc.poll() is not None:
-            pytest.fail(f"solve ended before it could be killed: {proc.stderr.read().decode() if proc.stderr else ''}")
-        time.sleep(0.05)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    before = live_keys(db)
+    before = kill_after_calls(solve_cmd(db, out), db, 3, env)
     assert 3 <= len(before) < 12
     with Store(db) as store:
         (run,) = store.runs()
@@ -171,7 +149,7 @@ def test_solve_killed_midway_resumes_without_repeating_a_call(tmp_path: Path) ->
 
     resumed = subprocess.run(solve_cmd(db, out), capture_output=True, text=True, timeout=300, env=env)
     assert resumed.returncode == 0, resumed.stderr
-    after = live_keys(db)
+    after = live_calls(db)
     assert len(after) == len(set(after)) == 12, "a call was repeated after the kill"
     assert after[: len(before)] == before
     (summary,) = json.loads(resumed.stdout)["runs"]

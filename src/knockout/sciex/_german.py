@@ -19,10 +19,11 @@ one step (95% and more: 1.0), a linear scale common at German universities.
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from knockout.data._io import to_number
 from knockout.errors import InputError
 
 #: The steps of the German scale, best first (5.0: failed).
@@ -58,17 +59,7 @@ DEFAULT = Boundaries(DEFAULT_BOUNDARIES, default=True)
 
 
 def _number(value: Any, *, file: str | None, record: str, field: str) -> float:
-    x: float | None = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        x = float(value)
-    elif isinstance(value, str):
-        try:
-            x = float(value.strip().replace(",", "."))
-        except ValueError:
-            x = None
-    if x is None or not math.isfinite(x):
-        raise InputError(f"expected a number, got {value!r}", file=file, record=record, field=field)
-    return x
+    return to_number(value, file=Path(file or "additional_info.json"), record=record, field=field)
 
 
 def parse_boundaries(raw: Any, *, file: str | None = None, record: str = "exam") -> dict[str, float]:
