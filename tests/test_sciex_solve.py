@@ -168,3 +168,41 @@ def test_solve_cli_errors_are_one_line_with_exit_code_2(tmp_path: Path) -> None:
                str(tmp_path / "s.db"))
     assert done.returncode == 2 and "same examinee name" in done.stderr
     assert not (tmp_path / "s.db").exists()
+
+
+class SeeingJudge(SeeingExaminee):
+    """A test judge that takes images and grades 1 point (a simulation, not an LLM)."""
+
+    backend = "seeing-judge"
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        self.requests.append(request)
+        return Completion(text="[reason] simulated [/reason]\n[grade] 1 [/grade]")
+
+
+def test_a_multimodal_judge_grades_with_the_same_captioned_figures(tmp_path: Path) -> None:
+    from knockout.methods._run import GradeRun, RunConfig
+
+    exam = load_items(EN)
+    seeing = SeeingExaminee()
+    judge = SeeingJudge()
+    with Store(tmp_path / "s.db") as store:
+        execute(SolveRun(exam, seeing, examinee="eyes", figure_dir=tmp_path / "fig"), store, close_judges=False)
+        report = execute(GradeRun(exam, judge, RunConfig(figure_dir=tmp_path / "fig")), store, close_judges=False)
+    assert report.summary()["valid"] == len(exam)
+    solved_with = {img for r in seeing.requests for m in r.messages for img in m.images}
+    graded_with = {img for r in judge.requests for m in r.messages for img in m.images}
+    assert len(solved_with) == 2 and graded_with == solved_with  # one file per figure, the same for both
+
+
+def test_the_solved_exam_imports_into_the_web_app(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = cli("solve", str(EN), "--model", "sim=scripted", "-o", str(tmp_path / "s.db"), "-d", str(out), "-q")
+    assert done.returncode == 0, done.stderr
+    imported = cli("import", str(out / "cs-basics-en"), "--db", str(tmp_path / "web.db"), "--json")
+    assert imported.returncode == 0, imported.stderr
+    from knockout.annotations import ExamGrades
+
+    with Store(tmp_path / "web.db") as store:
+        exam = ExamGrades(store).exam("cs-basics-en")
+    assert exam is not None and {e.key for e in exam.examinees} == {"sample-a", "sample-b", "sample-c", "sim"}
