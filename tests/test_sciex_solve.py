@@ -206,3 +206,17 @@ def test_the_solved_exam_imports_into_the_web_app(tmp_path: Path) -> None:
     with Store(tmp_path / "web.db") as store:
         exam = ExamGrades(store).exam("cs-basics-en")
     assert exam is not None and {e.key for e in exam.examinees} == {"sample-a", "sample-b", "sample-c", "sim"}
+
+
+def test_an_item_set_of_mixed_languages_is_solved_into_one_folder_per_language(tmp_path: Path) -> None:
+    tiny = load_items(ROOT / "tests" / "fixtures" / "tiny.jsonl")
+    with Store(tmp_path / "s.db") as store:
+        report = execute(SolveRun(tiny, make_judge("scripted"), examinee="sim"), store)
+    from knockout.data import ItemSet
+
+    solved = ItemSet(tiny.questions.values(), [*tiny.answers, *report.answers], source=tiny.source)
+    folders, jsonl = write_solved(solved, tmp_path / "out")
+    assert sorted(f.name for f in folders) == ["tiny-de", "tiny-en"]
+    back = load_items(jsonl)
+    assert len(back) == len(solved) and len(back.questions) == len(tiny.questions)
+    assert {q.language for q in back.questions.values()} == {"en", "de"}

@@ -12,7 +12,9 @@ hold (github TuAnh23/SciEx)::
     <out>/<exam>/grades/<grader>/<examinee>_grade.json   any other grader
 
 The answer files are laid out exactly as ``llm_solve_exam.py`` writes them, so the authors' own tools read
-them too.  Files are written through a temporary name and renamed into place.
+them too.  An exam whose questions are in several languages becomes one folder per language
+(``<exam>-<lang>``), since a SciEx exam file has one language.  Files are written through a temporary
+name and renamed into place.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from knockout.data._records import Answer, ItemSet, Question
-from knockout.errors import ConfigError
 from knockout.sciex._figures import figure_names
 
 STARS = "*" * 88
@@ -88,16 +89,14 @@ def _relative(name: str) -> Path:
 def write_sciex(items: ItemSet, out_dir: str | Path) -> list[Path]:
     """Write ``items`` as SciEx exam folders under ``out_dir`` (one per exam); returns the folders."""
     out = Path(out_dir)
-    by_exam: dict[str, list[Question]] = {}
+    by_exam: dict[tuple[str, str], list[Question]] = {}
     for q in items.questions.values():
-        by_exam.setdefault(q.exam_id or Path(items.source).stem or "exam", []).append(q)
+        by_exam.setdefault((q.exam_id or Path(items.source).stem or "exam", q.language), []).append(q)
+    mixed = {e for e, _ in by_exam if sum(e == other for other, _ in by_exam) > 1}
     folders = []
-    for exam, questions in by_exam.items():
+    for (exam_id, lang), questions in by_exam.items():
+        exam = f"{exam_id}-{lang}" if exam_id in mixed else exam_id  # a SciEx exam file has one language
         folder = out / _safe(exam)
-        langs = {q.language for q in questions}
-        if len(langs) > 1:
-            raise ConfigError(f"exam '{exam}' mixes languages ({', '.join(sorted(langs))}); a SciEx exam file has one")
-        lang = langs.pop()
         qjson, infos = [], []
         for q in questions:
             idx = index_of(q)
