@@ -40,8 +40,9 @@ def sciex_grade(text: str, max_points: float) -> tuple[float | None, bool]:
 
 
 def parse_sciex_score(text: str, max_points: float, shown: Sequence[str] = ()) -> Parsed:
-    """``sciex-score``: see the module docstring (``shown`` is accepted and not used: the authors' parser
-    reads any number)."""
+    """SciEx's parse_grade: the last in-range [grade] X, else the last in-range number (fallbacks counted).
+
+    See the module docstring; ``shown`` is accepted and not used: the authors' parser reads any number."""
     value, _ = sciex_grade(text, max_points)
     if value is None:
         return Parsed(error=f"no number within 0..{max_points:g} in the reply")
@@ -49,6 +50,6 @@ def parse_sciex_score(text: str, max_points: float, shown: Sequence[str] = ()) -
 
 
 def parse_answer(text: str, max_points: float, shown: Sequence[str] = ()) -> Parsed:
-    """``answer``: the reply itself, stripped; an empty reply is an error."""
+    """An examinee's answer (knockout solve): any non-empty reply, stripped."""
     answer = text.strip()
     return Parsed(value=answer) if answer else Parsed(error="the reply is empty")
