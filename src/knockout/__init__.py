@@ -11,7 +11,9 @@ The public API (imported lazily: ``import knockout`` is cheap, each name loads i
     print(report.agreement["pearson"])
 
 Run entry points of every kind: :func:`run` (grading), :func:`run_sbs` (side-by-side), :func:`run_meta`
-(meta-evaluation), their ``_async`` forms, and :func:`execute` for any :class:`Run`.  Analysis:
+(meta-evaluation), their ``_async`` forms, and :func:`execute` for any :class:`Run` (e.g. a
+:class:`SolveRun`: a model answers an exam as a SciEx examinee; :func:`write_solved`,
+:func:`build_leaderboard`, more in :mod:`knockout.sciex`).  Analysis:
 :func:`load_run`, :func:`analyse`, :func:`build_report`, :func:`build_comparison`,
 :func:`paired_comparison`, :func:`sbs_metrics`, :func:`question_level`.
 """
@@ -71,6 +73,11 @@ _EXPORTS: dict[str, str] = {
     "load_verdicts": "knockout.meta._verdicts",
     "run_meta": "knockout.meta._run",
     "run_meta_async": "knockout.meta._run",
+    # SciEx: models solve exams, the leaderboard
+    "SolveConfig": "knockout.sciex._solve",
+    "SolveRun": "knockout.sciex._solve",
+    "write_solved": "knockout.sciex._output",
+    "build_leaderboard": "knockout.sciex._leaderboard",
     # analysis
     "question_level": "knockout.metrics._agreement",
     "analyse": "knockout.metrics._analysis",
@@ -100,10 +107,13 @@ __all__ = [
     "RunReport",
     "SbsConfig",
     "SbsItem",
+    "SolveConfig",
+    "SolveRun",
     "Store",
     "__version__",
     "analyse",
     "build_comparison",
+    "build_leaderboard",
     "build_report",
     "execute",
     "execute_async",
@@ -125,6 +135,7 @@ __all__ = [
     "run_sbs_async",
     "sbs_metrics",
     "write_jsonl",
+    "write_solved",
 ]
 
 
@@ -153,4 +164,7 @@ if TYPE_CHECKING:
     from knockout.sbs._data import SbsItem, load_sbs
     from knockout.sbs._metrics import sbs_metrics
     from knockout.sbs._run import SbsConfig, run_sbs, run_sbs_async
+    from knockout.sciex._leaderboard import build_leaderboard
+    from knockout.sciex._output import write_solved
+    from knockout.sciex._solve import SolveConfig, SolveRun
     from knockout.storage._store import Store

@@ -116,6 +116,10 @@ def grade(
     reference: Annotated[bool, typer.Option("--reference/--no-reference", help="show the reference answer")] = False,
     shots: Annotated[int, typer.Option(help="few-shot examples per prompt (SciEx)")] = 0,
     shot_source: Annotated[str, typer.Option(help="same-question | same-exam | other-exam")] = "same-question",
+    parser: Annotated[str | None, typer.Option("--parser", help="read grades with this parser instead of the "
+                                               "prompt's (sciex-score: SciEx's parse_grade, guesses; counted)")] = None,
+    figures: Annotated[str, typer.Option("--figures", help="figures to the judge: auto (captioned for a judge "
+                                         "that takes images), separate, stacked, none")] = "auto",
     debias: Annotated[bool, typer.Option(help="pairwise methods: judge both orders and average")] = False,
     method_opt: Annotated[list[str] | None, typer.Option("--method-opt", help="method option key=value")] = None,
     out_db: Annotated[Path, typer.Option("--out", "-o", help="SQLite store for calls and runs")] = Path(
@@ -164,12 +168,14 @@ def grade(
                 shots=shots,
                 shot_source=shot_source,
                 seed=seed,
+                parser=parser,
                 debias=debias,
                 extra=parse_kv(method_opt, "--method-opt"),
             ),
             params=GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
             concurrency=concurrency,
             format_retries=format_retries,
+            figures=figures,
         )
         report = execute_in_store(out_db, GradeRun(items, j, cfg), quiet=quiet)
     except KnockoutError as exc:
@@ -188,16 +194,29 @@ def demo(
     judge: JudgeOpt = "llamacpp",
     judge_opt: JudgeKV = None,
     out_db: Annotated[Path | None, typer.Option("--out", "-o", help="store (default: the user cache)")] = None,
+    sciex: Annotated[bool, typer.Option("--sciex", help="SciEx end to end: the model(s) solve the example exam "
+                                        "(English and German), the judge grades it, the leaderboard prints")] = False,
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="with --sciex: examinee model(s) "
+                                                    "(default: the judge's model)")] = None,
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
-    """Grade the bundled demo exam (4 questions x 6 answers, English and German) and show agreement."""
+    """Grade the bundled demo exam (4 questions x 6 answers, English and German) and show agreement; with
+    --sciex, solve, grade and rank the SciEx example exam."""
     from knockout.cli._progress import execute_in_store
     from knockout.data import load_items
     from knockout.judges import GenParams, make_judge
     from knockout.judges._models import cache_dir
     from knockout.methods._run import GradeRun, RunConfig
 
+    if sciex:
+        from knockout.cli._sciex import sciex_demo
+
+        try:
+            sciex_demo(judge, parse_kv(judge_opt, "--judge-opt"), model or [judge], out_db, as_json, quiet)
+        except KnockoutError as exc:
+            fail(exc)
+        return
     try:
         demo_file = resources.files("knockout.examples") / "demo_exam.jsonl"
         with resources.as_file(demo_file) as path:
