@@ -30,6 +30,7 @@ def _blocks(m: Message) -> Any:
 class AnthropicJudge(Judge):
     backend = "anthropic"
     supports_images = True
+    unsupported_params = ("frequency_penalty",)  # the Messages API has no such parameter
 
     def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
         super().__init__(model, options)
@@ -69,6 +70,8 @@ class AnthropicJudge(Judge):
             kwargs["system"] = system
         if p.stop:
             kwargs["stop_sequences"] = list(p.stop)
+        if p.top_p is not None:  # in the body: SDKs from 2.x on no longer name it, the API takes it
+            kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "top_p": p.top_p}
         t0 = time.perf_counter()
         try:
             resp = await self._client.messages.create(**kwargs)

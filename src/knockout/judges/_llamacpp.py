@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from knockout.errors import ConfigError
-from knockout.judges._base import Completion, Judge, JudgeRequest
+from knockout.judges._base import OPTIONAL_PARAMS, Completion, Judge, JudgeRequest
 from knockout.judges._models import DEFAULT_MODEL, MODELS, model_path
 
 #: Loaded models, shared by every judge with the same file and settings, each with the lock that
@@ -95,6 +95,7 @@ class LlamaCppJudge(Judge):
                 max_tokens=p.max_tokens,
                 seed=p.seed,
                 stop=list(p.stop) or None,
+                **{k: v for k in OPTIONAL_PARAMS if (v := getattr(p, k)) is not None},
             )
             latency = time.perf_counter() - t0
         choice = out["choices"][0]

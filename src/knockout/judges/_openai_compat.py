@@ -79,6 +79,10 @@ class OpenAIJudge(Judge):
             kwargs["seed"] = p.seed
         if p.stop:
             kwargs["stop"] = list(p.stop)
+        if p.top_p is not None:
+            kwargs["top_p"] = p.top_p
+        if p.frequency_penalty is not None:
+            kwargs["frequency_penalty"] = p.frequency_penalty
         t0 = time.perf_counter()
         try:
             resp = await self._client.chat.completions.create(**kwargs)
