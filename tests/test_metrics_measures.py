@@ -7,14 +7,11 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.metrics import cohen_kappa_score
 
 from knockout.metrics._analysis import kendall_np, pearson_np, rank_average, spearman_np
 from knockout.metrics._bootstrap import ClusterSampler, bootstrap, paired_bootstrap
 from knockout.metrics._measures import (
-    cohen_kappa,
     full_points,
-    is_categorical,
     kendall,
     pairwise_ranking_accuracy,
     williams_test,
@@ -47,23 +44,6 @@ def test_fast_pearson_spearman_ranks_match_scipy() -> None:
     assert spearman_np(x, y) == pytest.approx(stats.spearmanr(x, y).statistic)
     assert np.allclose(rank_average(x), stats.rankdata(x))
     assert math.isnan(pearson_np(np.ones(4), y[:4]))
-
-
-def test_cohen_kappa_hand_and_sklearn() -> None:
-    # po = 3/4; marginals x (1, 2, 1), y (1, 1, 2): pe = (1 + 2 + 2) / 16; kappa = (0.75 - 5/16) / (1 - 5/16)
-    x, y = [0, 1, 1, 2], [0, 1, 2, 2]
-    hand = (0.75 - 5 / 16) / (1 - 5 / 16)
-    assert cohen_kappa(x, y) == pytest.approx(hand)
-    assert cohen_kappa([v / 2 for v in x], [v / 2 for v in y]) == pytest.approx(hand)  # half points
-    for w in ("linear", "quadratic"):
-        assert cohen_kappa(x, y, w) == pytest.approx(cohen_kappa_score(x, y, weights=w))
-    # weighted kappa weighs by distance in points even where a grade never occurs (1 and 3 are absent)
-    a, b = [0, 2, 4, 4, 0], [0, 4, 4, 2, 2]
-    assert cohen_kappa(a, b, "linear") == pytest.approx(
-        cohen_kappa_score(a, b, labels=[0, 1, 2, 3, 4], weights="linear"))
-    assert cohen_kappa([0, 2.75], [1, 2]) is None  # not a category (mean of two graders)
-    assert cohen_kappa([1, 1], [1, 1]) is None
-    assert is_categorical([0, 0.5, 3]) and not is_categorical([0.25])
 
 
 def test_pairwise_ranking_accuracy_hand() -> None:

@@ -275,3 +275,19 @@ def test_pipelined_and_lockstep_give_the_same_results(method: str, debias: bool)
                              sorted((m.match_id, m.step, m.games[0]["attempts"][0]["reply"] if m.games[0]["attempts"]
                                      else None) for m in store.matches(rep.run_id)))
     assert got[False] == got[True]
+
+
+def test_a_step_merged_later_with_a_lower_number_is_still_applied(tmp_path: Path) -> None:
+    """Migrations are recorded one by one: a gap below the newest applied step is filled on the next open."""
+    from knockout.storage import _migrations as mig
+
+    db = tmp_path / "s.db"
+    with Store(db):
+        pass
+    con = sqlite3.connect(db)
+    con.execute("DELETE FROM schema_migrations WHERE version = 3")  # as if step 3 had landed after step 4
+    con.commit()
+    con.close()
+    with Store(db) as store:
+        got = {int(r[0]) for r in store.db.execute("SELECT version FROM schema_migrations")}
+        assert got == {m.version for m in mig.MIGRATIONS}

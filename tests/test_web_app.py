@@ -13,11 +13,13 @@ pytest.importorskip("argon2")
 
 from fastapi.testclient import TestClient
 
+from knockout.annotations import Assignments, ExamGrades, PairAnnotations, human_grades
 from knockout.data._records import Answer, ItemSet, PairItem, Question
-from knockout.storage import _annotations as annotations_mod
-from knockout.storage._annotations import Annotations, human_grades
 from knockout.storage._store import Store
-from knockout.web._app import create_app, safe_next
+from knockout.web import _auth as auth_mod
+from knockout.web._app import create_app
+from knockout.web._auth import Accounts
+from knockout.web._deps import WebSettings, safe_next
 
 PASSWORD = "correct horse battery"
 CHEAP_ARGON2 = {"time_cost": 1, "memory_cost": 1024, "parallelism": 1}
@@ -27,11 +29,11 @@ XSS = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2"> *
 @pytest.fixture(autouse=True, scope="module")
 def _cheap_argon2() -> Iterator[None]:
     """Cheaper argon2 parameters (the defaults take 64 MiB and ~0.1-0.5 s per hash)."""
-    saved = dict(annotations_mod.ARGON2_PARAMS)
-    annotations_mod.ARGON2_PARAMS.update(CHEAP_ARGON2)
+    saved = dict(auth_mod.ARGON2_PARAMS)
+    auth_mod.ARGON2_PARAMS.update(CHEAP_ARGON2)
     yield
-    annotations_mod.ARGON2_PARAMS.clear()
-    annotations_mod.ARGON2_PARAMS.update(saved)
+    auth_mod.ARGON2_PARAMS.clear()
+    auth_mod.ARGON2_PARAMS.update(saved)
 
 
 def build_store(path: Path, *, figure: Path | None = None) -> Path:
@@ -47,17 +49,17 @@ def build_store(path: Path, *, figure: Path | None = None) -> Path:
                for i in (1, 2, 3) for s in ("gpt-4", "student-7")]
     answers.append(Answer(id="B/1/x", question_id="B/1", examinee="claude", text="exam B answer"))
     store = Store(path)
-    ann = Annotations(store)
-    ann.import_items(ItemSet(qs, answers, source="test"))
+    ExamGrades(store).import_items(ItemSet(qs, answers, source="test"), root=figure.parent if figure else None)
     pairs = [PairItem(id=f"p{i}", question=f"Pair question {i}", answer_a=f"answer A{i}", answer_b=f"answer B{i}")
              for i in range(6)]
-    ann.import_pairs(pairs, "sbs")
+    PairAnnotations(store).import_pairs(pairs, "sbs")
+    accounts, assignments = Accounts(store), Assignments(store)
     for name, exams in (("alice", ["exam-a"]), ("bob", ["exam-b"]), ("carol", [])):
-        ann.add_user(name, PASSWORD)
+        accounts.add_user(name, PASSWORD)
         for e in exams:
-            ann.assign(name, "exam", e)
-        ann.assign(name, "pairset", "sbs")
-    ann.add_user("org", PASSWORD, "organizer")
+            assignments.assign(name, "exam", e)
+        assignments.assign(name, "pairset", "sbs")
+    accounts.add_user("org", PASSWORD, "organizer")
     store.close()
     return path
 
@@ -86,8 +88,12 @@ def login(client: TestClient, user: str, password: str = PASSWORD) -> None:
     assert r.status_code == 303, r.text
 
 
-def client_for(db: Path, user: str | None = None) -> TestClient:
-    c = TestClient(create_app(db), base_url="http://127.0.0.1")
+ORIGIN = "http://127.0.0.1"
+
+
+def client_for(db: Path, user: str | None = None, settings: WebSettings | None = None) -> TestClient:
+    """A client of a fresh app on ``db``, sending the ``Origin`` header a browser sends with a form."""
+    c = TestClient(create_app(db, settings), base_url=ORIGIN, headers={"Origin": ORIGIN})
     if user:
         login(c, user)
     return c
@@ -188,7 +194,7 @@ def test_grades_saved_and_conflicts(db: Path) -> None:
     store = Store(db)
     try:
         grades = human_grades(store)
-        exam = Annotations(store).exam("exam-a")
+        exam = ExamGrades(store).exam("exam-a")
         assert exam is not None
         answer_id = exam.examinees[0].answers["A/3"].id
         assert grades[answer_id] == {"alice": 2.0, "org": 0.5}
@@ -221,16 +227,21 @@ def test_csrf_checked_on_every_form(db: Path) -> None:
 
 
 def test_question_info_page(db: Path) -> None:
-    alice = client_for(db, "alice")
-    page = alice.get("/exam/exam-a/q/2/info").text
+    org = client_for(db, "org")
+    page = org.get("/exam/exam-a/q/2/info").text
     data = {"csrf": csrf_of(page), "max_points": "3", "student_average": "1.25", "reference": "new gold",
             "difficulty": "Hard"}
-    r = alice.post("/exam/exam-a/q/2/info", data=data, follow_redirects=False)
+    r = org.post("/exam/exam-a/q/2/info", data=data, follow_redirects=False)
     assert r.status_code == 303
-    page = alice.get("/exam/exam-a/q/2/info").text
+    page = org.get("/exam/exam-a/q/2/info").text
     assert 'value="3"' in page and "1.25" in page and "new gold" in page and '"hard" selected' in page
+    alice = client_for(db, "alice")
     assert "max 3 points" in alice.get("/exam/exam-a/examinee/1/q/2").text
-    r = alice.post("/exam/exam-a/q/2/info", data={**data, "student_average": "9"})
+    shown = alice.get("/exam/exam-a/q/2/info").text  # graders see it, without a form
+    assert "new gold" in shown and 'name="max_points"' not in shown
+    r = org.post("/exam/exam-a/q/2/info", data={**data, "student_average": "9"})
+    assert r.status_code == 400
+    r = org.post("/exam/exam-a/q/2/info", data={**data, "difficulty": "impossible"})
     assert r.status_code == 400
 
 
@@ -254,7 +265,7 @@ def test_side_by_side_flow_maps_verdicts_back(db: Path) -> None:
     assert r.headers["location"] == "/pairs/sbs/item/1"
     store = Store(db)
     try:
-        queue = Annotations(store).queue("sbs", "carol")
+        queue = PairAnnotations(store).queue("sbs", "carol")
     finally:
         store.close()
     assert len(queue) == 6
@@ -273,7 +284,7 @@ def test_side_by_side_flow_maps_verdicts_back(db: Path) -> None:
     assert r.status_code == 400
     store = Store(db)
     try:
-        v = Annotations(store).verdict("sbs", view.pair.id, "carol")
+        v = PairAnnotations(store).verdict("sbs", view.pair.id, "carol")
     finally:
         store.close()
     assert v is not None and v["shown"] == "left" and v["verdict"] == ("B" if view.swapped else "A")
@@ -295,7 +306,7 @@ def test_removed_user_is_logged_out(tmp_path: Path) -> None:
     path = build_store(tmp_path / "s.db")
     c = client_for(path, "carol")
     store = Store(path)
-    Annotations(store).remove_user("carol")
+    Accounts(store).remove_user("carol")
     store.close()
     assert c.get("/", follow_redirects=False).status_code == 303
 

@@ -24,9 +24,9 @@ pytest.importorskip("uvicorn")
 import uvicorn  # noqa: E402
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
-from knockout.storage import _annotations as annotations_mod  # noqa: E402
-from knockout.storage._annotations import Annotations  # noqa: E402
+from knockout.annotations import ExamGrades, PairAnnotations  # noqa: E402
 from knockout.storage._store import Store  # noqa: E402
+from knockout.web import _auth as auth_mod  # noqa: E402
 from knockout.web._app import create_app  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.test_web_app import CHEAP_ARGON2, PASSWORD, build_store  # noqa: E402
@@ -35,8 +35,8 @@ from tests.test_web_app import CHEAP_ARGON2, PASSWORD, build_store  # noqa: E402
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A real uvicorn server on a free loopback port, serving a fresh store."""
-    saved = dict(annotations_mod.ARGON2_PARAMS)
-    annotations_mod.ARGON2_PARAMS.update(CHEAP_ARGON2)
+    saved = dict(auth_mod.ARGON2_PARAMS)
+    auth_mod.ARGON2_PARAMS.update(CHEAP_ARGON2)
     db = build_store(tmp_path_factory.mktemp("browser") / "store.db")
     port = free_port()
     srv = uvicorn.Server(uvicorn.Config(create_app(db), host="127.0.0.1", port=port, log_level="warning"))
@@ -50,8 +50,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     yield f"http://127.0.0.1:{port}", db
     srv.should_exit = True
     thread.join(timeout=10)
-    annotations_mod.ARGON2_PARAMS.clear()
-    annotations_mod.ARGON2_PARAMS.update(saved)
+    auth_mod.ARGON2_PARAMS.clear()
+    auth_mod.ARGON2_PARAMS.update(saved)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,7 @@ def test_grade_three_answers_and_reload(server: tuple[str, Path], page: Page) ->
     page.screenshot(path="/tmp/knockout-web-grading.png", full_page=True)
     store = Store(db)
     try:
-        mine = Annotations(store).grades(exam_id="exam-a", grader="alice")
+        mine = ExamGrades(store).grades(exam_id="exam-a", grader="alice")
     finally:
         store.close()
     assert sorted(g["score"] for g in mine) == [0.5, 1.0, 3.5]
@@ -150,7 +150,7 @@ def test_annotator_completes_five_items_and_agreement_updates(server: tuple[str,
     # bob and carol judge the first five pairs the same way: "A better"
     store = Store(db)
     try:
-        ann = Annotations(store)
+        ann = PairAnnotations(store)
         for name in ("bob", "carol"):
             for view in ann.queue("sbs", name):
                 if view.pair.id in {"p0", "p1", "p2", "p3", "p4"}:
@@ -184,9 +184,75 @@ def test_annotator_completes_five_items_and_agreement_updates(server: tuple[str,
     page.screenshot(path="/tmp/knockout-web-agreement.png", full_page=True)
     store = Store(db)
     try:
-        ann = Annotations(store)
+        ann = PairAnnotations(store)
         got = {v["pair_id"]: v["verdict"] for v in ann.verdicts("sbs") if v["annotator"] == "alice"}
     finally:
         store.close()
     expected = {p: "A" if p in {"p0", "p1", "p2"} else "both_bad" for p in got}
     assert len(got) == 5 and got == expected
+
+
+@pytest.fixture()
+def hostile_site() -> Iterator[Any]:
+    """Another origin (another loopback port) serving one page; yields a function html -> its URL."""
+    import http.server
+
+    pages: dict[str, bytes] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        disable_nagle_algorithm = True
+
+        def do_GET(self) -> None:
+            body = pages.get(self.path, b"")
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+
+    def publish(html: str) -> str:
+        pages["/attack.html"] = html.encode()
+        return f"http://127.0.0.1:{httpd.server_address[1]}/attack.html"
+
+    yield publish
+    httpd.shutdown()
+    thread.join(timeout=10)
+
+
+def test_cross_origin_script_post_is_refused(server: tuple[str, Path], page: Page, hostile_site: Any) -> None:
+    """A page on another origin whose script posts a form to the app, with the organizer's cookies (the
+    same site: only the port differs, so SameSite does not stop them) and even a leaked CSRF token, is
+    refused by the Origin check and changes nothing."""
+    base, db = server
+    log_in(page, base, "org")
+    page.goto(f"{base}/pairs/sbs/agreement")
+    token = page.locator("input[name=csrf]").first.get_attribute("value")
+    url = hostile_site(
+        f'<form id="f" method="post" action="{base}/pairs/sbs/overlap">'
+        f'<input name="csrf" value="{token}"><input name="overlap" value="1"></form>'
+        '<script>document.getElementById("f").submit()</script>')
+    page.goto(url)
+    page.wait_for_url(f"{base}/pairs/sbs/overlap")
+    assert "Origin check" in page.inner_text("main")
+    store = Store(db)
+    try:
+        assert PairAnnotations(store).pairset("sbs")["overlap"] == 3  # type: ignore[index]
+    finally:
+        store.close()
+    # the same form on the app's own page works
+    page.goto(f"{base}/pairs/sbs/agreement")
+    page.fill("input[name=overlap]", "2")
+    page.click("form.inline button:has-text('Set')")
+    page.wait_for_url(f"{base}/pairs/sbs/agreement")
+    store = Store(db)
+    try:
+        assert PairAnnotations(store).pairset("sbs")["overlap"] == 2  # type: ignore[index]
+    finally:
+        store.close()

@@ -1,4 +1,4 @@
-"""Annotation tables (grades, verdicts, users), agreement statistics and the web CLI commands."""
+"""Annotation tables (grades, verdicts), web accounts and the web CLI commands."""
 
 from __future__ import annotations
 
@@ -9,25 +9,27 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from knockout.cli import register_extensions
-from knockout.cli._main import app
-from knockout.data._records import Answer, ItemSet, PairItem, Question
-from knockout.errors import ConfigError, InputError
-from knockout.storage import _annotations as annotations_mod
-from knockout.storage._annotations import (
-    Annotations,
+from knockout.annotations import (
+    Assignments,
+    ExamGrades,
+    PairAnnotations,
     StaleWrite,
-    agreement,
     check_half_points,
     export_rows,
-    fleiss_kappa,
     format_rows,
     human_grades,
-    read_pairs,
     verdict_from_shown,
     with_human_grades,
 )
+from knockout.annotations._common import setting
+from knockout.cli import register_extensions
+from knockout.cli._main import app
+from knockout.data import read_pairs
+from knockout.data._records import Answer, ItemSet, PairItem, Question
+from knockout.errors import ConfigError, InputError
 from knockout.storage._store import Store
+from knockout.web import _auth as auth_mod
+from knockout.web._auth import Accounts, Sessions, User
 
 pytest.importorskip("argon2")
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -36,14 +38,14 @@ DEMO = Path(__file__).resolve().parents[1] / "src" / "knockout" / "examples" / "
 
 @pytest.fixture(autouse=True)
 def _cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(annotations_mod, "ARGON2_PARAMS", {"time_cost": 1, "memory_cost": 1024, "parallelism": 1})
+    monkeypatch.setattr(auth_mod, "ARGON2_PARAMS", {"time_cost": 1, "memory_cost": 1024, "parallelism": 1})
 
 
 @pytest.fixture()
-def ann(tmp_path: Path) -> Iterator[Annotations]:
-    store = Store(tmp_path / "s.db")
-    yield Annotations(store)
-    store.close()
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "s.db")
+    yield s
+    s.close()
 
 
 def small_items() -> ItemSet:
@@ -52,48 +54,57 @@ def small_items() -> ItemSet:
                          Answer(id="a2", question_id="q1", examinee="n", text="y")], source="/x/exam7.jsonl")
 
 
-def test_users_and_passwords(ann: Annotations) -> None:
-    ann.add_user("alice", "s3cret-password")
-    row = ann.db.execute("SELECT password_hash FROM web_users").fetchone()[0]
+def test_users_and_passwords(store: Store) -> None:
+    accounts = Accounts(store)
+    accounts.add_user("alice", "s3cret-password")
+    row = store.db.execute("SELECT password_hash FROM web_users").fetchone()[0]
     assert row.startswith("$argon2id$") and "s3cret" not in row
-    assert ann.authenticate("alice", "s3cret-password") == annotations_mod.User("alice", "grader")
-    assert ann.authenticate("alice", "wrong") is None
-    assert ann.authenticate("nobody", "s3cret-password") is None
+    assert accounts.authenticate("alice", "s3cret-password") == User("alice", "grader")
+    assert accounts.authenticate("alice", "wrong") is None
+    assert accounts.authenticate("nobody", "s3cret-password") is None
     with pytest.raises(ConfigError, match="exists"):
-        ann.add_user("alice", "another-password")
-    with pytest.raises(ConfigError, match="8 characters"):
-        ann.add_user("bob", "short")
+        accounts.add_user("alice", "another-password")
+    with pytest.raises(ConfigError, match="8 to 1024 characters"):
+        accounts.add_user("bob", "short")
     with pytest.raises(ConfigError, match="role"):
-        ann.add_user("bob", "long-enough", "admin")
+        accounts.add_user("bob", "long-enough", "admin")
+    with pytest.raises(ConfigError, match="user name"):
+        accounts.add_user("x" * 129, "long-enough")
     with pytest.raises(ConfigError, match="no exam"):
-        ann.assign("alice", "exam", "nope")
-    ann.set_password("alice", "new-password")
-    assert ann.authenticate("alice", "new-password") is not None
-    ann.remove_user("alice")
-    assert ann.users() == []
+        Assignments(store).assign("alice", "exam", "nope")
+    sessions = Sessions(store)
+    sessions.create("alice", 1)
+    sessions.create("alice", 1)
+    assert accounts.set_password("alice", "new-password") == 2  # both sessions ended
+    assert accounts.authenticate("alice", "new-password") is not None
+    token, _ = sessions.create("alice", 1)
+    accounts.remove_user("alice")
+    assert accounts.users() == [] and sessions.get(token) is None
 
 
-def test_session_secret_is_generated_once(ann: Annotations) -> None:
-    s = ann.setting("session_secret")
-    assert len(s) >= 40 and ann.setting("session_secret") == s
+def test_anonymisation_salt_is_generated_once(store: Store) -> None:
+    s = setting(store.db, "anonymise_salt")
+    assert len(s) >= 40 and setting(store.db, "anonymise_salt") == s
 
 
-def test_exam_without_exam_id_uses_file_stem(ann: Annotations) -> None:
-    assert ann.import_items(small_items()) == ["exam7"]
-    exam = ann.exam("exam7")
+def test_exam_without_exam_id_uses_file_stem(store: Store) -> None:
+    exams = ExamGrades(store)
+    assert exams.import_items(small_items()).exams == ["exam7"]
+    exam = exams.exam("exam7")
     assert exam is not None and len(exam.examinees) == 2 and [q.id for q in exam.questions] == ["q1"]
     assert {e.key for e in exam.examinees} == {"m", "n"}
-    assert ann.import_items(small_items(), default_exam="other") == ["other"]
+    assert exams.import_items(small_items(), default_exam="other").exams == ["other"]
 
 
-def test_grades_per_grader_with_versions(ann: Annotations) -> None:
+def test_grades_per_grader_with_versions(store: Store) -> None:
     items = small_items()
-    ann.import_items(items)
+    exams = ExamGrades(store)
+    exams.import_items(items)
     q, a = items.questions["q1"], items.answer("a1")
 
     def save(grader: str, score: float, base: int) -> int:
-        return ann.save_grade(answer=a, question=q, exam_id="exam7", grader=grader, score=score, comment="",
-                              base_version=base)
+        return exams.save_grade(answer=a, question=q, exam_id="exam7", grader=grader, score=score, comment="",
+                                base_version=base)
 
     assert save("g1", 1.5, 0) == 1
     assert save("g2", 2.0, 0) == 1  # another grader: own row, nothing overwritten
@@ -103,14 +114,17 @@ def test_grades_per_grader_with_versions(ann: Annotations) -> None:
     assert save("g1", 0.5, 1) == 2
     with pytest.raises(StaleWrite):
         save("g1", 1.0, 1)
-    assert human_grades(ann.store) == {"a1": {"g1": 0.5, "g2": 2.0}}
-    assert len(export_rows(ann.store, "history")) == 3
-    merged = with_human_grades(items, human_grades(ann.store))
+    with pytest.raises(InputError, match="version"):
+        save("g1", 1.0, 2**63)
+    assert human_grades(store) == {"a1": {"g1": 0.5, "g2": 2.0}}
+    assert len(export_rows(store, "history")) == 3
+    merged = with_human_grades(items, human_grades(store))
     assert merged.answer("a1").human_scores == {"file": 1.0, "g1": 0.5, "g2": 2.0}
-    assert with_human_grades(items, human_grades(ann.store), replace=True).answer("a1").human_scores == {
+    assert with_human_grades(items, human_grades(store), replace=True).answer("a1").human_scores == {
         "g1": 0.5, "g2": 2.0}
-    csv_text = format_rows(export_rows(ann.store, "grades"), "csv")
+    csv_text = format_rows(export_rows(store, "grades"), "csv")
     assert csv_text.splitlines()[0].startswith("answer_id,grader,question_id,exam_id,score,comment,version")
+    assert csv_text.splitlines()[0].endswith(",max_points,out_of_range")
     with pytest.raises(ConfigError):
         format_rows([], "xml")
 
@@ -141,11 +155,11 @@ def pair_items(n: int) -> list[PairItem]:
     return [PairItem(id=f"p{i}", question=f"q{i}", answer_a="a", answer_b="b") for i in range(n)]
 
 
-def test_allocation_overlap_and_stored_order(ann: Annotations) -> None:
+def test_allocation_overlap_and_stored_order(store: Store) -> None:
+    ann = PairAnnotations(store)
     ann.import_pairs(pair_items(10), "s", overlap=2, seed=3)
     for u in ("u1", "u2", "u3", "u4"):
-        ann.add_user(u, "password-123")
-        ann.assign(u, "pairset", "s")
+        Assignments(store).assign(u, "pairset", "s")
     alloc = ann.allocation("s")
     per_pair = {p.id: sum(p.id in ids for ids in alloc.values()) for p in ann.pairs("s")}
     assert set(per_pair.values()) == {2}
@@ -168,31 +182,17 @@ def test_allocation_overlap_and_stored_order(ann: Annotations) -> None:
         ann.import_pairs(pair_items(2) + pair_items(1), "t")
 
 
-def test_fleiss_kappa_wikipedia_example() -> None:
-    # Fleiss' kappa, Wikipedia's worked example: 10 items, 14 raters, 5 classes -> 0.210
-    table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-             [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
-    cats = ["1", "2", "3", "4", "5"]
-    ratings = [[c for c, n in zip(cats, row, strict=True) for _ in range(n)] for row in table]
-    k = fleiss_kappa(ratings, cats)
-    assert k is not None and round(k, 3) == 0.210
-    assert fleiss_kappa([["A", "A"], ["B", "B"]]) == pytest.approx(1.0)
-    assert fleiss_kappa([["A"]]) is None
-    assert fleiss_kappa([["A", "A"], ["A", "A"]]) is None
-
-
-def test_agreement_cohen_matches_sklearn() -> None:
-    from sklearn.metrics import cohen_kappa_score
-
-    x = ["A", "B", "A", "both_bad", "A", "B"]
-    y = ["A", "B", "B", "both_bad", "A", "A"]
-    by_pair = {f"p{i}": {"u1": a, "u2": b} for i, (a, b) in enumerate(zip(x, y, strict=True))}
-    by_pair["p9"] = {"u1": "A", "u3": "A"}
-    ag = agreement(by_pair)
-    c12 = next(c for c in ag["cohen"] if (c["a"], c["b"]) == ("u1", "u2"))
-    assert c12["kappa"] == pytest.approx(cohen_kappa_score(x, y)) and c12["n"] == 6
-    assert next(c for c in ag["cohen"] if (c["a"], c["b"]) == ("u1", "u3"))["kappa"] is None  # one pair only
-    assert ag["annotators"] == {"u1": 7, "u2": 6, "u3": 1} and ag["fleiss_items"] == 7
+def test_pair_agreement_from_verdicts(store: Store) -> None:
+    ann = PairAnnotations(store)
+    ann.import_pairs(pair_items(3), "s", overlap=2)
+    for u in ("u1", "u2"):
+        Assignments(store).assign(u, "pairset", "s")
+        for view in ann.queue("s", u):
+            ann.save_verdict(view, "s", u, "left" if not view.swapped else "right", base_version=0)
+    ag = ann.agreement("s")  # both always chose A: kappa undefined, Fleiss undefined (P_e = 1)
+    assert ag["annotators"] == {"u1": 3, "u2": 3} and ag["pairs_judged"] == 3 and ag["fleiss_items"] == 3
+    assert ag["cohen"] == [{"a": "u1", "b": "u2", "n": 3, "agreement": 1.0, "kappa": None}]
+    assert ag["fleiss"] is None
 
 
 def test_read_pairs_formats(tmp_path: Path) -> None:
@@ -234,13 +234,12 @@ def test_cli_import_users_export(cli: CliRunner, tmp_path: Path) -> None:
     r = cli.invoke(app, ["users", "assign", "ann", "--db", str(db), "--exam", "demo-en", "--remove"])
     assert r.exit_code == 0
     store = Store(db)
-    ann = Annotations(store)
-    assert ann.assignments("ann", "exam") == []
-    exam = ann.exam("demo-en")
+    assert Assignments(store).of_user("ann", "exam") == []
+    exam = ExamGrades(store).exam("demo-en")
     assert exam is not None
     a = exam.examinees[0].answers[exam.questions[0].id]
-    ann.save_grade(answer=a, question=exam.questions[0], exam_id="demo-en", grader="ann", score=3, comment="c,\"q\"",
-                   base_version=0)
+    ExamGrades(store).save_grade(answer=a, question=exam.questions[0], exam_id="demo-en", grader="ann", score=3,
+                                 comment="c,\"q\"", base_version=0)
     store.close()
     r = cli.invoke(app, ["annotations", "export", "--db", str(db), "--format", "jsonl"])
     assert r.exit_code == 0

@@ -16,7 +16,7 @@ from knockout.cli._main import err, fail, fmt, out, parse_kv, print_json
 from knockout.errors import ConfigError, KnockoutError
 
 if TYPE_CHECKING:
-    from knockout.storage._annotations import Annotations
+    from knockout.storage._store import Store
 
 DbOpt = Annotated[Path, typer.Option("--db", help="the SQLite store (the same file the judges write)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
@@ -39,17 +39,13 @@ def _require_web() -> None:
 
 
 @contextmanager
-def opened(db: Path, *, must_exist: bool = True) -> Iterator[Annotations]:
-    from knockout.storage._annotations import Annotations
+def opened(db: Path, *, must_exist: bool = True) -> Iterator[Store]:
     from knockout.storage._store import Store
 
     if must_exist and not db.is_file():
         raise ConfigError(f"store not found: {db}")
-    store = Store(db)
-    try:
-        yield Annotations(store)
-    finally:
-        store.close()
+    with Store(db) as store:
+        yield store
 
 
 def _read_password(name: str, from_stdin: bool) -> str:
@@ -66,6 +62,17 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
     demo: Annotated[bool, typer.Option("--demo", help="import the demo exam and pairs and create demo users "
                                        "with fresh passwords (printed)")] = False,
+    secure_cookies: Annotated[bool, typer.Option("--secure-cookies", help="mark the cookies Secure (sent over "
+                                                 "HTTPS only): behind a TLS reverse proxy")] = False,
+    root_path: Annotated[str, typer.Option("--root-path", help="the path prefix the reverse proxy serves the app "
+                                           "under, e.g. /grading")] = "",
+    forwarded_allow_ips: Annotated[str | None, typer.Option(
+        "--forwarded-allow-ips", help="addresses of reverse proxies whose X-Forwarded-For/-Proto headers are "
+        "trusted (comma-separated, '*' for any; default: uvicorn's, 127.0.0.1)")] = None,
+    allowed_origin: Annotated[list[str] | None, typer.Option(
+        "--allowed-origin", help="an origin (https://host[:port]) accepted on form posts besides the app's own "
+        "(repeatable)")] = None,
+    session_hours: Annotated[float, typer.Option(help="how long a login lasts")] = 8.0,
 ) -> None:
     """Serve the grading and side-by-side annotation web app."""
     try:
@@ -79,8 +86,8 @@ def serve(
         if demo:
             from knockout.web._demo import setup_demo
 
-            with opened(db, must_exist=False) as ann:
-                passwords = setup_demo(ann)
+            with opened(db, must_exist=False) as store:
+                passwords = setup_demo(store)
             t = Table(title=f"demo users in {db}")
             t.add_column("user")
             t.add_column("password")
@@ -89,19 +96,30 @@ def serve(
             out.print(t)
         elif not db.is_file():
             raise ConfigError(f"store not found: {db} (create it with `knockout import DATA --db {db}`)")
+        if not 0 < session_hours <= 24 * 30:
+            raise ConfigError("--session-hours must be within (0, 720]")
+        if root_path and (not root_path.startswith("/") or root_path.endswith("/")):
+            raise ConfigError(f"--root-path must start with '/' and not end with it, got '{root_path}'")
+        from knockout.web._app import create_app, origin_of
+        from knockout.web._deps import WebSettings
+
+        origins = tuple(allowed_origin or [])
+        bad = [o for o in origins if origin_of(o) is None]
+        if bad:
+            raise ConfigError(f"--allowed-origin must look like https://host[:port], got '{bad[0]}'")
         try:
             loopback = ipaddress.ip_address(host).is_loopback
         except ValueError:
             loopback = host == "localhost"
-        if not loopback:
-            err.print(f"[yellow]warning:[/] serving on {host}: the session cookie is not marked Secure — put the "
-                      "app behind a TLS reverse proxy before exposing it beyond this machine.")
+        if not loopback and not secure_cookies:
+            err.print(f"[yellow]warning:[/] serving on {host} without --secure-cookies: the session cookie may "
+                      "travel unencrypted — put the app behind a TLS reverse proxy and pass --secure-cookies.")
         import uvicorn
 
-        from knockout.web._app import create_app
-
-        out.print(f"knockout grading app on http://{host}:{port}/  (Ctrl-C to stop)")
-        uvicorn.run(create_app(db), host=host, port=port, log_level="warning")
+        settings = WebSettings(secure_cookies=secure_cookies, allowed_origins=origins, session_hours=session_hours)
+        out.print(f"knockout grading app on http://{host}:{port}{root_path}/  (Ctrl-C to stop)")
+        uvicorn.run(create_app(db, settings), host=host, port=port, log_level="warning", root_path=root_path,
+                    proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
     except KnockoutError as exc:
         fail(exc)
 
@@ -122,26 +140,37 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Load exams (for grading) or pairs (for side-by-side annotation) into a store."""
-    from knockout.data import load_items
-    from knockout.storage._annotations import is_pair_file, read_pairs
+    from knockout.annotations import ExamGrades, PairAnnotations, check_overlap
+    from knockout.data import is_pair_file, load_items, read_pairs
 
     try:
         if kind not in ("auto", "items", "pairs"):
             raise ConfigError(f"--kind must be auto, items or pairs, got '{kind}'")
         as_pairs = kind == "pairs" or (kind == "auto" and fmt_ in ("auto", "metaeval") and is_pair_file(data))
-        with opened(db, must_exist=False) as ann:
-            if as_pairs:
-                pairs = read_pairs(data)
+        check_overlap(overlap)
+        if as_pairs:
+            pairs = read_pairs(data)
+            with opened(db, must_exist=False) as store:
                 name = pairset or data.stem
-                new = ann.import_pairs(pairs, name, overlap=overlap, seed=seed, source=str(data))
-                used = (ann.pairset(name) or {}).get("overlap")
-                result: dict[str, object] = {"pairset": name, "pairs": len(pairs), "new": new, "overlap": used}
-                message = f"pair set {name}: {len(pairs)} pairs ({new} new), overlap {used}"
-            else:
-                items = load_items(data, fmt_, **parse_kv(data_opt, "--data-opt"))
-                exams = ann.import_items(items, default_exam=exam)
-                result = {"exams": exams, "questions": len(items.questions), "answers": len(items)}
-                message = f"exams {', '.join(exams)}: {len(items.questions)} questions, {len(items)} answers"
+                annotations = PairAnnotations(store)
+                new = annotations.import_pairs(pairs, name, overlap=overlap, seed=seed, source=str(data))
+                used = (annotations.pairset(name) or {}).get("overlap")
+            result: dict[str, object] = {"pairset": name, "pairs": len(pairs), "new": new, "overlap": used}
+            message = f"pair set {name}: {len(pairs)} pairs ({new} new), overlap {used}"
+        else:
+            items = load_items(data, fmt_, **parse_kv(data_opt, "--data-opt"))
+            with opened(db, must_exist=False) as store:
+                imported = ExamGrades(store).import_items(items, default_exam=exam,
+                                                          root=data if data.is_dir() else data.parent)
+            exams = imported.exams
+            result = {"exams": exams, "questions": len(items.questions), "answers": len(items)}
+            message = f"exams {', '.join(exams)}: {len(items.questions)} questions, {len(items)} answers"
+            images = imported.images
+            if images.copied or images.skipped:
+                result["images"] = {"copied": images.copied, "skipped": images.skipped}
+                skipped = ", ".join(f"{n} {why}" for why, n in sorted(images.skipped.items()))
+                message += f"; figures: {images.copied} copied into the store's folder" + (
+                    f", not served: {skipped}" if skipped else "")
     except KnockoutError as exc:
         fail(exc)
         return
@@ -165,12 +194,21 @@ def users_add(
     """Create a user (the password is asked for, or read from stdin) and assign exams / pair sets."""
     try:
         _require_web()
-        with opened(db, must_exist=False) as ann:
-            ann.add_user(name, _read_password(name, password_stdin), role)
-            for e in exam or []:
-                ann.assign(name, "exam", e)
+        from knockout.annotations import Assignments
+        from knockout.web._auth import Accounts
+
+        password = _read_password(name, password_stdin)
+        with opened(db, must_exist=False) as store:
+            assignments = Assignments(store)
+            for e in exam or []:  # checked before the user is created
+                assignments.check("exam", e)
             for p in pairset or []:
-                ann.assign(name, "pairset", p)
+                assignments.check("pairset", p)
+            Accounts(store).add_user(name, password, role)
+            for e in exam or []:
+                assignments.assign(name, "exam", e)
+            for p in pairset or []:
+                assignments.assign(name, "pairset", p)
     except KnockoutError as exc:
         fail(exc)
         return
@@ -187,10 +225,14 @@ def users_assign(
 ) -> None:
     """Assign exams or pair sets to a user (or take them away with --remove)."""
     try:
-        with opened(db) as ann:
-            if ann.user(name) is None:
+        from knockout.annotations import Assignments
+        from knockout.web._auth import Accounts
+
+        with opened(db) as store:
+            if Accounts(store).user(name) is None:
                 raise ConfigError(f"no user '{name}'")
-            change = ann.unassign if remove else ann.assign
+            assignments = Assignments(store)
+            change = assignments.unassign if remove else assignments.assign
             for e in exam or []:
                 change(name, "exam", e)
             for p in pairset or []:
@@ -205,22 +247,32 @@ def users_passwd(
     db: DbOpt,
     password_stdin: Annotated[bool, typer.Option("--password-stdin")] = False,
 ) -> None:
-    """Set a new password."""
+    """Set a new password (every session of the user ends)."""
     try:
         _require_web()
-        with opened(db) as ann:
-            ann.set_password(name, _read_password(name, password_stdin))
+        from knockout.web._auth import Accounts
+
+        with opened(db) as store:
+            if Accounts(store).user(name) is None:
+                raise ConfigError(f"no user '{name}'")
+            ended = Accounts(store).set_password(name, _read_password(name, password_stdin))
     except KnockoutError as exc:
         fail(exc)
+        return
+    out.print(f"password of {name} changed; {ended} session{'s' if ended != 1 else ''} ended")
 
 
 @users_app.command("list")
 def users_list(db: DbOpt, as_json: JsonOpt = False) -> None:
     """List users with their role and assignments."""
     try:
-        with opened(db) as ann:
-            rows = [{"name": u.name, "role": u.role, "exams": ann.assignments(u.name, "exam"),
-                     "pairsets": ann.assignments(u.name, "pairset")} for u in ann.users()]
+        from knockout.annotations import Assignments
+        from knockout.web._auth import Accounts
+
+        with opened(db) as store:
+            assignments = Assignments(store)
+            rows = [{"name": u.name, "role": u.role, "exams": assignments.of_user(u.name, "exam"),
+                     "pairsets": assignments.of_user(u.name, "pairset")} for u in Accounts(store).users()]
     except KnockoutError as exc:
         fail(exc)
         return
@@ -237,10 +289,12 @@ def users_list(db: DbOpt, as_json: JsonOpt = False) -> None:
 
 @users_app.command("remove")
 def users_remove(name: str, db: DbOpt) -> None:
-    """Remove a user and their assignments (their grades and verdicts stay in the store)."""
+    """Remove a user, their assignments and sessions (their grades and verdicts stay in the store)."""
+    from knockout.web._auth import Accounts
+
     try:
-        with opened(db) as ann:
-            ann.remove_user(name)
+        with opened(db) as store:
+            Accounts(store).remove_user(name)
     except KnockoutError as exc:
         fail(exc)
         return
@@ -256,11 +310,11 @@ def annotations_export(
     output: Annotated[Path | None, typer.Option("--output", "-O", help="file (default: stdout)")] = None,
 ) -> None:
     """Export human grades or side-by-side verdicts as CSV or JSONL."""
-    from knockout.storage._annotations import export_rows, format_rows
+    from knockout.annotations import export_rows, format_rows
 
     try:
-        with opened(db) as ann:
-            text = format_rows(export_rows(ann.store, what), format)
+        with opened(db) as store:
+            text = format_rows(export_rows(store, what), format)
     except KnockoutError as exc:
         fail(exc)
         return
@@ -273,11 +327,15 @@ def annotations_export(
 @annotations_app.command("agreement")
 def annotations_agreement(pairset: str, db: DbOpt, as_json: JsonOpt = False) -> None:
     """Cohen's kappa per annotator pair and Fleiss' kappa of a pair set."""
+    from knockout.annotations import PairAnnotations
+
     try:
-        with opened(db) as ann:
-            if ann.pairset(pairset) is None:
-                raise ConfigError(f"no pair set '{pairset}' (pair sets: {', '.join(ann.pairset_ids()) or 'none'})")
-            ag = ann.agreement(pairset)
+        with opened(db) as store:
+            annotations = PairAnnotations(store)
+            if annotations.pairset(pairset) is None:
+                raise ConfigError(f"no pair set '{pairset}' (pair sets: "
+                                  f"{', '.join(annotations.pairset_ids()) or 'none'})")
+            ag = annotations.agreement(pairset)
     except KnockoutError as exc:
         fail(exc)
         return
@@ -295,9 +353,11 @@ def annotations_agreement(pairset: str, db: DbOpt, as_json: JsonOpt = False) -> 
 @annotations_app.command("overlap")
 def annotations_overlap(pairset: str, overlap: int, db: DbOpt) -> None:
     """Set how many annotators judge each pair of a pair set."""
+    from knockout.annotations import PairAnnotations
+
     try:
-        with opened(db) as ann:
-            ann.set_overlap(pairset, overlap)
+        with opened(db) as store:
+            PairAnnotations(store).set_overlap(pairset, overlap)
     except KnockoutError as exc:
         fail(exc)
 

@@ -189,22 +189,30 @@ class Engine:
         self._in_flight[key] = fut
         claimed = False
         try:
-            other = await self._wait_for_other(key)
-            if other is not None:  # another process sent it and stored the reply
-                self.stats.cached_calls += 1
-                fut.set_result(other)
-                return key, other, True
-            claimed = True
-            async with self._sem:
-                started = time.time()
-                token = current_subject.set(subject)
-                try:
-                    comp = await self.judge.complete(JudgeRequest(messages, self.params))
-                except Exception as exc:
-                    self.cache.log_call(key, self.run_id, started, error=f"{type(exc).__name__}: {exc}")
-                    raise
-                finally:
-                    current_subject.reset(token)
+            while True:
+                stored: CallRecord | None = None
+                async with self._sem:
+                    # lease the request only when it is about to be sent: what a kill leaves leased is what
+                    # was really in flight
+                    if self.cache.claim(key, self.run_id, self.lease_s):
+                        claimed = True
+                        stored = self.cache.get_call(key)  # stored by another process between miss and claim
+                        if stored is None:
+                            started = time.time()
+                            token = current_subject.set(subject)
+                            try:
+                                comp = await self.judge.complete(JudgeRequest(messages, self.params))
+                            except Exception as exc:
+                                self.cache.log_call(key, self.run_id, started,
+                                                    error=f"{type(exc).__name__}: {exc}")
+                                raise
+                            finally:
+                                current_subject.reset(token)
+                            break
+                if stored is not None or (stored := await self._wait_for_other(key)) is not None:
+                    self.stats.cached_calls += 1
+                    fut.set_result(stored)
+                    return key, stored, True
             record = CallRecord(
                 key=key,
                 reply=comp.text,
@@ -242,23 +250,19 @@ class Engine:
             self._in_flight.pop(key, None)
 
     async def _wait_for_other(self, key: str) -> CallRecord | None:
-        """Claim ``key``'s lease (None: go ahead and send it), or wait while another process holds it and
-        return its stored reply.  A lease whose process is gone, or whose time ran out, is taken over."""
+        """Another process holds ``key``'s lease: wait (outside the concurrency limit) until its reply is
+        stored, or until the lease can be taken over (its process gone, or its time run out: None)."""
+        self.stats.waited += 1
         delay = 0.05
-        waited = False
-        while not self.cache.claim(key, self.run_id, self.lease_s):
-            if not waited:
-                waited = True
-                self.stats.waited += 1
+        while True:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
             record = self.cache.get_call(key)
             if record is not None:
                 return record
-        record = self.cache.get_call(key)  # it may have been stored between our miss and our claim
-        if record is not None:
-            self.cache.release(key)
-        return record
+            if self.cache.claim(key, self.run_id, self.lease_s):
+                self.cache.release(key)  # free now: the caller leases it again when it sends
+                return None
 
     async def ask(self, task: Task) -> Outcome:
         messages = list(task.messages)

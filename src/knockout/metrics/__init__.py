@@ -1,5 +1,6 @@
 """Agreement statistics: correlations and errors against human scores, bootstrap CIs, paired comparisons,
-Elo, kappa and the full analysis behind ``knockout report`` (numpy/scipy/scikit-learn, loaded lazily)."""
+Elo, Cohen's and Fleiss' kappa (one of each, ``_kappa``) and the full analysis behind ``knockout report``
+(numpy/scipy/scikit-learn, loaded lazily)."""
 
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,10 @@ _EXPORTS = {
     "bootstrap": "knockout.metrics._bootstrap",
     "paired_bootstrap": "knockout.metrics._bootstrap",
     "kendall": "knockout.metrics._measures",
-    "cohen_kappa": "knockout.metrics._measures",
+    "cohen_kappa": "knockout.metrics._kappa",
+    "fleiss_kappa": "knockout.metrics._kappa",
+    "grid_kappa": "knockout.metrics._kappa",
+    "rater_agreement": "knockout.metrics._kappa",
     "pairwise_ranking_accuracy": "knockout.metrics._measures",
     "williams_test": "knockout.metrics._measures",
     "elo_shuffled": "knockout.metrics._elo",
@@ -28,12 +32,15 @@ __all__ = [
     "bootstrap",
     "cohen_kappa",
     "elo_shuffled",
+    "fleiss_kappa",
+    "grid_kappa",
     "kendall",
     "paired_bootstrap",
     "paired_comparison",
     "pairwise_ranking_accuracy",
     "pearson",
     "question_level",
+    "rater_agreement",
     "rmse",
     "spearman",
     "williams_test",
@@ -47,4 +54,5 @@ if TYPE_CHECKING:
     from knockout.metrics._bootstrap import bootstrap, paired_bootstrap
     from knockout.metrics._comparison import paired_comparison
     from knockout.metrics._elo import elo_shuffled, win_rates
-    from knockout.metrics._measures import cohen_kappa, kendall, pairwise_ranking_accuracy, williams_test
+    from knockout.metrics._kappa import cohen_kappa, fleiss_kappa, grid_kappa, rater_agreement
+    from knockout.metrics._measures import kendall, pairwise_ranking_accuracy, williams_test

@@ -31,7 +31,8 @@ from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.metrics._agreement import rmse
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap
-from knockout.metrics._measures import cohen_kappa, full_points, kendall, pairwise_ranking_accuracy
+from knockout.metrics._kappa import grid_kappa
+from knockout.metrics._measures import full_points, kendall, pairwise_ranking_accuracy
 
 LEVELS = ("question", "exam")
 #: Breakdown keys of every run; ``meta:KEY`` reads the answer's, then the question's ``meta``.  A method
@@ -232,9 +233,9 @@ class Aligned:
             "rmse": rmse(list(jp), list(hp)) if len(pts) else None,
             "mean_diff": float(np.mean(jp - hp)) if len(pts) else None,
             "mean_diff_norm": float(np.mean(j - h)) if len(idx) and len(pts) == len(idx) else None,
-            "kappa": cohen_kappa(jp, hp) if len(pts) else None,
-            "kappa_linear": cohen_kappa(jp, hp, "linear") if len(pts) else None,
-            "kappa_quadratic": cohen_kappa(jp, hp, "quadratic") if len(pts) else None,
+            "kappa": grid_kappa(jp, hp) if len(pts) else None,
+            "kappa_linear": grid_kappa(jp, hp, "linear") if len(pts) else None,
+            "kappa_quadratic": grid_kappa(jp, hp, "quadratic") if len(pts) else None,
             "full_points_rate": fp.rate,
             "full_points_precision": fp.precision,
             "human_full_points_rate": fp.human_rate,
@@ -427,8 +428,8 @@ def human_agreement(items: ItemSet, rows: Sequence[Row], *, resamples: int, seed
         ci = bootstrap(lambda s: np.array([pearson_np(xn[s], yn[s])]), q, resamples=resamples, seed=seed)[0] \
             if resamples and len(sel) >= 3 else Interval(None, None, 0)
         return {"n": len(sel), "pearson": finite_or_none(pearson_np(xn, yn)), "pearson_ci": ci_pair(ci),
-                "spearman": finite_or_none(spearman_np(xn, yn)), "kappa": cohen_kappa(xs, ys),
-                "kappa_quadratic": cohen_kappa(xs, ys, "quadratic")}
+                "spearman": finite_or_none(spearman_np(xn, yn)), "kappa": grid_kappa(xs, ys),
+                "kappa_quadratic": grid_kappa(xs, ys, "quadratic")}
 
     def grader(g: str) -> Callable[[Row], float | None]:
         return lambda r: r.answer.human_scores.get(g) if r.question.human_scale == "points" else None

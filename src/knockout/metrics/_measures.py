@@ -1,7 +1,6 @@
 """Agreement measures beyond Pearson/Spearman/RMSE (those live in :mod:`knockout.metrics._agreement`).
 
 * Kendall's tau-b.
-* Cohen's kappa, plain and weighted, for scores that are categories (a half-point grid).
 * Pairwise ranking accuracy (Kocmi et al. 2021, "To Ship or Not to Ship", used at exam level in the
   knockout thesis, section 4.2.2): the share of pairs whose order (sign of the difference, ties included)
   the judge gets the same as the humans.
@@ -18,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
-from sklearn.metrics import cohen_kappa_score
 
 ArrayLike = Sequence[float] | np.ndarray
 
@@ -35,31 +33,6 @@ def kendall(x: ArrayLike, y: ArrayLike) -> float | None:
     if not _defined(x, y):
         return None
     return float(stats.kendalltau(x, y).statistic)
-
-
-def is_categorical(values: ArrayLike, step: float = 0.5) -> bool:
-    """True when every value lies on the grid ``0, step, 2*step, ...`` (e.g. integer or half-point grades)."""
-    v = np.asarray(values, dtype=float) / step
-    return bool(len(v)) and bool(np.all(np.abs(v - np.round(v)) < 1e-6))
-
-
-def cohen_kappa(x: ArrayLike, y: ArrayLike, weights: str | None = None, step: float = 0.5) -> float | None:
-    """Cohen's kappa between two graders' scores, treating each grid value as a category.
-
-    ``weights``: None (plain), ``"linear"`` or ``"quadratic"``.  The categories are every grid point
-    between the smallest and largest score seen, so that weighted kappa weighs disagreements by their
-    distance in points even where some grid values never occur.  None when a score is off the grid
-    (e.g. the mean of two graders, 2.75) or when kappa is undefined.
-    """
-    if len(x) < 2 or not (is_categorical(x, step) and is_categorical(y, step)):
-        return None
-    cx = np.round(np.asarray(x, dtype=float) / step).astype(int)
-    cy = np.round(np.asarray(y, dtype=float) / step).astype(int)
-    lo, hi = int(min(cx.min(), cy.min())), int(max(cx.max(), cy.max()))
-    if lo == hi:
-        return None
-    value = float(cohen_kappa_score(cx, cy, labels=list(range(lo, hi + 1)), weights=weights))
-    return value if math.isfinite(value) else None
 
 
 def pairwise_ranking_accuracy(judge: ArrayLike, human: ArrayLike, groups: ArrayLike | None = None

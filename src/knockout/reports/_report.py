@@ -167,12 +167,24 @@ def group_table(key: str, level: str, groups: list[dict[str, Any]]) -> Table:
     return Table(f"by {key} ({level} level)", cols, rows)
 
 
+def human_sources(h: dict[str, Any]) -> str:
+    """Where the human grades came from: the input file's graders and the web app's."""
+    parts = [f"input file: {', '.join(h.get('file') or []) or 'none'}"]
+    if h.get("web") or h.get("web_skipped"):
+        parts.append(f"web app: {', '.join(h.get('web') or []) or 'none'} ({h.get('web_grades', 0)} grades)")
+    skipped = h.get("web_skipped") or {}
+    if skipped:
+        parts.append("left out: " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())))
+    return "; ".join(parts)
+
+
 def report_tables(report: dict[str, Any]) -> list[Table]:
     run, cost, q, e = report["run"], report["cost"], report["question_level"], report["exam_level"]
     tables = [_kv(f"run {run['run_id']}", [
         ("method", run["method"]), ("judge", run["judge"] + ("  (SIMULATION, not an LLM)" if run["simulated_judge"]
                                                              else "")),
         ("data", str(run["data"])),
+        ("human grades", human_sources(run.get("human_grades") or {})),
         ("answers", f"{report['answers']} ({report['invalid']} invalid, excluded; "
                     f"{report['without_human_score']} without a human score)"),
         ("judge requests", f"{cost['requests']} ({cost['live_calls']} live calls logged)"),

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knockout.annotations import add_web_grades
 from knockout.data._records import ItemSet
 from knockout.errors import ConfigError
 from knockout.reports._export import open_existing
@@ -20,10 +21,10 @@ class LoadedRun:
     items: ItemSet
     results: list[dict[str, Any]]
     cost: dict[str, Any]
+    #: where the human grades came from: the input file's graders, the web app's (``web:<user>``), counts
+    human_grades: dict[str, Any] = field(default_factory=dict)
     #: the run's pairwise matches (both games with their grades), for the position-bias figures
     matches: list[MatchRow] = field(default_factory=list)
-    #: a jury's section (its members' and its own agreement, inter-judge agreement, summed cost)
-    jury: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -35,7 +36,8 @@ class LoadedRun:
         return {"run_id": self.run.id, "store": str(self.store_path), "method": self.run.method,
                 "judge": self.run.judge, "simulated_judge": self.run.simulated,
                 "data": self.run.data_source, "status": self.run.status, "label": self.label,
-                "options": self.run.config.get("options", {}), "results": len(self.results)}
+                "options": self.run.config.get("options", {}), "results": len(self.results),
+                "human_grades": self.human_grades}
 
 
 def parse_ref(ref: str) -> tuple[Path, str | None]:
@@ -118,7 +120,10 @@ def find_run(path: Path, run_id: str | None = None, kinds: tuple[str, ...] = REP
 
 
 def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
-    """A run (default: the latest grade run) with its item-set snapshot, results and cost."""
+    """A run (default: the latest grade run) with its item-set snapshot, results and cost.
+
+    The human grades are those of the snapshot (the input file) plus the grades entered in the web app on
+    the same answers in the same store (:func:`knockout.annotations.add_web_grades`, graders ``web:<user>``)."""
     with open_existing(path) as store:
         run = pick_run(store, path, run_id, ("grade",))
         items = store.items_for_run(run.id)
@@ -132,7 +137,8 @@ def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
             from knockout.reports._jury import jury_cost
 
             cost = jury_cost(store, run, cost)
-        return LoadedRun(Path(path), run, items, results, cost, store.matches(run.id))
+        items, human = add_web_grades(store, items)
+        return LoadedRun(Path(path), run, items, results, cost, human, store.matches(run.id))
 
 
 def load_ref(ref: str) -> LoadedRun:

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 from knockout.data._io import iter_json_lines, natural_key, read_text
 from knockout.errors import ConfigError, InputError
 from knockout.metrics._analysis import ci_pair, correlations_np, finite_or_none
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap
+from knockout.metrics._kappa import cohen_kappa
 from knockout.reports._report import Table, num, with_ci
 
 KINDS = ("auto", "pairwise", "score")
@@ -166,8 +166,7 @@ def analyse_file(path: Path, human_field: str, verdict_field: str | None = None,
             "accuracy_without_human_ties": float(hit[non_tie].mean()) if non_tie.any() else None,
             "human_ties": int((~non_tie).sum()),
             "verdict_ties": int((v_arr == "0").sum()),
-            "kappa": float(cohen_kappa_score(list(v_arr), list(h_arr), labels=list(PAIR_LABELS)))
-            if len(v_arr) >= 2 else None,
+            "kappa": cohen_kappa(list(v_arr), list(h_arr), labels=list(PAIR_LABELS)),
         })
         if resamples and len(hit) >= 3:
             (iv,) = bootstrap(lambda s: np.array([hit[s].mean()]), idx_all, resamples=resamples, seed=seed)

@@ -28,17 +28,15 @@ Choices where the paper's formula is ambiguous (tested in tests/test_sbs_metrics
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
-from itertools import combinations
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 from knockout.metrics._agreement import pearson
-from knockout.sbs._verdicts import ALL_CLASSES, CLASSES, INVALID, SWAPS, to_display
+from knockout.metrics._kappa import cohen_kappa, rater_agreement
+from knockout.sbs._verdicts import ALL_CLASSES, INVALID, SWAPS, to_display
 
 Verdicts = Sequence[str]
 
@@ -54,62 +52,19 @@ def mean_distribution(*dists: dict[str, float]) -> dict[str, float]:
     return {c: float(np.mean([d[c] for d in dists])) for c in ALL_CLASSES}
 
 
-def _nan_to_none(x: float) -> float | None:
-    return None if math.isnan(x) else float(x)
-
-
-def cohen_kappa(judge: Verdicts, human: Verdicts, *, merge_ties: bool = False) -> float | None:
-    """Cohen's kappa between two aligned verdict lists; None when undefined (empty, or one label)."""
-    if not judge:
-        return None
-    if merge_ties:
-        judge = ["T" if v in ("C", "D") else v for v in judge]
-        human = ["T" if v in ("C", "D") else v for v in human]
-    labels = sorted(set(judge) | set(human))
-    if len(labels) < 2:
-        return None
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _nan_to_none(float(cohen_kappa_score(list(judge), list(human), labels=labels)))
-
-
-def fleiss_kappa(ratings: Sequence[Sequence[str]], categories: Sequence[str] = CLASSES) -> float | None:
-    """Fleiss' kappa for items each rated by the same number n >= 2 of raters.
-
-    ``kappa = (P - Pe) / (1 - Pe)``, ``P`` the mean over items of ``(sum_j n_ij^2 - n) / (n (n - 1))``,
-    ``Pe = sum_j p_j^2``, ``p_j`` the share of all ratings in category j.  None when undefined.
-    """
-    if not ratings:
-        return None
-    n = len(ratings[0])
-    if n < 2 or any(len(r) != n for r in ratings):
-        raise ValueError("Fleiss' kappa needs the same number (>= 2) of ratings per item")
-    index = {c: i for i, c in enumerate(categories)}
-    counts = np.zeros((len(ratings), len(categories)))
-    for i, row in enumerate(ratings):
-        for v in row:
-            counts[i, index[v]] += 1
-    p_item = ((counts**2).sum(axis=1) - n) / (n * (n - 1))
-    p_bar = float(p_item.mean())
-    p_cat = counts.sum(axis=0) / (len(ratings) * n)
-    p_e = float((p_cat**2).sum())
-    if p_e >= 1.0:
-        return None
-    return (p_bar - p_e) / (1 - p_e)
+def merge_ties(verdicts: Verdicts) -> list[str]:
+    """C and D (both good, both bad) merged into one class "T" (tie), for the 3-class kappa."""
+    return ["T" if v in ("C", "D") else v for v in verdicts]
 
 
 def human_agreement(annotations: Sequence[dict[str, str]]) -> dict[str, Any]:
     """Cohen's kappa per annotator pair (items both rated) and Fleiss' kappa (items all rated)."""
-    names = sorted({k for a in annotations for k in a})
-    pairs: dict[str, float | None] = {}
-    for x, y in combinations(names, 2):
-        both = [a for a in annotations if x in a and y in a]
-        pairs[f"{x}~{y}"] = cohen_kappa([a[x] for a in both], [a[y] for a in both])
-    full = [[a[k] for k in names] for a in annotations if all(k in a for k in names)]
+    ag = rater_agreement({str(i): a for i, a in enumerate(annotations)}, fleiss_over="all-raters")
     return {
-        "annotators": names,
-        "pairs": pairs,
-        "fleiss": fleiss_kappa(full) if len(names) >= 2 else None,
-        "n_fleiss": len(full) if len(names) >= 2 else 0,
+        "annotators": list(ag["raters"]),
+        "pairs": {f"{c['a']}~{c['b']}": c["kappa"] for c in ag["cohen"]},
+        "fleiss": ag["fleiss"],
+        "n_fleiss": ag["fleiss_items"],
     }
 
 
@@ -207,7 +162,7 @@ def sbs_metrics(
     hs = [str(human[i]) for i in keep]
     per = {s: [vs[i] for i in keep] for s, vs in (("swap0", swap0), ("swap1", swap1))}
     kappa = {s: cohen_kappa(v, hs) for s, v in per.items()}
-    kappa3 = {s: cohen_kappa(v, hs, merge_ties=True) for s, v in per.items()}
+    kappa3 = {s: cohen_kappa(merge_ties(v), merge_ties(hs)) for s, v in per.items()}
     acc = {s: accuracy(v, hs) for s, v in per.items()}
     mpcc = {s: median_pearson(hs, v, window, stride) for s, v in per.items()}
     out.update(

@@ -7,8 +7,10 @@ file's version.  A store written before versioning (version 0, knockout 0.1 up t
 brought up by step 1, which creates what is missing and adds the columns older files lack.
 
 Numbering: steps may leave gaps (blocks of numbers are reserved per concern so that work on separate
-branches does not collide: 1-9 judge store and runs, 10-19 web app, 20-29 later features).  A file
-with a version newer than the newest step here was written by a newer knockout and is refused.
+branches does not collide: 1-9 judge store and runs, 10-19 web app, 20 and up later features).  Each
+applied step is recorded in ``schema_migrations``, and every step not recorded there is applied, so a
+step that lands later with a lower number than one already applied is still applied.  A file holding a
+step this version does not know was written by a newer knockout and is refused.
 """
 
 from __future__ import annotations
@@ -280,41 +282,105 @@ def _v4(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
 
 
+V10_WEB_SESSIONS = """
+CREATE TABLE IF NOT EXISTS web_sessions (
+    id TEXT PRIMARY KEY,
+    user TEXT NOT NULL,
+    csrf TEXT NOT NULL,
+    created REAL NOT NULL,
+    expires REAL NOT NULL,
+    last_seen REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS web_sessions_user ON web_sessions(user);
+CREATE TABLE IF NOT EXISTS web_login_failures (
+    scope TEXT NOT NULL,
+    key TEXT NOT NULL,
+    time REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS web_login_failures_key ON web_login_failures(scope, key, time);
+"""
+
+V11_WEB_IMAGES = """
+CREATE TABLE IF NOT EXISTS web_images (
+    fingerprint TEXT NOT NULL,
+    question_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    media_type TEXT NOT NULL,
+    source TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (fingerprint, question_id, idx)
+);
+"""
+
+
+def _v10(db: sqlite3.Connection) -> None:
+    """Server-side web sessions (``id`` = SHA-256 of the cookie's random token) and failed logins."""
+    _script(db, V10_WEB_SESSIONS)
+
+
+def _v11(db: sqlite3.Connection) -> None:
+    """Question figures copied into the store's folder at import (content-addressed)."""
+    _script(db, V11_WEB_IMAGES)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "baseline: the schema of knockout 0.1 (calls, call_log, itemsets, runs, results, web tables)", _v1),
     Migration(2, "matches stored once in their own table; runs.error", _v2),
     Migration(3, "method-declared breakdown groups in results.details.groups (knockout: round)", _v3),
     Migration(4, "in-flight request leases; runs.owner", _v4),
+    Migration(10, "web: server-side sessions and failed logins (web_sessions, web_login_failures)", _v10),
+    Migration(11, "web: question figures copied at import (web_images)", _v11),
 ]
 
 
 def latest() -> int:
-    return MIGRATIONS[-1].version
+    return max(m.version for m in MIGRATIONS)
 
 
 def version(db: sqlite3.Connection) -> int:
     return int(db.execute("PRAGMA user_version").fetchone()[0])
 
 
+def applied(db: sqlite3.Connection) -> set[int]:
+    """The steps applied to ``db``; a file from before ``schema_migrations`` has every step up to its
+    ``user_version`` (it was written by a version that applied them in order)."""
+    has_table = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
+    if has_table is None:
+        return {m.version for m in MIGRATIONS if m.version <= version(db)}
+    return {int(r[0]) for r in db.execute("SELECT version FROM schema_migrations")}
+
+
 def migrate(db: sqlite3.Connection, where: str = "store") -> int:
     """Bring ``db`` (an autocommit connection) to the latest schema; returns the version it had."""
     try:
         before = version(db)
+        done = applied(db)
     except sqlite3.DatabaseError as exc:
         raise ConfigError(f"{where}: not a knockout store (not an SQLite database: {exc})") from None
-    if before > latest():
-        raise ConfigError(f"{where}: written by a newer knockout (schema {before}, this version knows up to "
-                          f"{latest()}); upgrade knockout")
-    for step in MIGRATIONS:
-        if step.version <= before:
+    known = {m.version for m in MIGRATIONS}
+    if before > latest() or done - known:
+        unknown = sorted(done - known) or [before]
+        raise ConfigError(f"{where}: written by a newer knockout (schema steps {unknown} unknown here); "
+                          "upgrade knockout")
+    for step in sorted(MIGRATIONS, key=lambda m: m.version):
+        if step.version in done:
             continue
         db.execute("BEGIN IMMEDIATE")
         try:
-            if version(db) >= step.version:  # another process migrated meanwhile
+            db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                       "description TEXT NOT NULL, applied REAL NOT NULL)")
+            if step.version in applied(db):  # another process migrated meanwhile
                 db.execute("COMMIT")
                 continue
+            for v in sorted(done):  # record what an older file had applied before the table existed
+                db.execute("INSERT OR IGNORE INTO schema_migrations VALUES (?, ?, strftime('%s','now'))",
+                           (v, next(m.description for m in MIGRATIONS if m.version == v)))
             step.apply(db)
-            db.execute(f"PRAGMA user_version = {int(step.version)}")
+            db.execute("INSERT INTO schema_migrations VALUES (?, ?, strftime('%s','now'))",
+                       (step.version, step.description))
+            db.execute(f"PRAGMA user_version = {max(version(db), step.version)}")
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -1,0 +1,111 @@
+"""What people entered, for reports and for export: human grades and side-by-side verdicts."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from knockout.annotations._exams import EPS, ExamGrades
+from knockout.annotations._pairs import PairAnnotations
+from knockout.data._records import ItemSet
+from knockout.errors import ConfigError
+from knockout.storage._store import Store
+
+#: Web graders appear in a report's human grades as ``web:<user>``, apart from the input file's graders.
+WEB_PREFIX = "web:"
+EXPORTS = ("grades", "history", "verdicts")
+
+
+def human_grades(store: Store) -> dict[str, dict[str, float]]:
+    """Grades entered in the web app: answer id -> {grader: score} (the latest grade of every grader)."""
+    out: dict[str, dict[str, float]] = {}
+    for answer_id, grader, score in store.db.execute(
+        "SELECT answer_id, grader, score FROM human_grades ORDER BY answer_id, grader"
+    ):
+        out.setdefault(answer_id, {})[grader] = float(score)
+    return out
+
+
+def with_human_grades(items: ItemSet, grades: dict[str, dict[str, float]], *, replace: bool = False) -> ItemSet:
+    """``items`` with ``grades`` (answer id -> {grader: score}) added to each answer's ``human_scores`` (or
+    replacing them)."""
+    answers = [
+        a if a.id not in grades else a.model_copy(update={
+            "human_scores": dict(grades[a.id]) if replace else {**a.human_scores, **grades[a.id]}})
+        for a in items
+    ]
+    return ItemSet(items.questions.values(), answers, source=items.source)
+
+
+def add_web_grades(store: Store, items: ItemSet) -> tuple[ItemSet, dict[str, Any]]:
+    """``items`` (a run's snapshot) with the grades entered in the web app on the same answers added, each
+    web grader as ``web:<user>``, and where the human grades came from::
+
+        {"file": [graders of the input file], "web": ["web:<user>", ...], "web_grades": n,
+         "web_skipped": {reason: n}}
+
+    Web grades are left out (and counted by reason) where they are not on the run's scale: the question's
+    human grades are not points (``other scale``), an organizer changed the question's maximum in the app
+    (``max points changed``: the grades are on another scale than the judge's), or a grade lies outside
+    ``0..max_points`` (``out of range``)."""
+    file_graders = sorted({g for a in items for g in a.human_scores})
+    web = human_grades(store)
+    changed_max = {r[0]: float(r[1]) for r in store.db.execute(
+        "SELECT question_id, max_points FROM question_info WHERE max_points IS NOT NULL")}
+    keep: dict[str, dict[str, float]] = {}
+    skipped: dict[str, int] = {}
+    for a in items:
+        q = items.question_of(a)
+        for grader, score in web.get(a.id, {}).items():
+            why = ("other scale" if q.human_scale != "points" else
+                   "max points changed" if abs(changed_max.get(q.id, q.max_points) - q.max_points) > EPS else
+                   "out of range" if not 0 <= score <= q.max_points + EPS else None)
+            if why:
+                skipped[why] = skipped.get(why, 0) + 1
+            else:
+                keep.setdefault(a.id, {})[WEB_PREFIX + grader] = score
+    sources = {
+        "file": file_graders,
+        "web": sorted({g for v in keep.values() for g in v}),
+        "web_grades": sum(len(v) for v in keep.values()),
+        "web_skipped": skipped,
+    }
+    return (with_human_grades(items, keep) if keep else items), sources
+
+
+def export_rows(store: Store, what: str) -> list[dict[str, Any]]:
+    """``grades`` (current; with the question's current ``max_points`` and ``out_of_range``), ``history``
+    (every accepted save) or ``verdicts``, as flat rows."""
+    if what == "grades":
+        exams = ExamGrades(store)
+        grades = exams.grades()
+        maxima: dict[tuple[str, str], float] = {}
+        for exam_id in sorted({g["exam_id"] for g in grades}):
+            exam = exams.exam(exam_id)
+            for q in exam.questions if exam else []:
+                maxima[(exam_id, q.id)] = q.max_points
+        for g in grades:
+            top = maxima.get((g["exam_id"], g["question_id"]))
+            g["max_points"] = top
+            g["out_of_range"] = top is not None and g["score"] > top + EPS
+        return grades
+    if what == "history":
+        return ExamGrades(store).history()
+    if what == "verdicts":
+        return PairAnnotations(store).verdicts()
+    raise ConfigError(f"unknown export '{what}' ({', '.join(EXPORTS)})")
+
+
+def format_rows(rows: list[dict[str, Any]], fmt: str) -> str:
+    if fmt == "jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if fmt != "csv":
+        raise ConfigError(f"unknown export format '{fmt}' (csv or jsonl)")
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()

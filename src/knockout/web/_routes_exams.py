@@ -1,0 +1,201 @@
+"""The overview, exams, grading pages, figures and the question information (organizers decide it)."""
+
+# No ``from __future__ import annotations``: FastAPI reads the parameter annotations of the routes.
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+
+from knockout.annotations import Exam, ImageFiles, StaleWrite
+from knockout.errors import InputError
+from knockout.web._deps import (
+    MAX_TEXT,
+    MAX_TOKEN,
+    Auth,
+    Comment,
+    Csrf,
+    Ctx,
+    NumberText,
+    Version,
+    check_csrf,
+    number,
+    page,
+    quote_id,
+    redirect,
+)
+
+router = APIRouter()
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request, ctx: Auth) -> HTMLResponse:
+    exams = []
+    for exam_id in ctx.visible("exam"):
+        exam = ctx.exams.exam(exam_id)
+        if exam is None:
+            continue
+        mine = ctx.exams.grades(exam_id=exam_id, grader=ctx.user.name)
+        exams.append({"id": exam_id, "questions": len(exam.questions), "examinees": len(exam.examinees),
+                      "total": sum(len(e.answers) for e in exam.examinees), "done": len(mine),
+                      "flagged": len(exam.out_of_range(mine))})
+    pairsets = []
+    for ps in ctx.visible("pairset"):
+        queue = ctx.pairs.queue(ps, ctx.user.name)
+        done = len(ctx.pairs.verdicts(ps, annotator=ctx.user.name))
+        pairsets.append({"id": ps, "total": len(queue), "done": done, **(ctx.pairs.pairset(ps) or {})})
+    return page(request, "index.html", user=ctx.user, exams=exams, pairsets=pairsets)
+
+
+def flagged_grades(ctx: Ctx, exam: Exam, grader: str | None) -> list[dict[str, Any]]:
+    """Grades above the current maximum: (examinee number, question number, grader, score, max)."""
+    numbers = {a.id: (e.number, k) for e in exam.examinees for k, q in enumerate(exam.questions, 1)
+               for a in [e.answers.get(q.id)] if a is not None}
+    out = []
+    for g in exam.out_of_range(ctx.exams.grades(exam_id=exam.id, grader=grader)):
+        n, k = numbers.get(g["answer_id"], (None, None))
+        q = exam.question(g["question_id"])
+        out.append({"n": n, "k": k, "grader": g["grader"], "score": g["score"],
+                    "max": q.max_points if q else None})
+    return out
+
+
+@router.get("/exam/{exam_id:path}/examinee/{n}/q/{k}", response_class=HTMLResponse)
+def grading_page(request: Request, exam_id: str, n: int, k: int, ctx: Auth, saved: int = 0) -> HTMLResponse:
+    c = grading_context(ctx, ctx.exam(exam_id), n, k)
+    c["saved"] = bool(saved)
+    return page(request, "grade.html", **c)
+
+
+def grading_context(ctx: Ctx, exam: Exam, n: int, k: int) -> dict[str, Any]:
+    if not 1 <= n <= len(exam.examinees) or not 1 <= k <= len(exam.questions):
+        raise HTTPException(404, "No such examinee or question.")
+    examinee = exam.examinees[n - 1]
+    question = exam.questions[k - 1]
+    answer = examinee.answers.get(question.id)
+    mine = {g["answer_id"] for g in ctx.exams.grades(exam_id=exam.id, grader=ctx.user.name)}
+    total = sum(len(e.answers) for e in exam.examinees)
+    # previous / next answer of this examinee, then on to the next examinee
+    order = [(i, j) for i, e in enumerate(exam.examinees, 1) for j, q in enumerate(exam.questions, 1)
+             if q.id in e.answers]
+    here = order.index((n, k)) if (n, k) in order else -1
+    grade = ctx.exams.grade(answer.id, ctx.user.name) if answer else None
+    copied = ImageFiles(ctx.store).recorded(exam.fingerprint, question.id)
+    return {
+        "user": ctx.user, "exam": exam, "n": n, "k": k, "question": question, "answer": answer,
+        "grade": grade,
+        "out_of_range": grade is not None and exam.out_of_range([grade]) != [],
+        "prev": order[here - 1] if here > 0 else None,
+        "next": order[here + 1] if 0 <= here < len(order) - 1 else None,
+        "done": len(mine), "total": total,
+        "examinee_done": sum(a.id in mine for a in examinee.answers.values()),
+        "examinee_total": len(examinee.answers),
+        "graded": {j for j, q in enumerate(exam.questions, 1)
+                   if q.id in examinee.answers and examinee.answers[q.id].id in mine},
+        "images": [(i, im, i in copied) for i, im in enumerate(question.images)],
+        "error": None, "conflict": None, "saved": False,
+    }
+
+
+@router.post("/exam/{exam_id:path}/examinee/{n}/q/{k}", response_class=HTMLResponse)
+def save_grade(
+    request: Request,
+    exam_id: str,
+    n: int,
+    k: int,
+    ctx: Auth,
+    csrf: Csrf,
+    score: NumberText,
+    version: Version,
+    comment: Comment = "",
+    action: Annotated[str, Form(max_length=MAX_TOKEN)] = "save",
+) -> Response:
+    check_csrf(request, csrf)
+    exam = ctx.exam(exam_id)
+    c = grading_context(ctx, exam, n, k)
+    if c["answer"] is None:
+        raise HTTPException(404, "This examinee did not answer this question.")
+    try:
+        ctx.exams.save_grade(answer=c["answer"], question=c["question"], exam_id=exam.id, grader=ctx.user.name,
+                             score=number(score, "score"), comment=comment.strip(), base_version=version)
+    except InputError as e:
+        c.update(error=e.message, typed={"score": score, "comment": comment})
+        return page(request, "grade.html", 400, **c)
+    except StaleWrite as e:
+        c.update(grade=e.current, conflict={"score": score, "comment": comment})
+        return page(request, "grade.html", 409, **c)
+    base = f"/exam/{quote_id(exam_id)}/examinee"
+    if action == "next" and c["next"]:
+        return redirect(request, f"{base}/{c['next'][0]}/q/{c['next'][1]}")
+    return redirect(request, f"{base}/{n}/q/{k}?saved=1")
+
+
+@router.get("/exam/{exam_id:path}/examinee/{n}", response_class=HTMLResponse)
+def examinee_page(request: Request, exam_id: str, n: int, ctx: Auth) -> Response:
+    exam = ctx.exam(exam_id)
+    if not 1 <= n <= len(exam.examinees):
+        raise HTTPException(404, "No such examinee.")
+    first = next(j for j, q in enumerate(exam.questions, 1) if q.id in exam.examinees[n - 1].answers)
+    return redirect(request, f"/exam/{quote_id(exam_id)}/examinee/{n}/q/{first}")
+
+
+@router.get("/exam/{exam_id:path}/image/{k}/{i}")
+def image(exam_id: str, k: int, i: int, ctx: Auth) -> Response:
+    """A figure of question ``k``: only the copy recorded at import, never a path named by the data."""
+    exam = ctx.exam(exam_id)
+    if not 1 <= k <= len(exam.questions) or not 0 <= i < len(exam.questions[k - 1].images):
+        raise HTTPException(404, "No such image.")
+    found = ImageFiles(ctx.store).find(exam.fingerprint, exam.questions[k - 1].id, i)
+    if found is None:
+        raise HTTPException(404, "This figure was not copied into the store at import.")
+    path, media_type = found
+    return FileResponse(path, media_type=media_type, headers={"Cache-Control": "private, no-store"})
+
+
+@router.get("/exam/{exam_id:path}/q/{k}/info", response_class=HTMLResponse)
+def info_page(request: Request, exam_id: str, k: int, ctx: Auth, saved: int = 0, flagged: int = 0) -> HTMLResponse:
+    exam = ctx.exam(exam_id)
+    if not 1 <= k <= len(exam.questions):
+        raise HTTPException(404, "No such question.")
+    return page(request, "info.html", user=ctx.user, exam=exam, k=k, question=exam.questions[k - 1],
+                error=None, saved=bool(saved), flagged=flagged)
+
+
+@router.post("/exam/{exam_id:path}/q/{k}/info", response_class=HTMLResponse)
+def save_info(
+    request: Request,
+    exam_id: str,
+    k: int,
+    ctx: Auth,
+    csrf: Csrf,
+    max_points: NumberText,
+    student_average: NumberText = "",
+    reference: Annotated[str, Form(max_length=MAX_TEXT)] = "",
+    difficulty: Annotated[str, Form(max_length=MAX_TOKEN)] = "",
+) -> Response:
+    check_csrf(request, csrf)
+    exam = ctx.exam(exam_id)
+    ctx.organizer("change the question information")
+    if not 1 <= k <= len(exam.questions):
+        raise HTTPException(404, "No such question.")
+    question = exam.questions[k - 1]
+    try:
+        flagged = ctx.exams.set_question_info(
+            question, user=ctx.user.name, max_points=number(max_points, "max_points"),
+            student_average=number(student_average, "student_average") if student_average.strip() else None,
+            reference=reference.strip() or None, difficulty=difficulty.strip().lower() or None)
+    except InputError as e:
+        return page(request, "info.html", 400, user=ctx.user, exam=exam, k=k, question=question,
+                    error=f"{e.field}: {e.message}", saved=False, flagged=0)
+    return redirect(request, f"/exam/{quote_id(exam_id)}/q/{k}/info?saved=1&flagged={flagged}")
+
+
+@router.get("/exam/{exam_id:path}", response_class=HTMLResponse)
+def exam_page(request: Request, exam_id: str, ctx: Auth) -> HTMLResponse:
+    exam = ctx.exam(exam_id)
+    mine = ctx.exams.grades(exam_id=exam_id, grader=ctx.user.name)
+    done = {g["answer_id"] for g in mine}
+    flagged = flagged_grades(ctx, exam, None if ctx.user.is_organizer else ctx.user.name)
+    rows = [{"number": e.number, "total": len(e.answers), "done": sum(a.id in done for a in e.answers.values()),
+             "flagged": sum(f["n"] == e.number and f["grader"] == ctx.user.name for f in flagged)}
+            for e in exam.examinees]
+    return page(request, "exam.html", user=ctx.user, exam=exam, rows=rows, flagged=flagged)
