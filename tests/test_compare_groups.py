@@ -20,7 +20,8 @@ from knockout.methods._base import MethodOptions
 from knockout.methods._run import RunConfig, run
 from knockout.metrics._analysis import build_rows
 from knockout.metrics._comparison import group_comparison, paired_comparison
-from knockout.sbs._metrics import bootstrap_intervals, cohen_kappa, paired_kappa
+from knockout.metrics._kappa import cohen_kappa
+from knockout.sbs._metrics import bootstrap_intervals, paired_kappa
 from knockout.storage import Store
 from tests.test_sbs_run import synthetic
 

@@ -109,9 +109,10 @@ def sbs_jury_section(store: Store, run: RunRecord, results: list[dict[str, Any]]
                      resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
     """The jury section of a side-by-side jury's report (module doc)."""
     from knockout.metrics._interrater import krippendorff_alpha
+    from knockout.metrics._kappa import cohen_kappa
     from knockout.reports._runs import run_cost
     from knockout.reports._sbs_report import verdict_lists
-    from knockout.sbs._metrics import bootstrap_intervals, cohen_kappa, sbs_metrics
+    from knockout.sbs._metrics import bootstrap_intervals, sbs_metrics
 
     window, stride = int(run.config.get("window", 20)), int(run.config.get("stride", 5))
 

@@ -28,6 +28,7 @@ Choices where the paper's formula is ambiguous (tested in tests/test_sbs_metrics
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
