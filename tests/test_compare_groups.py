@@ -10,11 +10,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from knockout.data import load_items
+from knockout.data._records import ItemSet
 from knockout.judges import make_judge
 from knockout.methods._base import MethodOptions
 from knockout.methods._run import RunConfig, run
@@ -35,8 +37,11 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "COLUMNS": "250"})
 
 
+Runs = tuple[Path, str, str]
+
+
 @pytest.fixture(scope="module")
-def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     db = tmp_path_factory.mktemp("cmp") / "g.db"
     items = load_items(DEMO)
     with Store(db) as store:
@@ -46,12 +51,17 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     return db, a.run_id, b.run_id
 
 
-def test_group_comparison_matches_a_paired_comparison_of_the_group(two_runs: tuple[Path, str, str]) -> None:
-    db, a, b = two_runs
+def stored(runs: Runs) -> tuple[ItemSet, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The item set and both runs' results, as the store holds them."""
+    db, a, b = runs
     with Store(db) as store:
         items = store.items_for_run(a)
-        ra, rb = store.results(a), store.results(b)
-    assert items is not None
+        assert items is not None
+        return items, store.results(a), store.results(b)
+
+
+def test_group_comparison_matches_a_paired_comparison_of_the_group(two_runs: Runs) -> None:
+    items, ra, rb = stored(two_runs)
     by = group_comparison(items, [ra, rb], "difficulty", resamples=200, seed=1)
     names = [g["group"] for g in by["groups"]]
     assert names == ["easy", "hard", "medium", "all"]
@@ -67,12 +77,8 @@ def test_group_comparison_matches_a_paired_comparison_of_the_group(two_runs: tup
         paired_comparison(items, rb, ra, resamples=200, seed=1)["question_level"]["delta"])
 
 
-def test_round_groups_come_from_the_run_that_records_them(two_runs: tuple[Path, str, str]) -> None:
-    db, a, b = two_runs
-    with Store(db) as store:
-        items = store.items_for_run(a)
-        ra, rb = store.results(a), store.results(b)
-    assert items is not None
+def test_round_groups_come_from_the_run_that_records_them(two_runs: Runs) -> None:
+    items, ra, rb = stored(two_runs)
     by = group_comparison(items, [ra, rb], "round", resamples=0)
     names = [g["group"] for g in by["groups"]]
     assert "1" in names and "winner" in names and names[-1] == "all"
@@ -81,7 +87,7 @@ def test_round_groups_come_from_the_run_that_records_them(two_runs: tuple[Path, 
     assert [g["group"] for g in by_mod["groups"]] == ["text", "all"]
 
 
-def test_cli_compare_by_tables_json_and_html(two_runs: tuple[Path, str, str], tmp_path: Path) -> None:
+def test_cli_compare_by_tables_json_and_html(two_runs: Runs, tmp_path: Path) -> None:
     db, a, b = two_runs
     html = tmp_path / "c.html"
     res = cli("compare", f"{db}:{a}", f"{db}:{b}", "--by", "difficulty,language", "--resamples", "100",

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from knockout.errors import InputError
 from knockout.experiments import plan, read_experiment
 from tests.conftest import needs_shared
+from tests.test_jury import check_bad_toml
 from tests.test_sbs_run import synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,13 +128,7 @@ def test_meta_experiment(tmp_path: Path) -> None:
     ('kind = "poll"\n[data]\npath = "x"\n[[judges]]\njudge = "scripted"\n', "kind"),
 ])
 def test_file_errors_name_the_field(tmp_path: Path, text: str, field: str) -> None:
-    f = tmp_path / "bad.toml"
-    f.write_text(text)
-    with pytest.raises(InputError) as e:
-        read_experiment(f)
-    assert e.value.field == field
-    res = cli("run", str(f), cwd=tmp_path)
-    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and str(f) in res.stderr
+    check_bad_toml(tmp_path, text, field, read_experiment, lambda f: cli("run", str(f), cwd=tmp_path))
 
 
 def test_missing_data_is_a_clear_error_before_anything_is_written(tmp_path: Path) -> None:

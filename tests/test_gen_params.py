@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,15 +19,9 @@ from knockout.methods._run import GradeRun, RunConfig
 from knockout.runs import execute
 from knockout.storage import Store
 from tests.conftest import needs_model
+from tests.fake_server import FakeAPI, chat_body, fake_api, messages_body
 
 MSGS = [Message(role="user", content="Grade: Score: X/1")]
-COMPLETION = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-              "choices": [{"index": 0, "finish_reason": "stop",
-                           "message": {"role": "assistant", "content": "Score: 1/1"}}],
-              "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
-ANTHROPIC = {"id": "m", "type": "message", "role": "assistant", "model": "c",
-             "content": [{"type": "text", "text": "ok"}],
-             "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}
 
 
 def test_unset_parameters_leave_the_dump_and_cache_key_as_before() -> None:
@@ -58,36 +50,20 @@ def test_run_id_changes_only_when_set(tmp_path: Path) -> None:
 
 
 @pytest.fixture()
-def recorder() -> Iterator[tuple[str, list[dict[str, object]]]]:
-    """A loopback server that records every JSON body and answers as OpenAI or Anthropic would."""
-    bodies: list[dict[str, object]] = []
+def recorder() -> Iterator[FakeAPI]:
+    """A loopback server (tests/fake_server.py) that keeps every request body and answers as OpenAI or
+    Anthropic would."""
+    def answer(body: dict[str, object], n: int) -> tuple[int, bytes]:  # model "c" is the Anthropic one below
+        return 200, messages_body([{"type": "text", "text": "ok"}]) if body.get("model") == "c" else \
+            chat_body("Score: 1/1")
 
-    class H(http.server.BaseHTTPRequestHandler):
-        disable_nagle_algorithm = True
-
-        def do_POST(self) -> None:
-            bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            body = json.dumps(ANTHROPIC if self.path.endswith("/messages") else COMPLETION).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", bodies
-    finally:
-        server.shutdown()
+    with fake_api(answer) as fake:
+        yield fake
 
 
-def test_openai_backend_sends_them_only_when_set(recorder: tuple[str, list[dict[str, object]]]) -> None:
-    url, bodies = recorder
-    judge = make_judge(f"openai:m?base_url={url}/v1")
+def test_openai_backend_sends_them_only_when_set(recorder: FakeAPI) -> None:
+    bodies = recorder.requests
+    judge = make_judge(f"openai:m?base_url={recorder.url}")
     asyncio.run(judge.complete(JudgeRequest(MSGS, GenParams())))
     asyncio.run(judge.complete(JudgeRequest(MSGS, GenParams(top_p=0.1, frequency_penalty=1.0))))
     assert "top_p" not in bodies[0] and "frequency_penalty" not in bodies[0]
@@ -107,11 +83,11 @@ def _anthropic_request_works() -> bool:
         "_temperature_kw" in inspect.getsource(AnthropicJudge)
 
 
-def test_anthropic_backend_sends_top_p(recorder: tuple[str, list[dict[str, object]]]) -> None:
+def test_anthropic_backend_sends_top_p(recorder: FakeAPI) -> None:
     if not _anthropic_request_works():
         pytest.skip("this anthropic backend cannot call the installed SDK (temperature keyword)")
-    url, bodies = recorder
-    judge = make_judge(f"anthropic:c?base_url={url}&api_key=k")
+    bodies = recorder.requests
+    judge = make_judge(f"anthropic:c?base_url={recorder.url.removesuffix('/v1')}&api_key=k")
     asyncio.run(judge.complete(JudgeRequest(MSGS, GenParams(top_p=0.2))))
     assert bodies[0]["top_p"] == 0.2 and "frequency_penalty" not in bodies[0]
 

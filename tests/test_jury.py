@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -198,14 +199,22 @@ def test_jury_file(tmp_path: Path) -> None:
     ('aggregate = 3\n[[member]]\njudge = "scripted"\n', "aggregate"),
 ])
 def test_jury_file_errors_name_file_member_and_field(tmp_path: Path, text: str, field: str) -> None:
+    check_bad_toml(tmp_path, text, field, read_jury_file,
+                   lambda f: cli("grade", str(DEMO), "--jury", str(f), "-o", str(tmp_path / "x.db"), "-q"))
+
+
+def check_bad_toml(tmp_path: Path, text: str, field: str, read: Callable[[Path], object],
+                   run_cli: Callable[[Path], subprocess.CompletedProcess[str]]) -> None:
+    """A bad TOML file: an InputError naming the file and ``field``; the command fails with exit code 2 and
+    one line naming both, and writes no store."""
     f = tmp_path / "bad.toml"
     f.write_text(text)
     with pytest.raises(InputError) as e:
-        read_jury_file(f)
+        read(f)
     assert e.value.field == field and str(f) in str(e.value)
-    res = cli("grade", str(DEMO), "--jury", str(f), "-o", str(tmp_path / "x.db"), "-q")
+    res = run_cli(f)
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and field in res.stderr
-    assert not (tmp_path / "x.db").exists()
+    assert str(f) in res.stderr and not list(tmp_path.glob("*.db"))
 
 
 def test_sbs_cli_with_two_judges(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ members.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -22,12 +23,35 @@ from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, bootstrap
 from knockout.reports._report import Table, num, with_ci
 from knockout.storage._store import RunRecord, Store
 
+T = TypeVar("T")
 COST_KEYS = ("live_calls", "prompt_tokens", "completion_tokens", "tokens", "judge_s", "format_retries")
 
 
 def member_records(store: Store, run: RunRecord) -> list[tuple[dict[str, Any], RunRecord | None]]:
     """(the member's entry in the jury's configuration, its stored run or None) for every member."""
     return [(m, store.get_run(str(m.get("run_id")))) for m in run.config.get("members", [])]
+
+
+def member_rows(store: Store, run: RunRecord, figures: Callable[[list[dict[str, Any]]], tuple[dict[str, Any], T]]
+                ) -> tuple[list[dict[str, Any]], list[str], list[T]]:
+    """One row per member (``figures(results)`` gives its fields and the data the inter-judge figures need;
+    a member whose run is not in the store is marked ``missing``), with the present members' labels and data."""
+    from knockout.reports._runs import run_cost
+
+    rows: list[dict[str, Any]] = []
+    labels: list[str] = []
+    data: list[T] = []
+    for m, rec in member_records(store, run):
+        label = str(m.get("label"))
+        if rec is None:
+            rows.append({"label": label, "run_id": m.get("run_id"), "missing": True})
+            continue
+        fields, d = figures(store.results(rec.id))
+        rows.append({"label": label, "run_id": rec.id, "judge": rec.judge, "prompt": m.get("prompt"),
+                     "status": rec.status, **fields, "cost": run_cost(store, rec)})
+        labels.append(label)
+        data.append(d)
+    return rows, labels, data
 
 
 def jury_cost(store: Store, run: RunRecord, own: dict[str, Any]) -> dict[str, Any]:
@@ -53,24 +77,13 @@ def grade_jury_section(store: Store, run: RunRecord, items: ItemSet, results: li
     from knockout.metrics._analysis import analyse
     from knockout.metrics._comparison import paired_comparison
     from knockout.metrics._interrater import icc, krippendorff_alpha, pairwise_pearson
-    from knockout.reports._runs import run_cost
 
-    rows: list[dict[str, Any]] = []
-    member_results: list[list[dict[str, Any]]] = []
-    labels: list[str] = []
-    for m, rec in member_records(store, run):
-        label = str(m.get("label"))
-        if rec is None:
-            rows.append({"label": label, "run_id": m.get("run_id"), "missing": True})
-            continue
-        res = store.results(rec.id)
+    def figures(res: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         ql = analyse(items, res, resamples=resamples, seed=seed).to_dict()["question_level"]
         paired = paired_comparison(items, results, res, resamples=resamples, seed=seed)
-        rows.append({"label": label, "run_id": rec.id, "judge": rec.judge, "prompt": m.get("prompt"),
-                     "status": rec.status, "question_level": ql, "cost": run_cost(store, rec),
-                     "jury_minus_member": paired["question_level"]})
-        member_results.append(res)
-        labels.append(label)
+        return {"question_level": ql, "jury_minus_member": paired["question_level"]}, res
+
+    rows, labels, member_results = member_rows(store, run, figures)
     jury_ql = analyse(items, results, resamples=resamples, seed=seed).to_dict()["question_level"]
 
     # answers x members matrix of normalised scores (NaN: invalid or missing)
@@ -110,7 +123,6 @@ def sbs_jury_section(store: Store, run: RunRecord, results: list[dict[str, Any]]
     """The jury section of a side-by-side jury's report (module doc)."""
     from knockout.metrics._interrater import krippendorff_alpha
     from knockout.metrics._kappa import cohen_kappa
-    from knockout.reports._runs import run_cost
     from knockout.reports._sbs_report import verdict_lists
     from knockout.sbs._metrics import bootstrap_intervals, sbs_metrics
 
@@ -124,19 +136,11 @@ def sbs_jury_section(store: Store, run: RunRecord, results: list[dict[str, Any]]
                                       seed=seed)
         return m, v
 
-    rows: list[dict[str, Any]] = []
-    member_verdicts: list[dict[str, list[str]]] = []
-    labels: list[str] = []
-    for m, rec in member_records(store, run):
-        label = str(m.get("label"))
-        if rec is None:
-            rows.append({"label": label, "run_id": m.get("run_id"), "missing": True})
-            continue
-        met, v = figures(store.results(rec.id))
-        rows.append({"label": label, "run_id": rec.id, "judge": rec.judge, "prompt": m.get("prompt"),
-                     "status": rec.status, "metrics": met, "cost": run_cost(store, rec)})
-        member_verdicts.append(v)
-        labels.append(label)
+    def member(res: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+        met, v = figures(res)
+        return {"metrics": met}, v
+
+    rows, labels, member_verdicts = member_rows(store, run, member)
     jury_metrics, _ = figures(results)
     units = np.array([[None if x == "E" else x for o in ("swap0", "swap1") for x in v[o]] for v in member_verdicts],
                      dtype=object)
