@@ -124,13 +124,16 @@ def test_a_member_may_be_another_prompt_and_parameters(tmp_path: Path) -> None:
     assert run_id_for(runs[0].identity()) != run_id_for(runs[1].identity())
 
 
-def test_pairwise_method_jury(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["knockout", "pairwise", "allpairs", "heapsort", "window"])
+def test_pairwise_method_jury(tmp_path: Path, method: str) -> None:
     items = load_items(DEMO)
     members = [MemberSpec(s) for s in SPECS[:2]]
-    cfg = RunConfig(method="knockout", options=MethodOptions(debias=True))
+    cfg = RunConfig(method=method, options=MethodOptions(debias=True))
     with Store(tmp_path / "k.db") as store:
         s = execute(make_jury(grade_member_runs(items, members, cfg, {}), members), store).summary()
-    assert s["method"] == "knockout" and s["valid"] == len(items) and s["agreement"]["pearson"] > 0.5
+        member_matches = [len(store.matches(m["run_id"])) for m in s["members"]]
+    assert s["method"] == method and s["valid"] == len(items) and s["agreement"]["pearson"] > 0.5
+    assert all(n > 0 for n in member_matches)  # each member played its own matches
 
 
 def test_sbs_jury_majority(tmp_path: Path) -> None:

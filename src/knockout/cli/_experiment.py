@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table as RichTable
 
-from knockout.cli._main import JsonOpt, err, fail, out, print_json
+from knockout.cli._main import JsonOpt, JudgeKV, err, fail, out, parse_kv, print_json
 from knockout.errors import KnockoutError
 
 
@@ -16,6 +16,7 @@ def run(
     experiment: Annotated[Path, typer.Argument(help="experiment file (TOML; docs/experiments.md)")],
     out_db: Annotated[Path | None, typer.Option("--out", "-o", help="store (default: the file's 'store', else "
                                                 "NAME.db in the current folder)")] = None,
+    judge_opt: JudgeKV = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="check the file and list its parts and run ids; "
                                           "call no judge")] = False,
     as_json: JsonOpt = False,
@@ -29,7 +30,7 @@ def run(
     try:
         ef = read_experiment(experiment)
         store = ef.store_path(out_db)
-        parts = plan(ef)
+        parts = plan(ef, parse_kv(judge_opt, "--judge-opt"))
         if dry_run:
             _print_plan(ef.exp.title or experiment.stem, parts, store, as_json)
             return

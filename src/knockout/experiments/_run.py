@@ -59,11 +59,13 @@ def _check_data(ef: ExperimentFile) -> Path:
     return p
 
 
-def plan(ef: ExperimentFile) -> list[Part]:
-    """Every part of the experiment, checked (data loaded, prompts rendered) before any judge is called."""
+def plan(ef: ExperimentFile, judge_options: dict[str, str] | None = None) -> list[Part]:
+    """Every part of the experiment, checked (data loaded, prompts rendered) before any judge is called.
+    ``judge_options`` (``--judge-opt``) go to every judge, under each judge's own ``options``."""
     from knockout.jury import grade_member_runs, make_jury, sbs_member_runs
 
     exp, file = ef.exp, str(ef.path)
+    kv = dict(judge_options or {})
     path = _check_data(ef)
     labels = unique_labels(ef.members)
     parts: list[Part] = []
@@ -84,10 +86,10 @@ def plan(ef: ExperimentFile) -> list[Part]:
                                                   extra={k: str(v) for k, v in m.options.items()}),
                             params=params, concurrency=exp.concurrency,
                             format_retries=2 if exp.format_retries is None else exp.format_retries)
-            runs = grade_member_runs(items, ef.members, cfg, {}, file=file)
+            runs = grade_member_runs(items, ef.members, cfg, kv, file=file)
             parts += [Part(m.label(), label, r) for label, r in zip(labels, runs, strict=True)]
             if exp.jury is not None:  # fresh member runs: each part's judges are closed after it
-                jury = make_jury(grade_member_runs(items, ef.members, cfg, {}, file=file), ef.members,
+                jury = make_jury(grade_member_runs(items, ef.members, cfg, kv, file=file), ef.members,
                                  aggregate=exp.jury.aggregate, trim=exp.jury.trim)
                 parts.append(Part(m.label(), exp.jury.name, jury))
     elif exp.kind == "sbs":
@@ -104,10 +106,10 @@ def plan(ef: ExperimentFile) -> list[Part]:
             scfg = SbsConfig(prompt=sp.prompt, debate=sp.debate, params=sp_params,
                              format_retries=0 if exp.format_retries is None else exp.format_retries,
                              concurrency=exp.concurrency, window=exp.sbs.window, stride=exp.sbs.stride)
-            runs = sbs_member_runs(sbs_items, ef.members, scfg, {}, source=str(path), file=file)
+            runs = sbs_member_runs(sbs_items, ef.members, scfg, kv, source=str(path), file=file)
             parts += [Part(sp.label(), label, r) for label, r in zip(labels, runs, strict=True)]
             if exp.jury is not None:
-                jury = make_jury(sbs_member_runs(sbs_items, ef.members, scfg, {}, source=str(path), file=file),
+                jury = make_jury(sbs_member_runs(sbs_items, ef.members, scfg, kv, source=str(path), file=file),
                                  ef.members, aggregate=exp.jury.aggregate, trim=exp.jury.trim)
                 parts.append(Part(sp.label(), exp.jury.name, jury))
     else:
@@ -127,7 +129,7 @@ def plan(ef: ExperimentFile) -> list[Part]:
                 mcfg = MetaConfig(options=opts, params=member.gen_params(params, file=file), k=f.k,
                                   shuffles=f.shuffles, self_name=f.self_name, concurrency=exp.concurrency,
                                   format_retries=2 if exp.format_retries is None else exp.format_retries)
-                judge = make_judge(member.judge, member.options)
+                judge = make_judge(member.judge, {**kv, **member.options})
                 parts.append(Part(f.label(), label, MetaRun(vs, judge, mcfg, limit=exp.data.limit)))
     for part in parts:
         part.run.check()
