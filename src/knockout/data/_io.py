@@ -1,4 +1,17 @@
-"""Helpers shared by the format loaders: reading files and turning bad input into :class:`InputError`."""
+"""Helpers shared by the format loaders: reading files and turning bad input into :class:`InputError`.
+
+Every file a loader reads goes through :func:`read_bytes` (or :func:`read_text`), and every image
+path in the data through :func:`resolve_image`.  They refuse, with an ``InputError`` naming file,
+record and field:
+
+* what is not a regular file (a FIFO, a device such as ``/dev/zero``, a socket, a folder where a
+  file is expected), at once: the file is opened non-blocking and checked before anything is read;
+* files over the size bound (:data:`DEFAULT_MAX_FILE_MB`, option ``max_file_mb``);
+* while a load runs under an :class:`InputPolicy` with roots (``load_items`` sets one: the data
+  folder, plus any ``allow_root``), paths that resolve outside them (``..``, absolute paths,
+  symlinks that lead out);
+* image URLs (``https://``, ``data:``) unless the policy allows them (``allow_urls``).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +19,11 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -67,11 +84,145 @@ def to_number(value: object, *, file: Path, record: str | int | None, field: str
     return x
 
 
-def read_text(path: Path) -> str:
+#: Files larger than this (MiB) are refused unless the option ``max_file_mb`` raises the bound.
+DEFAULT_MAX_FILE_MB = 512.0
+_HEAD_BYTES = 4 << 20  # what sniffers read of a file at most
+
+
+@dataclass(frozen=True)
+class InputPolicy:
+    """Where loaders may read: inside ``roots`` (resolved folders; none: anywhere), image URLs only
+    with ``allow_urls``, no file over ``max_bytes``."""
+
+    roots: tuple[Path, ...] = ()
+    allow_urls: bool = False
+    max_bytes: int = int(DEFAULT_MAX_FILE_MB * 2**20)
+
+
+_DEFAULT_POLICY = InputPolicy()
+_POLICY: ContextVar[InputPolicy | None] = ContextVar("knockout_input_policy", default=None)
+
+
+@contextmanager
+def input_policy(policy: InputPolicy) -> Iterator[InputPolicy]:
+    """Run the loaders called inside the block under ``policy``."""
+    token = _POLICY.set(policy)
     try:
-        return path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read file: {e}", file=str(path)) from None
+        yield policy
+    finally:
+        _POLICY.reset(token)
+
+
+def current_policy() -> InputPolicy:
+    return _POLICY.get() or _DEFAULT_POLICY
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:.3g} MiB"
+
+
+def confine(
+    path: Path, *, file: Path | str | None = None, record: str | int | None = None, field: str | None = None,
+    what: str = "file",
+) -> Path:
+    """``path`` with symlinks resolved; an InputError when that lies outside the policy's roots."""
+    policy = current_policy()
+    real = Path(os.path.realpath(path))
+    if policy.roots and not any(real.is_relative_to(root) for root in policy.roots):
+        raise InputError(
+            f"{what} {path} is outside the data folder {policy.roots[0]}; refused "
+            "(allow another folder with --data-opt allow_root=DIR)",
+            file=str(file if file is not None else path),
+            record=record,
+            field=field,
+        )
+    return real
+
+
+def _check_stat(
+    st: os.stat_result, path: Path, *, file: Path | str | None, record: str | int | None, field: str | None,
+    what: str,
+) -> None:
+    name = str(file if file is not None else path)
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{what} {path} is a folder; expected a file", file=name, record=record, field=field)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(
+            f"{what} {path} is not a regular file (a FIFO, device or socket); refused",
+            file=name, record=record, field=field,
+        )
+    limit = current_policy().max_bytes
+    if st.st_size > limit:
+        raise InputError(
+            f"{what} {path} is {_mb(st.st_size)}, over the {_mb(limit)} bound "
+            "(raise it with --data-opt max_file_mb=N)",
+            file=name, record=record, field=field,
+        )
+
+
+def check_file(
+    path: Path, *, file: Path | str | None = None, record: str | int | None = None, field: str | None = None,
+    what: str = "file",
+) -> Path:
+    """``path`` resolved, when it is a regular file inside the roots and within the size bound."""
+    real = confine(path, file=file, record=record, field=field, what=what)
+    try:
+        st = real.stat()
+    except FileNotFoundError:
+        raise InputError(
+            f"{what} not found: {path}", file=str(file if file is not None else path), record=record, field=field
+        ) from None
+    except OSError as e:
+        raise InputError(f"cannot read {what}: {e.strerror}", file=str(file if file is not None else path)) from None
+    _check_stat(st, path, file=file, record=record, field=field, what=what)
+    return real
+
+
+def read_bytes(path: Path, *, limit: int | None = None) -> bytes:
+    """The content of a data file (at most ``limit`` bytes when given: a sniffer's look at the head).
+
+    The file is opened non-blocking and checked before any read, so a FIFO or a device never hangs.
+    """
+    real = check_file(path)
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror}", file=str(path)) from None
+    with os.fdopen(fd, "rb") as f:
+        _check_stat(os.fstat(f.fileno()), path, file=None, record=None, field=None, what="file")
+        bound = current_policy().max_bytes
+        data = f.read(min(bound, limit) + 1 if limit is not None else bound + 1)
+    if limit is None and len(data) > bound:  # a file that grew, or lies about its size (/proc)
+        raise InputError(f"file is over the {_mb(bound)} bound (raise it with --data-opt max_file_mb=N)",
+                         file=str(path))
+    return data if limit is None else data[:limit]
+
+
+def read_text(path: Path) -> str:
+    """A data file as text (UTF-8, a BOM is dropped)."""
+    try:
+        return read_bytes(path).decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (byte {e.start}: {e.reason})", file=str(path)) from None
+
+
+def first_json_line(path: Path) -> Any:
+    """The first non-blank line of a JSONL file, parsed; None when it cannot be read or parsed.
+    For sniffers: reads only the head of the file."""
+    try:
+        head = read_bytes(path, limit=_HEAD_BYTES).decode("utf-8-sig", errors="replace")
+        line = next((ln for ln in head.split("\n") if ln.strip()), "")
+        return json.loads(line)
+    except (InputError, json.JSONDecodeError):
+        return None
+
+
+def sniff_json(path: Path) -> Any:
+    """A JSON file, parsed; None when it cannot be read or parsed (for sniffers)."""
+    try:
+        return json.loads(read_text(path))
+    except (InputError, json.JSONDecodeError):
+        return None
 
 
 def read_json(path: Path) -> Any:
@@ -107,7 +258,8 @@ def is_local(ref: str) -> bool:
 
 
 def resolve_image(ref: object, folder: Path, *, file: Path, record: str | int | None, field: str) -> str:
-    """An image path relative to ``folder`` made absolute; the file must exist.  URLs pass unchanged."""
+    """An image path relative to ``folder`` made absolute; it must be a regular file inside the
+    allowed roots.  URLs are kept only when the policy allows them."""
     if not isinstance(ref, str) or not ref.strip():
         raise InputError(
             f"image path must be a non-empty string, got {shorten(repr(ref))}",
@@ -116,10 +268,17 @@ def resolve_image(ref: object, folder: Path, *, file: Path, record: str | int | 
             field=field,
         )
     if not is_local(ref):
-        return ref
+        if current_policy().allow_urls:
+            return ref
+        raise InputError(
+            f"image URL {shorten(ref)} refused: images must be files inside the data folder "
+            "(keep URLs with --data-opt allow_urls=true)",
+            file=str(file),
+            record=record,
+            field=field,
+        )
     full = os.path.normpath(folder.resolve() / ref)
-    if not os.path.isfile(full):
-        raise InputError(f"image file not found: {full}", file=str(file), record=record, field=field)
+    check_file(Path(full), file=file, record=record, field=field, what="image file")
     return full
 
 

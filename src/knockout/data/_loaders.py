@@ -1,45 +1,67 @@
 """Loaders: ``load_items(path, format="auto", **options) -> ItemSet``.
 
-A loader is ``load(path: Path, **options) -> ItemSet``, registered by name in :data:`loaders`
-(lazily: the format modules are imported on first use).  The formats are described in
-docs/data-formats.md.
+A loader (a data format) is anything with ``sniff(path) -> bool`` (is this path in my format?) and
+``load(path, **options) -> ItemSet`` — knockout's own are the modules in ``knockout.data._formats``.
+Loaders are registered by name in :data:`loaders` (lazily: a format module is imported on first
+use); third-party formats come through the entry-point group ``knockout.loaders``.  ``auto`` asks
+every loader's ``sniff``: exactly one must claim the path.  Every load runs under an
+:class:`~knockout.data._io.InputPolicy`: files and images only inside the data folder (or an
+``allow_root``), image URLs only with ``allow_urls``, no file over ``max_file_mb``.  The formats are
+described in docs/data-formats.md.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
+import logging
+import math
 import os
-from collections.abc import Callable
+import stat
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from knockout._registry import Registry
 from knockout.data._formats.csvfile import parse_column_map
 from knockout.data._formats.metaeval import load_pairs, load_scored_texts
+from knockout.data._io import DEFAULT_MAX_FILE_MB, InputPolicy, input_policy
 from knockout.data._records import ItemSet
-from knockout.errors import ConfigError, InputError
+from knockout.errors import ConfigError, InputError, KnockoutError
 
-LoaderFn = Callable[..., ItemSet]
+log = logging.getLogger(__name__)
 
-loaders: Registry[LoaderFn] = Registry("format")
-loaders.add("jsonl", "knockout.data._formats.jsonl:load", "the project's own JSONL (type: question / answer)")
-loaders.add("csv", "knockout.data._formats.csvfile:load", "one row per answer; options columns, delimiter")
-loaders.add("sciex", "knockout.data._formats.sciex:load", "SciEx exam folder or exam JSON; option language")
-loaders.add("saf", "knockout.data._formats.saf:load", "SAF XML file or folder; option max_points")
+
+class Loader(Protocol):
+    """A data format: ``sniff`` says whether a path is in it (cheaply, never raising), ``load`` reads
+    it; ``load``'s keyword-only parameters are the format's options."""
+
+    def sniff(self, path: Path) -> bool: ...
+
+    def load(self, path: Path, **options: Any) -> ItemSet: ...
+
+
+loaders: Registry[Loader] = Registry("format", group="knockout.loaders")
+loaders.add("jsonl", "knockout.data._formats.jsonl", "the project's own JSONL (type: question / answer)")
+loaders.add("csv", "knockout.data._formats.csvfile", "one row per answer; options columns, delimiter")
+loaders.add("sciex", "knockout.data._formats.sciex", "SciEx exam folder or exam JSON; option language")
+loaders.add("saf", "knockout.data._formats.saf", "SAF XML file or folder; option max_points")
 loaders.add(
     "mqm",
-    "knockout.data._formats.mqm:load",
+    "knockout.data._formats.mqm",
     "MQM TSV pair or folder; options pair, include_reference_systems, segments, reference_system",
 )
 loaders.add(
     "metaeval",
-    "knockout.data._formats.metaeval:load",
+    "knockout.data._formats.metaeval",
     "meta-evaluation JSONL (scoring or pairwise) or PandaLM JSON; option instruction",
 )
 
+#: Options every format accepts (they set the input policy, not the loader).
+COMMON_OPTIONS = ("allow_root", "allow_urls", "max_file_mb")
+
 __all__ = [
-    "LoaderFn",
+    "COMMON_OPTIONS",
+    "Loader",
     "detect_format",
     "load_items",
     "load_pairs",
@@ -49,68 +71,96 @@ __all__ = [
 ]
 
 
-def _first_json_line(path: Path) -> Any:
+def check_input(path: Path) -> None:
+    """The input must exist and be a folder or a regular file (a FIFO or device is refused at once)."""
     try:
-        with path.open(encoding="utf-8-sig") as f:
-            line = next((ln for ln in f if ln.strip()), "")
-        return json.loads(line)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
+        st = path.stat()
+    except FileNotFoundError:
+        raise InputError("no such file or folder", file=str(path)) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", file=str(path)) from None
+    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+        raise InputError("not a regular file or folder (a FIFO, device or socket); refused", file=str(path))
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """The name of the loader for ``path``, from its extension, folder layout or first record."""
+    """The name of the one loader whose ``sniff`` claims ``path``."""
     p = Path(path)
-    if not p.exists():
-        raise InputError("no such file or folder", file=str(p))
-    if p.is_dir():
-        names = {c.name for c in p.iterdir()}
-        if "additional_info.json" in names:
-            return "sciex"
-        if any(n.endswith(".xml") for n in names):
-            return "saf"
-        if any(n.endswith(".tsv") and n.startswith("mqm_") for n in names):
-            return "mqm"
-    else:
-        suffix = p.suffix.lower()
-        if suffix == ".jsonl":
-            first = _first_json_line(p)
-            if (
-                isinstance(first, dict)
-                and "type" not in first
-                and ("output_1" in first or {"text", "score"} <= first.keys())
-            ):
-                return "metaeval"
-            return "jsonl"  # its loader reports a malformed first line
-        if suffix in (".csv", ".xml", ".tsv"):
-            return {".csv": "csv", ".xml": "saf", ".tsv": "mqm"}[suffix]
-        if suffix == ".json":
-            try:
-                data = json.loads(p.read_text(encoding="utf-8-sig"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-                data = None
-            if isinstance(data, dict) and "Questions" in data:
-                return "sciex"
-            if isinstance(data, list) and data and isinstance(data[0], dict) and "response1" in data[0]:
-                return "metaeval"
-    raise InputError(f"cannot tell the format; name it (known: {', '.join(loaders.names())})", file=str(p))
+    check_input(p)
+    claims: list[str] = []
+    broken: list[str] = []
+    for name in loaders.names():
+        try:
+            loader = loaders.get(name)
+        except (KnockoutError, ImportError) as exc:  # a plugin that fails to import
+            log.warning("%s", exc)
+            broken.append(f"{name}: {exc}")
+            continue
+        try:
+            if loader.sniff(p):
+                claims.append(name)
+        except (KnockoutError, OSError, ValueError):
+            continue
+    if len(claims) == 1:
+        return claims[0]
+    known = ", ".join(loaders.names())
+    if claims:
+        raise InputError(
+            f"several formats claim this input ({', '.join(claims)}); name one with --format", file=str(p)
+        )
+    failed = f"; not asked: {'; '.join(broken)}" if broken else ""
+    raise InputError(f"cannot tell the format; name it with --format (known: {known}){failed}", file=str(p))
 
 
-def load_items(path: str | os.PathLike[str], format: str = "auto", **options: Any) -> ItemSet:
-    """Load questions and answers from ``path`` with the named loader (``auto``: :func:`detect_format`)."""
+def _policy(
+    path: Path, allow_root: Any, allow_urls: Any, max_file_mb: Any
+) -> InputPolicy:
+    data_root = Path(os.path.realpath(path if path.is_dir() else path.parent))
+    roots = [data_root]
+    extra: Sequence[Any] = (
+        [] if allow_root is None else [allow_root] if isinstance(allow_root, (str, os.PathLike)) else allow_root
+    )
+    for r in extra:
+        root = Path(os.path.realpath(Path(r).expanduser()))
+        if not root.is_dir():
+            raise ConfigError(f"option allow_root: no such folder: {r}")
+        roots.append(root)
+    urls = _coerce("", "allow_urls", allow_urls, "bool")
+    mb = DEFAULT_MAX_FILE_MB if max_file_mb is None else _coerce("", "max_file_mb", max_file_mb, "float")
+    if not isinstance(mb, (int, float)) or not math.isfinite(mb) or mb <= 0:
+        raise ConfigError(f"option max_file_mb must be a number > 0, got {max_file_mb!r}")
+    return InputPolicy(roots=tuple(roots), allow_urls=bool(urls), max_bytes=int(mb * 2**20))
+
+
+def load_items(
+    path: str | os.PathLike[str],
+    format: str = "auto",
+    *,
+    allow_root: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    allow_urls: bool | str = False,
+    max_file_mb: float | str | None = None,
+    **options: Any,
+) -> ItemSet:
+    """Load questions and answers from ``path`` with the named loader (``auto``: :func:`detect_format`).
+
+    Files and images are read only inside the data folder (the folder given, or the file's folder)
+    and the folders in ``allow_root``; image URLs are kept only with ``allow_urls``; files over
+    ``max_file_mb`` (default :data:`DEFAULT_MAX_FILE_MB`) are refused.  Other options go to the loader.
+    """
     p = Path(path)
-    if not p.exists():
-        raise InputError("no such file or folder", file=str(p))
-    name = detect_format(p) if format == "auto" else format
-    if name not in loaders:
-        raise InputError(f"unknown format '{name}' (known: {', '.join(loaders.names())})", file=str(p))
-    loader = loaders.get(name)
-    params = {k: v for k, v in inspect.signature(loader).parameters.items() if v.kind is v.KEYWORD_ONLY}
-    unknown = sorted(set(options) - set(params))
-    if unknown:
-        hint = ", ".join(params) or "none"
-        raise ConfigError(f"unknown option(s) {', '.join(unknown)} for format '{name}' (known: {hint})")
-    return loader(p, **{k: _coerce(name, k, v, str(params[k].annotation)) for k, v in options.items()})
+    check_input(p)
+    policy = _policy(p, allow_root, allow_urls, max_file_mb)
+    with input_policy(policy):
+        name = detect_format(p) if format == "auto" else format
+        if name not in loaders:
+            raise InputError(f"unknown format '{name}' (known: {', '.join(loaders.names())})", file=str(p))
+        load = loaders.get(name).load
+        params = {k: v for k, v in inspect.signature(load).parameters.items() if v.kind is v.KEYWORD_ONLY}
+        unknown = sorted(set(options) - set(params))
+        if unknown:
+            hint = ", ".join([*params, *COMMON_OPTIONS])
+            raise ConfigError(f"unknown option(s) {', '.join(unknown)} for format '{name}' (known: {hint})")
+        return load(p, **{k: _coerce(name, k, v, str(params[k].annotation)) for k, v in options.items()})
 
 
 def _coerce(fmt: str, option: str, value: Any, annotation: str) -> Any:
@@ -128,5 +178,6 @@ def _coerce(fmt: str, option: str, value: Any, annotation: str) -> Any:
         if "float" in annotation:
             return float(text.replace(",", "."))
     except (KeyError, ValueError):
-        raise ConfigError(f"option {option} of format '{fmt}' must be {annotation}, got {value!r}") from None
+        of = f" of format '{fmt}'" if fmt else ""
+        raise ConfigError(f"option {option}{of} must be {annotation}, got {value!r}") from None
     return value

@@ -1,19 +1,30 @@
 """Anthropic Messages API through the ``anthropic`` SDK.
 
-Options: ``api_key`` (else ``ANTHROPIC_API_KEY``), ``base_url`` (else
-``ANTHROPIC_BASE_URL``), ``timeout`` (120 s), ``retries`` (4; the SDK retries
-timeouts, 429 and 5xx with exponential backoff).  System messages go to the
-``system`` field; images are sent as base64 image blocks.
+Options (typed in :class:`AnthropicOptions`): ``api_key`` (else ``ANTHROPIC_API_KEY``), ``base_url``
+(else ``ANTHROPIC_BASE_URL``, else api.anthropic.com), ``timeout`` (120 s), ``retries`` (4; the SDK
+retries timeouts, 429 and 5xx with exponential backoff; a reply without text content is re-asked here
+after ``backoff`` seconds, doubled each time), ``concurrency`` (4).  System messages go to the
+``system`` field; images are sent as base64 image blocks (URL blocks for URLs).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
-import time
+from collections.abc import Mapping
 from typing import Any
 
-from knockout.errors import ConfigError, JudgeError
-from knockout.judges._base import Completion, Judge, JudgeRequest, Message, image_data_url
+from pydantic import Field
+
+from knockout.data import is_local
+from knockout.errors import ConfigError
+from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
+from knockout.judges._options import ServerOptions
+from knockout.judges._server import ServerJudge
+
+
+class AnthropicOptions(ServerOptions):
+    concurrency: int = Field(4, ge=1, le=1024, description="requests in flight")
 
 
 def _blocks(m: Message) -> Any:
@@ -21,18 +32,41 @@ def _blocks(m: Message) -> Any:
         return m.content
     blocks: list[dict[str, Any]] = []
     for path in m.images:
+        if not is_local(path):  # kept only when the data was loaded with allow_urls
+            blocks.append({"type": "image", "source": {"type": "url", "url": path}})
+            continue
         media, data = image_data_url(path)
         blocks.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
     blocks.append({"type": "text", "text": m.content})
     return blocks
 
 
-class AnthropicJudge(Judge):
+def _reply(resp: Any) -> Completion:
+    """The text of a Messages reply, or MalformedReply when it has none."""
+    content = getattr(resp, "content", None)
+    if not isinstance(content, list) or not content:
+        raise MalformedReply("no content in the reply")
+    texts = [t for t in (getattr(b, "text", None) for b in content) if isinstance(t, str)]
+    if not texts:
+        raise MalformedReply("no text block in the reply")
+    usage = getattr(resp, "usage", None)
+    return Completion(
+        text="".join(texts),
+        prompt_tokens=int(getattr(usage, "input_tokens", None) or 0),
+        completion_tokens=int(getattr(usage, "output_tokens", None) or 0),
+        finish_reason=getattr(resp, "stop_reason", None),
+    )
+
+
+class AnthropicJudge(ServerJudge):
     backend = "anthropic"
     supports_images = True
     unsupported_params = ("frequency_penalty",)  # the Messages API has no such parameter
+    Options = AnthropicOptions
+    options: AnthropicOptions
+    default_base_url = "https://api.anthropic.com"
 
-    def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
+    def __init__(self, model: str, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(model, options)
         if not self.model:
             raise ConfigError("anthropic judge spec needs a model name: anthropic:MODEL")
@@ -42,50 +76,33 @@ class AnthropicJudge(Judge):
             raise ConfigError(
                 "the anthropic backend needs the anthropic SDK: pip install 'knockout[anthropic]'"
             ) from None
-        api_key = self.options.get("api_key") or os.environ.get("ANTHROPIC_API_KEY")
+        o = self.options
+        api_key = (o.api_key.get_secret_value() if o.api_key else None) or os.environ.get("ANTHROPIC_API_KEY")
         if not api_key:
             raise ConfigError("anthropic judge: set ANTHROPIC_API_KEY (or ?api_key=...)")
+        base_url = o.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key,
-            base_url=self.options.get("base_url") or os.environ.get("ANTHROPIC_BASE_URL"),
-            timeout=float(self.options.get("timeout", "120")),
-            max_retries=int(self.options.get("retries", "4")),
+            api_key=api_key, base_url=base_url, timeout=o.timeout, max_retries=o.retries
         )
-        self._anthropic = anthropic
-
-    def default_concurrency(self) -> int:
-        return int(self.options.get("concurrency", "4"))
+        self._connect(anthropic, base_url)
+        self._temperature_kw = "temperature" in inspect.signature(self._client.messages.create).parameters
 
     async def complete(self, request: JudgeRequest) -> Completion:
         p = request.params
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         messages = [{"role": m.role, "content": _blocks(m)} for m in request.messages if m.role != "system"]
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": p.temperature,
-            "max_tokens": p.max_tokens,
-        }
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": p.max_tokens}
+        if self._temperature_kw:
+            kwargs["temperature"] = p.temperature
+        else:  # SDKs from 2.x on no longer name it; the API still takes it
+            kwargs["extra_body"] = {"temperature": p.temperature}
         if system:
             kwargs["system"] = system
         if p.stop:
             kwargs["stop_sequences"] = list(p.stop)
         if p.top_p is not None:  # in the body: SDKs from 2.x on no longer name it, the API takes it
             kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "top_p": p.top_p}
-        t0 = time.perf_counter()
-        try:
-            resp = await self._client.messages.create(**kwargs)
-        except self._anthropic.APIError as exc:
-            raise JudgeError(f"anthropic backend: {exc}") from exc
-        latency = time.perf_counter() - t0
-        text = "".join(getattr(b, "text", "") for b in resp.content)
-        return Completion(
-            text=text,
-            prompt_tokens=resp.usage.input_tokens,
-            completion_tokens=resp.usage.output_tokens,
-            latency_s=latency,
-            finish_reason=resp.stop_reason,
-        )
+        return await self._ask(lambda: self._client.messages.create(**kwargs), _reply)
 
     async def aclose(self) -> None:
         await self._client.close()

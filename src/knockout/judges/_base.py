@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import mimetypes
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from knockout.errors import ConfigError
+from knockout.data import is_local
+from knockout.errors import ConfigError, JudgeError
+from knockout.judges._options import JudgeOptions, validate_options
 
 Role = Literal["system", "user", "assistant"]
 
@@ -78,7 +81,9 @@ class Completion:
 
 
 def image_digest(path: str) -> str:
-    """Content hash of an image file (so a cache key changes when the image does)."""
+    """Content hash of an image file (so a cache key changes when the image does); a URL is its own key."""
+    if not is_local(path):
+        return "url:" + hashlib.sha256(path.encode()).hexdigest()[:16]
     p = Path(path)
     if not p.is_file():
         return f"missing:{path}"
@@ -86,13 +91,34 @@ def image_digest(path: str) -> str:
 
 
 def image_data_url(path: str) -> tuple[str, str]:
-    """(media type, base64 data) of an image file."""
+    """(media type, base64 data) of an image file (a local path, not a URL)."""
     media = mimetypes.guess_type(path)[0] or "image/png"
     return media, base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
 
+class MalformedReply(Exception):
+    """A reply the server sent with success status but without a usable completion (no choices, no
+    message, a body that is not the API's JSON).  Backends retry it, then raise :class:`JudgeError`."""
+
+
+async def retry_malformed(
+    call: Callable[[], Awaitable[Completion]], *, retries: int, backoff: float, what: str
+) -> Completion:
+    """``call()`` again after a :class:`MalformedReply`, up to ``retries`` times, waiting ``backoff``
+    seconds and doubling; then a :class:`JudgeError`.  (Transport errors, 429 and 5xx are retried by
+    the SDKs themselves.)"""
+    for attempt in range(retries + 1):
+        try:
+            return await call()
+        except MalformedReply as exc:
+            problem = str(exc)
+        if attempt < retries:
+            await asyncio.sleep(backoff * 2**attempt)
+    raise JudgeError(f"{what}: malformed reply after {retries + 1} attempt(s): {problem}")
+
+
 class Judge(ABC):
-    """A judge backend.  Subclasses set ``backend`` and implement :meth:`complete`."""
+    """A judge backend.  Subclasses set ``backend`` and ``Options`` and implement :meth:`complete`."""
 
     backend: str = "?"
     supports_images: bool = False
@@ -100,10 +126,12 @@ class Judge(ABC):
     simulated: bool = False
     #: optional generation parameters (:data:`OPTIONAL_PARAMS`) the backend cannot send
     unsupported_params: tuple[str, ...] = ()
+    #: The backend's options; a spec's ``?key=value`` and ``--judge-opt`` are validated against it.
+    Options: ClassVar[type[JudgeOptions]] = JudgeOptions
 
-    def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
+    def __init__(self, model: str, options: Mapping[str, Any] | None = None) -> None:
         self.model = model
-        self.options = dict(options or {})
+        self.options = validate_options(self.backend, self.Options, options or {})
 
     @property
     def spec(self) -> str:

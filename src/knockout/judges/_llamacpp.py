@@ -12,12 +12,16 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from knockout.errors import ConfigError
 from knockout.judges._base import OPTIONAL_PARAMS, Completion, Judge, JudgeRequest
-from knockout.judges._models import DEFAULT_MODEL, MODELS, model_path
+from knockout.judges._models import DEFAULT_MODEL, MODELS, file_sha256, model_path
+from knockout.judges._options import JudgeOptions
 
 #: Loaded models, shared by every judge with the same file and settings, each with the lock that
 #: serialises its calls (a llama.cpp context is not thread-safe, even across judge instances).
@@ -50,30 +54,42 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
         return _LOADED[key]
 
 
+class LlamaCppOptions(JudgeOptions):
+    n_ctx: int = Field(4096, ge=64, le=1 << 20, description="context window in tokens")
+    threads: int | None = Field(None, ge=1, le=1024, description="CPU threads (default: all cores)")
+
+
 class LlamaCppJudge(Judge):
     backend = "llamacpp"
     supports_images = False
+    Options = LlamaCppOptions
+    options: LlamaCppOptions
 
-    def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
+    def __init__(self, model: str, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(model or DEFAULT_MODEL, options)
         if self.model in MODELS:
             self.sha256 = MODELS[self.model].sha256
             self._path: Path | None = None
+            self._identity_model = self.model
         elif self.model.endswith(".gguf"):
             p = Path(self.model).expanduser()
             if not p.is_file():
                 raise ConfigError(f"GGUF file not found: {self.model}")
             self._path = p
-            self.sha256 = f"file:{p.resolve()}:{p.stat().st_size}"
+            self.sha256 = file_sha256(p)
+            # The same bytes as an embedded model are that model (and share its cached replies).
+            same = [m.name for m in MODELS.values() if m.sha256 == self.sha256]
+            self._identity_model = same[0] if same else "gguf"
         else:
             known = ", ".join(MODELS)
             raise ConfigError(f"unknown embedded model '{self.model}' (known: {known}, or a path to a .gguf)")
-        self.n_ctx = int(self.options.get("n_ctx", "4096"))
-        self.n_threads = int(self.options.get("threads", str(os.cpu_count() or 2)))
+        self.n_ctx = self.options.n_ctx
+        self.n_threads = self.options.threads or os.cpu_count() or 2
         self._lock = asyncio.Lock()
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": self.backend, "model": self.model, "sha256": self.sha256}
+        """The GGUF's SHA-256 (not its path): the same file anywhere is the same judge."""
+        return {"backend": self.backend, "model": self._identity_model, "sha256": self.sha256}
 
     def default_concurrency(self) -> int:
         return 1

@@ -8,8 +8,10 @@ writes, and keeps it only if the SHA-256 matches the pinned value.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,9 +103,41 @@ def model_path(name: str) -> Path:
     return target
 
 
-def verify(path: Path, sha256: str) -> bool:
+def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(1 << 22):
             digest.update(chunk)
-    return digest.hexdigest() == sha256
+    return digest.hexdigest()
+
+
+def verify(path: Path, sha256: str) -> bool:
+    return _sha256(path) == sha256
+
+
+DIGESTS_FILE = "gguf-sha256.json"
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a (GGUF) file, computed once per (resolved path, size, mtime_ns): the digest is kept
+    in ``<cache>/gguf-sha256.json`` and computed again only when the file changes."""
+    real = path.resolve()
+    st = real.stat()
+    key = f"{real}|{st.st_size}|{st.st_mtime_ns}"
+    book = cache_dir() / DIGESTS_FILE
+    known: dict[str, str] = {}
+    with contextlib.suppress(OSError, ValueError):
+        loaded = json.loads(book.read_text(encoding="utf-8"))
+        if isinstance(loaded, dict):
+            known = {str(k): str(v) for k, v in loaded.items()}
+    if key in known:
+        return known[key]
+    digest = _sha256(real)
+    known = {k: v for k, v in known.items() if not k.startswith(f"{real}|")}  # older versions of the file
+    known[key] = digest
+    with contextlib.suppress(OSError):  # a read-only cache only costs the hash next time
+        book.parent.mkdir(parents=True, exist_ok=True)
+        tmp = book.with_name(f".{book.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known, indent=0, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, book)
+    return digest

@@ -1,21 +1,34 @@
 """Any OpenAI-compatible chat server through the ``openai`` SDK.
 
 Works with OpenAI, vLLM, Ollama (``/v1``) and ``python -m llama_cpp.server``.
-Options (spec ``?key=value`` or ``--judge-opt``): ``base_url`` (else
-``OPENAI_BASE_URL``), ``api_key`` (else ``OPENAI_API_KEY``; a local server
-needs none), ``timeout`` seconds (default 120), ``retries`` (default 4: the
-SDK retries timeouts, connection errors, 429 and 5xx with exponential backoff),
-``images`` (``yes``/``no``: whether the model accepts image parts; default yes).
+Options (spec ``?key=value`` or ``--judge-opt``, typed in :class:`OpenAIOptions`): ``base_url`` (else
+``OPENAI_BASE_URL``, else api.openai.com), ``api_key`` (else ``OPENAI_API_KEY``; a local server needs
+none), ``timeout`` seconds (default 120), ``retries`` (default 4: the SDK retries timeouts, connection
+errors, 429 and 5xx with exponential backoff; a 200 reply without a completion is re-asked here, after
+``backoff`` seconds, doubled each time), ``concurrency`` (default 8), ``images`` (whether the model
+accepts image parts; default yes).
+
+The cache identity is the server (normalised ``base_url``) and the model: two servers never share a
+cached reply, whatever they call their model.
 """
 
 from __future__ import annotations
 
 import os
-import time
+from collections.abc import Mapping
 from typing import Any
 
-from knockout.errors import ConfigError, JudgeError
-from knockout.judges._base import Completion, Judge, JudgeRequest, Message, image_data_url
+from pydantic import Field
+
+from knockout.data import is_local
+from knockout.errors import ConfigError
+from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
+from knockout.judges._options import ServerOptions
+from knockout.judges._server import ServerJudge
+
+
+class OpenAIOptions(ServerOptions):
+    images: bool = Field(True, description="the model accepts image parts (no: images are left out, counted)")
 
 
 def _content(m: Message, with_images: bool) -> Any:
@@ -23,15 +36,45 @@ def _content(m: Message, with_images: bool) -> Any:
         return m.content
     parts: list[dict[str, Any]] = [{"type": "text", "text": m.content}]
     for path in m.images:
+        if not is_local(path):  # kept only when the data was loaded with allow_urls
+            parts.append({"type": "image_url", "image_url": {"url": path}})
+            continue
         media, data = image_data_url(path)
         parts.append({"type": "image_url", "image_url": {"url": f"data:{media};base64,{data}"}})
     return parts
 
 
-class OpenAIJudge(Judge):
-    backend = "openai"
+def _reply(resp: Any, images_dropped: int) -> Completion:
+    """The completion in a chat-completions reply, or MalformedReply."""
+    choices = getattr(resp, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise MalformedReply("no choices in the reply")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise MalformedReply("a choice without a message")
+    text = getattr(message, "content", None)
+    if text is None:
+        text = getattr(message, "refusal", None)  # a refusal is the judge's reply (parsed as invalid)
+    if not isinstance(text, str):
+        raise MalformedReply("a message without text")
+    usage = getattr(resp, "usage", None)
+    return Completion(
+        text=text,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", None) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", None) or 0),
+        finish_reason=getattr(choice, "finish_reason", None),
+        images_dropped=images_dropped,
+    )
 
-    def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
+
+class OpenAIJudge(ServerJudge):
+    backend = "openai"
+    Options = OpenAIOptions
+    options: OpenAIOptions
+    default_base_url = "https://api.openai.com/v1"
+
+    def __init__(self, model: str, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(model, options)
         if not self.model:
             raise ConfigError("openai judge spec needs a model name: openai:MODEL")
@@ -39,8 +82,9 @@ class OpenAIJudge(Judge):
             import openai
         except ImportError:
             raise ConfigError("the openai backend needs the openai SDK: pip install 'knockout[openai]'") from None
-        self.base_url = self.options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
-        api_key = self.options.get("api_key") or os.environ.get("OPENAI_API_KEY")
+        o = self.options
+        self.base_url = o.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        api_key = (o.api_key.get_secret_value() if o.api_key else None) or os.environ.get("OPENAI_API_KEY")
         if not api_key:
             if not self.base_url:
                 raise ConfigError(
@@ -48,22 +92,11 @@ class OpenAIJudge(Judge):
                     "(e.g. openai:MODEL?base_url=http://127.0.0.1:8080/v1)"
                 )
             api_key = "not-needed"
-        self.supports_images = self.options.get("images", "yes").lower() not in ("no", "0", "false")
+        self.supports_images = o.images
         self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=self.base_url,
-            timeout=float(self.options.get("timeout", "120")),
-            max_retries=int(self.options.get("retries", "4")),
+            api_key=api_key, base_url=self.base_url, timeout=o.timeout, max_retries=o.retries
         )
-        self._openai = openai
-
-    def identity(self) -> dict[str, Any]:
-        # The server address is not part of the identity: the same model behind
-        # another URL gives the same answers (and may be cached as such).
-        return {"backend": self.backend, "model": self.model}
-
-    def default_concurrency(self) -> int:
-        return int(self.options.get("concurrency", "8"))
+        self._connect(openai, self.base_url)
 
     async def complete(self, request: JudgeRequest) -> Completion:
         p = request.params
@@ -83,22 +116,7 @@ class OpenAIJudge(Judge):
             kwargs["top_p"] = p.top_p
         if p.frequency_penalty is not None:
             kwargs["frequency_penalty"] = p.frequency_penalty
-        t0 = time.perf_counter()
-        try:
-            resp = await self._client.chat.completions.create(**kwargs)
-        except self._openai.APIError as exc:
-            raise JudgeError(f"openai backend ({self.base_url or 'api.openai.com'}): {exc}") from exc
-        latency = time.perf_counter() - t0
-        choice = resp.choices[0]
-        usage = resp.usage
-        return Completion(
-            text=choice.message.content or "",
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            latency_s=latency,
-            finish_reason=choice.finish_reason,
-            images_dropped=dropped,
-        )
+        return await self._ask(lambda: self._client.chat.completions.create(**kwargs), lambda r: _reply(r, dropped))
 
     async def aclose(self) -> None:
         await self._client.close()

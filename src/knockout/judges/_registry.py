@@ -3,22 +3,27 @@
 Spec grammar: ``BACKEND[:MODEL][?key=value&key=value]``, e.g. ``llamacpp``,
 ``llamacpp:qwen2.5-coder-0.5b``, ``openai:gpt-4o-mini``,
 ``openai:local?base_url=http://127.0.0.1:8080/v1``, ``anthropic:claude-3-5-haiku-latest``,
-``scripted:noise=0.5``.  Options given on the command line (``--judge-opt``) are
-merged over the spec's.
+``scripted?noise=0.5``.  Options given on the command line (``--judge-opt``) are
+merged over the spec's; each backend checks them against its typed ``Options``
+(an unknown or mistyped option is a ConfigError naming it and the accepted ones).
+Third-party backends are found through the entry-point group ``knockout.backends``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import parse_qsl
 
 from knockout._registry import Registry
 from knockout.errors import ConfigError
 from knockout.judges._base import Judge
+from knockout.judges._options import JudgeOptions, describe_options
 
-JudgeFactory = Callable[[str, dict[str, str]], Judge]
+JudgeFactory = Callable[[str, Mapping[str, Any]], Judge]
 
-backends: Registry[JudgeFactory] = Registry("judge backend")
+backends: Registry[JudgeFactory] = Registry("judge backend", group="knockout.backends")
 backends.add(
     "llamacpp",
     "knockout.judges._llamacpp:LlamaCppJudge",
@@ -46,6 +51,11 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
         raise ConfigError("empty judge spec")
     head, _, query = spec.partition("?")
     backend, _, model = head.partition(":")
+    if re.match(r"^[A-Za-z_][\w-]*=", model):
+        raise ConfigError(
+            f"judge spec '{spec}': '{model}' is an option, not a model name; "
+            f"options go after '?': {backend}?{model.replace(':', '&')}"
+        )
     options: dict[str, str] = {}
     if query:
         try:
@@ -58,7 +68,7 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
     return backend, model, options
 
 
-def make_judge(spec: str, options: dict[str, str] | None = None) -> Judge:
+def make_judge(spec: str, options: Mapping[str, Any] | None = None) -> Judge:
     """Build a judge from a spec; optional dependencies are imported only here."""
     backend, model, spec_options = parse_spec(spec)
     merged = {**spec_options, **(options or {})}
@@ -70,3 +80,12 @@ def make_judge(spec: str, options: dict[str, str] | None = None) -> Judge:
             f"install it with: pip install 'knockout[{backend}]'"
         ) from None
     return factory(model, merged)
+
+
+def backend_options(backend: str) -> list[dict[str, Any]]:
+    """Each option of a backend: name, type, default, constraints and help (``knockout judges``)."""
+    factory = backends.get(backend)
+    model = getattr(factory, "Options", None)
+    if not (isinstance(model, type) and issubclass(model, JudgeOptions)):
+        return []
+    return describe_options(model)

@@ -27,33 +27,40 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from knockout.errors import ConfigError
 from knockout.judges._base import Completion, Judge, JudgeRequest
+from knockout.judges._options import JudgeOptions
 
 SBS_TIE_MARGIN = 0.15
 _OPPOSITE = {"A": "B", "B": "A", "C": "D", "D": "C"}
 
 
+class ScriptedOptions(JudgeOptions):
+    noise: float = Field(0.1, ge=0, description="Gaussian noise, a fraction of the maximum points")
+    bias: float = Field(0.0, description="bonus for the answer shown first (position bias), fraction of max")
+    inflation: float = Field(0.0, description="added to every grade, fraction of max")
+    invalid: float = Field(0.0, ge=0, le=1, description="probability of an unparseable reply")
+    delay: float = Field(0.0, ge=0, le=3600, description="seconds per call")
+    seed: int = Field(0, description="seed of the noise")
+
+
 class ScriptedJudge(Judge):
     backend = "scripted"
     simulated = True
+    Options = ScriptedOptions
+    options: ScriptedOptions
 
-    def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
+    def __init__(self, model: str, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(model or "sim", options)
-        try:
-            self.noise = float(self.options.get("noise", "0.1"))
-            self.bias = float(self.options.get("bias", "0"))
-            self.inflation = float(self.options.get("inflation", "0"))
-            self.invalid = float(self.options.get("invalid", "0"))
-            self.delay = float(self.options.get("delay", "0"))
-            self.seed = int(self.options.get("seed", "0"))
-        except ValueError as exc:
-            raise ConfigError(f"scripted judge: bad option value ({exc})") from None
+        o = self.options
+        self.noise, self.bias, self.inflation = o.noise, o.bias, o.inflation
+        self.invalid, self.delay, self.seed = o.invalid, o.delay, o.seed
 
     def identity(self) -> dict[str, Any]:
         return {

@@ -4,12 +4,12 @@ A parser never guesses: a reply without a recognisable grade, with a grade
 outside ``0..max_points``, or on another scale (``Score: 7/10`` when the
 maximum is 5) is invalid, and the engine retries it with a format reminder.
 
-Registered parsers (by name, used by prompt presets):
+Registered parsers (by name, used by prompt presets); other features and plugins add theirs
+through the entry-point group ``knockout.parsers``:
 
 * ``score`` — one grade: ``Score: X/max`` and real variants (``Punktzahl: 1,5/2``,
   ``**Score:** 4``, ``Score: [3.5]/5``, ``4 out of 5``, ``[grade] 2 [/grade]``,
   ``<Rating> 4 </Rating>``), the last one in the reply wins.
-* ``sbs`` — a side-by-side verdict ``[[A]]``..``[[D]]`` or a bare letter (``knockout.sbs._verdicts``).
 * ``pairwise`` — two grades: ``Answer 1: X/max Answer 2: Y/max`` (also
   ``Antwort``, ``Translation``, ``Übersetzung``, ``Response``, ``Assistant``).
 """
@@ -40,7 +40,8 @@ class Parsed:
 
 
 Parser = Callable[[str, float], Parsed]
-parsers: Registry[Parser] = Registry("parser")
+# Parsers of other features (side-by-side, meta-evaluation) and of plugins come through entry points.
+parsers: Registry[Parser] = Registry("parser", group="knockout.parsers")
 
 
 def to_float(s: str) -> float:
@@ -131,15 +132,3 @@ def parse_pairwise(text: str, max_points: float) -> Parsed:
             return Parsed(error=f"answer {n}: {checked.error}")
         values.append(checked.value)
     return Parsed(value=(values[0], values[1]))
-
-
-parsers.add("sbs", "knockout.sbs._verdicts:parse_sbs", "side-by-side verdict, '[[A]]'..'[[D]]' or a bare letter")
-# Meta-evaluation replies (knockout.meta): imported only when a meta template is used.
-for _name, _attr, _help in (
-    ("meta-better", "parse_better", "meta-judge: <Better_assistant> Assistant1/Assistant2/equally good"),
-    ("meta-debate", "parse_debate", "meta-judge in a debate: <Better_assistant> decision or <Question>"),
-    ("meta-score", "parse_score", "meta-judge: <Score_for_Assistant> 1..5 for one assessment"),
-    ("meta-criteria", "parse_criteria", "meta-judge (BSM branch): up to 5 <Criterion> blocks"),
-    ("meta-argument", "parse_argument", "a debater's argument: any non-empty reply"),
-):
-    parsers.add(_name, f"knockout.meta._parsers:{_attr}", _help)

@@ -21,6 +21,11 @@ GRADER_PREFIX = "human_score:"
 MODEL_FIELD = {"question_id": "id", "question": "text", "answer_id": "id", "answer": "text"}
 
 
+def sniff(path: Path) -> bool:
+    """A ``.csv`` file."""
+    return path.suffix.lower() == ".csv" and path.is_file()
+
+
 def _check_field(field: str) -> None:
     if field not in FIELDS and not (field.startswith(GRADER_PREFIX) and len(field) > len(GRADER_PREFIX)):
         raise ConfigError(

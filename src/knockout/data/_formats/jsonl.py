@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from knockout.data._io import build, item_set, iter_json_lines, resolve_image
+from knockout.data._formats.metaeval import is_metaeval_row
+from knockout.data._io import build, first_json_line, item_set, iter_json_lines, resolve_image
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import InputError
+
+
+def sniff(path: Path) -> bool:
+    """A ``.jsonl`` file, unless its first record is a meta-evaluation row (``metaeval``'s).  A
+    malformed first line is ours: the loader reports it."""
+    if path.suffix.lower() != ".jsonl" or not path.is_file():
+        return False
+    return not is_metaeval_row(first_json_line(path))
 
 
 def load(path: Path) -> ItemSet:

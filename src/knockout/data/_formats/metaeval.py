@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from knockout.data._io import EMPTY_ANSWER, build, item_set, iter_json_lines, read_json
+from knockout.data._io import EMPTY_ANSWER, build, first_json_line, item_set, iter_json_lines, read_json, sniff_json
 from knockout.data._records import Answer, ItemSet, PairItem, Question, ScoredText
 from knockout.errors import InputError
 
@@ -17,6 +17,25 @@ INSTRUCTIONS = {
     "consistency, interestingness and creativity.",
 }
 DEFAULT_INSTRUCTION = "Evaluate the overall quality of the text."
+
+
+def is_metaeval_row(row: object) -> bool:
+    """A meta-evaluation JSONL row: no ``type`` field, and ``output_1`` (pairs) or ``text`` and ``score``."""
+    return isinstance(row, dict) and "type" not in row and ("output_1" in row or {"text", "score"} <= row.keys())
+
+
+def sniff(path: Path) -> bool:
+    """A ``.jsonl`` file of scored texts or pairs (:func:`is_metaeval_row`), or the PandaLM JSON list
+    (``response1``...)."""
+    if not path.is_file():
+        return False
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return is_metaeval_row(first_json_line(path))
+    if suffix == ".json":
+        data = sniff_json(path)
+        return isinstance(data, list) and bool(data) and isinstance(data[0], dict) and "response1" in data[0]
+    return False
 
 
 def _verdict(value: object, *, file: Path, record: str, field: str) -> str:

@@ -21,6 +21,13 @@ SCORES = ".avg_seg_scores.tsv"
 TAGS = re.compile(r"</?v>")
 
 
+def sniff(path: Path) -> bool:
+    """A ``.tsv`` file, or a folder with ``mqm_*.tsv`` files."""
+    if path.is_dir():
+        return any(path.glob("mqm_*.tsv"))
+    return path.suffix.lower() == ".tsv" and path.is_file()
+
+
 def _system(name: str) -> str:
     """The error file says "ref" / "refB" where the score file says "ref-A" / "ref-B"."""
     m = re.fullmatch(r"ref-?([A-Za-z]?)", name)

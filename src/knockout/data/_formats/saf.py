@@ -6,13 +6,20 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from knockout.data._io import EMPTY_ANSWER, build, item_set, natural_key, to_number
+from knockout.data._io import EMPTY_ANSWER, build, item_set, natural_key, read_bytes, to_number
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import InputError
 
 
 def _text(el: ET.Element | None) -> str:
     return "".join(el.itertext()).strip() if el is not None else ""
+
+
+def sniff(path: Path) -> bool:
+    """An ``.xml`` file, or a folder with ``.xml`` files."""
+    if path.is_dir():
+        return any(path.glob("*.xml"))
+    return path.suffix.lower() == ".xml" and path.is_file()
 
 
 def _files(path: Path) -> list[Path]:
@@ -34,7 +41,7 @@ def load(path: Path, *, max_points: float = 1.0) -> ItemSet:
     answers: list[Answer] = []
     for file in _files(path):
         try:
-            root = ET.parse(file).getroot()
+            root = ET.fromstring(read_bytes(file))
         except ET.ParseError as e:
             line, col = e.position
             raise InputError(
@@ -42,8 +49,6 @@ def load(path: Path, *, max_points: float = 1.0) -> ItemSet:
                 file=str(file),
                 record=f"line {line}",
             ) from None
-        except OSError as e:
-            raise InputError(f"cannot read file: {e}", file=str(file)) from None
         if root.tag != "question":
             raise InputError(f"root element is <{root.tag}>, expected <question>", file=str(file))
         qid = file.stem

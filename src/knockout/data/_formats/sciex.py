@@ -15,6 +15,7 @@ from knockout.data._io import (
     read_json,
     read_text,
     resolve_image,
+    sniff_json,
     to_number,
 )
 from knockout.data._records import Answer, ItemSet, Question
@@ -24,6 +25,16 @@ INFO = "additional_info.json"
 GOLD = {"en": "GoldAnswerEnglish", "de": "GoldAnswerGerman"}
 END_MARKER = "*" * 88 + "\n" + "*" * 88
 SECTION = re.compile(r"\s*Answer to Question[ \t]+([^\s:]+):?[ \t]*\n?(.*)", re.DOTALL)
+
+
+def sniff(path: Path) -> bool:
+    """A folder with ``additional_info.json``, or a JSON file holding an object with ``Questions``."""
+    if path.is_dir():
+        return (path / INFO).is_file()
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return False
+    data = sniff_json(path)
+    return isinstance(data, dict) and "Questions" in data
 
 
 def _is_none(x: object) -> bool:
