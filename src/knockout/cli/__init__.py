@@ -13,6 +13,7 @@ EXTENSIONS: list[str] = [
     "knockout.cli._web",
     "knockout.cli._meta",
     "knockout.cli._sciex",
+    "knockout.cli._experiment",
 ]
 
 

@@ -104,14 +104,62 @@ JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help="judge spec, e.g. l
 JudgeKV = Annotated[list[str] | None, typer.Option("--judge-opt", help="backend option key=value "
                                                    "(base_url, api_key, timeout, retries, ...)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one machine-readable JSON summary")]
+JudgesOpt = Annotated[list[str] | None, typer.Option("--judge", "-j", help="judge spec, e.g. llamacpp, "
+                      "openai:MODEL, anthropic:MODEL, scripted (simulation); repeat it for a jury")]
+JuryOpt = Annotated[Path | None, typer.Option("--jury", help="jury file (TOML): members with backend, model, "
+                                              "options, prompt, params (docs/juries.md)")]
+AggregateOpt = Annotated[str | None, typer.Option("--aggregate", help="jury: mean, median or trimmed (scores); "
+                                                  "majority or table8 (side-by-side)")]
+TopPOpt = Annotated[float | None, typer.Option("--top-p", help="nucleus sampling (unset: the backend's "
+                                               "default; the side-by-side paper's Table 9: 0.1)")]
+FreqPenaltyOpt = Annotated[float | None, typer.Option("--frequency-penalty", help="frequency penalty (unset: the "
+                                                      "backend's default; Table 9: 1.0)")]
+
+
+def gen_params(**values: Any) -> Any:
+    """Generation parameters from command-line options (a value out of range is a one-line error)."""
+    from pydantic import ValidationError
+
+    from knockout.judges import GenParams
+
+    try:
+        return GenParams(**values)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        name = "--" + str(e["loc"][0]).replace("_", "-") if e["loc"] else "generation parameters"
+        raise ConfigError(f"{name}: {e['msg']}") from None
+
+
+def jury_members(judge: list[str] | None, jury: Path | None) -> tuple[list[Any], Any]:
+    """The members named by ``--jury FILE`` and ``--judge`` (default: the embedded judge), and the file."""
+    from knockout.jury import MemberSpec, read_jury_file
+
+    spec = read_jury_file(jury) if jury is not None else None
+    members = (list(spec.members) if spec else []) + [MemberSpec(j) for j in judge or []]
+    return members or [MemberSpec("llamacpp")], spec
+
+
+def print_jury(out_db: Path, run_id: str) -> None:
+    """A jury's table: each member's and the jury's agreement, inter-judge agreement, cost."""
+    from knockout.cli._report import print_tables
+    from knockout.reports._export import open_existing
+    from knockout.reports._jury import grade_jury_section, jury_tables
+    from knockout.reports._runs import load_run
+
+    loaded = load_run(out_db, run_id)
+    with open_existing(out_db) as store:
+        sec = grade_jury_section(store, loaded.run, loaded.items, loaded.results)
+    print_tables(jury_tables(sec, loaded.cost))
 
 
 @app.command()
 def grade(
     data: Annotated[Path, typer.Argument(help="data file or folder (jsonl, csv, SciEx, SAF, MQM, meta-eval)")],
     method: Annotated[str, typer.Option("--method", "-m", help="grading method")] = "individual",
-    judge: JudgeOpt = "llamacpp",
+    judge: JudgesOpt = None,
     judge_opt: JudgeKV = None,
+    jury: JuryOpt = None,
+    aggregate: AggregateOpt = None,
     prompt: Annotated[str, typer.Option(help="preset name, template file, or auto")] = "auto",
     reference: Annotated[bool, typer.Option("--reference/--no-reference", help="show the reference answer")] = False,
     shots: Annotated[int, typer.Option(help="few-shot examples per prompt (SciEx)")] = 0,
@@ -136,16 +184,19 @@ def grade(
                                                              "question")] = None,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.1,
     max_tokens: Annotated[int, typer.Option(help="max tokens per reply")] = 512,
+    top_p: TopPOpt = None,
+    frequency_penalty: FreqPenaltyOpt = None,
     format_retries: Annotated[int, typer.Option(help="re-asks with a format reminder before invalid")] = 2,
     show_answers: Annotated[bool, typer.Option(help="print the per-answer table")] = False,
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
-    """Grade answers with a judge; prints agreement with human scores when present."""
+    """Grade answers with a judge (or a jury: several --judge, or --jury FILE); prints agreement with human
+    scores when present."""
     from knockout.cli._progress import execute_in_store
     from knockout.data import load_items
     from knockout.data._loaders import parse_column_map
-    from knockout.judges import GenParams, make_judge
+    from knockout.judges import make_judge
     from knockout.methods._base import MethodOptions, methods
     from knockout.methods._run import GradeRun, RunConfig
 
@@ -159,7 +210,9 @@ def grade(
         )
         if len(items) == 0:
             raise ConfigError(f"{data}: no answers to grade")
-        j = make_judge(judge, parse_kv(judge_opt, "--judge-opt"))
+        members, jury_file = jury_members(judge, jury)
+        if aggregate and len(members) == 1 and jury_file is None:
+            raise ConfigError("--aggregate needs a jury (several --judge, or --jury FILE)")
         cfg = RunConfig(
             method=method,
             options=MethodOptions(
@@ -172,21 +225,34 @@ def grade(
                 debias=debias,
                 extra=parse_kv(method_opt, "--method-opt"),
             ),
-            params=GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
+            params=gen_params(temperature=temperature, max_tokens=max_tokens, seed=seed, top_p=top_p,
+                              frequency_penalty=frequency_penalty),
             concurrency=concurrency,
             format_retries=format_retries,
             figures=figures,
         )
-        report = execute_in_store(out_db, GradeRun(items, j, cfg), quiet=quiet)
+        kv = parse_kv(judge_opt, "--judge-opt")
+        run: Any
+        if len(members) == 1 and jury_file is None:
+            run = GradeRun(items, make_judge(members[0].judge, kv), cfg)
+        else:
+            from knockout.jury import grade_member_runs, make_jury
+
+            file = str(jury) if jury else "<command line>"
+            run = make_jury(grade_member_runs(items, members, cfg, kv, file=file), members,
+                            aggregate=aggregate or (jury_file.aggregate if jury_file else None),
+                            trim=jury_file.trim if jury_file else None)
+        report = execute_in_store(out_db, run, quiet=quiet)
+        if as_json:
+            print_json(report.summary())
+            return
+        if show_answers:
+            out.print(answers_table(items, report.results, f"{method} grades"))
+        print_summary(report.summary())
+        if run.kind == "jury":
+            print_jury(out_db, report.run_id)
     except KnockoutError as exc:
         fail(exc)
-        return
-    if as_json:
-        print_json(report.summary())
-        return
-    if show_answers:
-        out.print(answers_table(items, report.results, f"{method} grades"))
-    print_summary(report.summary())
 
 
 @app.command()

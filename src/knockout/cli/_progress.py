@@ -79,5 +79,5 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
     from knockout.runs import execute
     from knockout.storage import Store
 
-    with Store(store_path) as store, progress_bar(f"{label} ({run.judges()['judge'].spec})", not quiet) as bar:
+    with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet) as bar:
         return execute(run, store, observer=bar)

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table as RichTable
 
 from knockout.cli._main import JsonOpt, err, fail, out, print_json
-from knockout.errors import KnockoutError
+from knockout.errors import ConfigError, KnockoutError
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
 from knockout.reports._report import Table, transpose
 from knockout.storage._store import RunRecord
@@ -55,13 +55,13 @@ def report(
     A side-by-side run (knockout sbs) gets its own report: verdict distributions per order, kappa,
     MPCC, position-bias metrics, human x judge confusion, annotator agreement and cost."""
     from knockout.reports._report import build_report, report_tables
-    from knockout.reports._runs import find_run, load_run, parse_ref
+    from knockout.reports._runs import content_kind, find_run, load_run, parse_ref
 
     try:
         path, ref_id = parse_ref(run)
         record = find_run(path, run_id or ref_id)
-        if record.kind == "sbs":
-            sbs_report(path, record, html, as_json)
+        if content_kind(record) == "sbs":
+            sbs_report(path, record, html, as_json, resamples=resamples, seed=seed)
             return
         loaded = load_run(path, record.id)
         rep, an = build_report(loaded, level=level, by=by.split(","), resamples=resamples, seed=seed)
@@ -76,10 +76,11 @@ def report(
         fail(exc)
 
 
-def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool) -> None:
+def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool, *,
+               resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> None:
     from knockout.reports._sbs_report import build_sbs_report, sbs_tables
 
-    rep = build_sbs_report(path, record)
+    rep = build_sbs_report(path, record, resamples=resamples, seed=seed)
 
     def plots() -> dict[str, bytes]:
         from knockout.reports._plots import sbs_distribution
@@ -119,26 +120,55 @@ def status_warnings(run: dict[str, Any]) -> list[str]:
 
 
 def compare(
-    runs: Annotated[list[str], typer.Argument(help="runs: STORE (its latest grade run) or STORE:RUN_ID")],
+    runs: Annotated[list[str], typer.Argument(help="runs: STORE (its latest grade run, else side-by-side run) or "
+                                              "STORE:RUN_ID")],
+    by: Annotated[str, typer.Option("--by", help="per-group comparison, comma-separated: difficulty, language, "
+                                    "examinee, exam, modality, round, question, task, meta:KEY")] = "",
     html: HtmlOpt = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Methods x metrics with CIs and costs; paired tests (bootstrap, Williams) against the first run."""
-    from knockout.reports._report import build_comparison, comparison_tables
-    from knockout.reports._runs import load_ref
+    """Methods x metrics with CIs and costs; paired tests (bootstrap, Williams) against the first run; --by:
+    per-group figures and differences.  Side-by-side runs: the paper's table (A-E %, kappa, MPCC, PCon@AB,
+    MPCC-Consistency, MPCC-delta) per judge or prompt, the human row first."""
+    from knockout.reports._runs import content_kind, find_run, load_run, parse_ref
 
     try:
-        cmp = build_comparison([load_ref(r) for r in runs], resamples=resamples, seed=seed)
-        tables = comparison_tables(cmp)
+        refs = []
+        for r in runs:
+            path, ref_id = parse_ref(r)
+            refs.append((path, find_run(path, ref_id)))
+        kinds = {content_kind(rec) for _, rec in refs}
+        if len(kinds) > 1:
+            raise ConfigError("compare reads runs of one kind: all grading runs or all side-by-side runs "
+                              f"(got {', '.join(f'{rec.id} ({content_kind(rec)})' for _, rec in refs)})")
+        if kinds == {"sbs"}:
+            if by:
+                raise ConfigError("--by compares grading runs; side-by-side runs are compared as a whole")
+            from knockout.reports._sbs_compare import build_sbs_comparison, sbs_comparison_tables
+
+            cmp = build_sbs_comparison(refs, resamples=resamples, seed=seed)
+            tables = sbs_comparison_tables(cmp)
+            plots: Callable[[], dict[str, bytes]] = dict
+        else:
+            from knockout.reports._report import build_comparison, comparison_tables
+
+            cmp = build_comparison([load_run(p, rec.id) for p, rec in refs], resamples=resamples, seed=seed,
+                                   by=by.split(","))
+            tables = comparison_tables(cmp)
+
+            def plots() -> dict[str, bytes]:
+                from knockout.reports._plots import cost_vs_agreement, group_deltas
+
+                return {"cost vs agreement": cost_vs_agreement(cmp),
+                        **{f"difference to the baseline by {g['key']}": group_deltas(cmp, g) for g in cmp["by"]}}
+
         if html is not None:
             from knockout.reports._html import page
-            from knockout.reports._plots import cost_vs_agreement
 
             warn = [w for r in cmp["runs"] for w in status_warnings(r)]
-            write_html(html, page("knockout: methods compared", tables,
-                                  {"cost vs agreement": cost_vs_agreement(cmp)}, warn))
+            write_html(html, page("knockout: runs compared", tables, plots(), warn))
     except KnockoutError as exc:
         fail(exc)
         return
@@ -146,7 +176,9 @@ def compare(
         print_json(cmp)
         return
     # few runs: metrics as rows, runs as columns, so that the table fits a terminal
-    print_tables([transpose(t) if len(t.rows) <= 4 else t for t in tables])
+    # (the side-by-side table keeps the paper's layout, and the --by tables their groups as rows)
+    print_tables([transpose(t) if i < 2 and len(t.rows) <= 4 and cmp.get("kind") != "sbs" else t
+                  for i, t in enumerate(tables)])
     if html is not None:
         out.print(f"HTML report written to {html}")
 

@@ -61,6 +61,7 @@ def _reply(resp: Any) -> Completion:
 class AnthropicJudge(ServerJudge):
     backend = "anthropic"
     supports_images = True
+    unsupported_params = ("frequency_penalty",)  # the Messages API has no such parameter
     Options = AnthropicOptions
     options: AnthropicOptions
     default_base_url = "https://api.anthropic.com"
@@ -99,6 +100,8 @@ class AnthropicJudge(ServerJudge):
             kwargs["system"] = system
         if p.stop:
             kwargs["stop_sequences"] = list(p.stop)
+        if p.top_p is not None:  # in the body: SDKs from 2.x on no longer name it, the API takes it
+            kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "top_p": p.top_p}
         return await self._ask(lambda: self._client.messages.create(**kwargs), _reply)
 
     async def aclose(self) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from knockout.errors import ConfigError
-from knockout.judges._base import Completion, Judge, JudgeRequest
+from knockout.judges._base import OPTIONAL_PARAMS, Completion, Judge, JudgeRequest
 from knockout.judges._models import DEFAULT_MODEL, MODELS, file_sha256, model_path
 from knockout.judges._options import JudgeOptions
 
@@ -111,6 +111,7 @@ class LlamaCppJudge(Judge):
                 max_tokens=p.max_tokens,
                 seed=p.seed,
                 stop=list(p.stop) or None,
+                **{k: v for k in OPTIONAL_PARAMS if (v := getattr(p, k)) is not None},
             )
             latency = time.perf_counter() - t0
         choice = out["choices"][0]

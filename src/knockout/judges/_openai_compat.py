@@ -112,6 +112,10 @@ class OpenAIJudge(ServerJudge):
             kwargs["seed"] = p.seed
         if p.stop:
             kwargs["stop"] = list(p.stop)
+        if p.top_p is not None:
+            kwargs["top_p"] = p.top_p
+        if p.frequency_penalty is not None:
+            kwargs["frequency_penalty"] = p.frequency_penalty
         return await self._ask(lambda: self._client.chat.completions.create(**kwargs), lambda r: _reply(r, dropped))
 
     async def aclose(self) -> None:

@@ -38,7 +38,7 @@ LEVELS = ("question", "exam")
 #: Breakdown keys of every run; ``meta:KEY`` reads the answer's, then the question's ``meta``.  A method
 #: adds its own groups through its results' ``details.groups`` (the knockout: ``round``, the round an
 #: answer was eliminated in, ``winner`` for the champion).
-GROUP_KEYS = ("difficulty", "language", "examinee", "exam", "question", "task", "max_points")
+GROUP_KEYS = ("difficulty", "language", "examinee", "exam", "question", "task", "max_points", "modality")
 #: the group the first-round vs later-rounds analysis reads (knockout thesis, Table 4.8)
 ROUND_GROUP = "round"
 NONE_GROUP = "(none)"
@@ -168,6 +168,8 @@ class Row:
             "question": q.id,
             "task": q.task,
             "max_points": f"{q.max_points:g}",
+            # SciEx's modality: a question with figures is "image", else "text" (a loader may set meta)
+            "modality": str(q.meta.get("modality") or ("image" if q.images else "text")),
         }.get(name, "")
         return NONE_GROUP if value is None else value
 

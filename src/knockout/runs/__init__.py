@@ -14,6 +14,7 @@ run_kinds.add("grade", "knockout.methods._run:GradeRun", "grade answers with a m
 run_kinds.add("sbs", "knockout.sbs._run:SbsRun", "side-by-side: candidate vs baseline in both orders")
 run_kinds.add("meta", "knockout.meta._run:MetaRun", "meta-evaluation: a meta-judge ranks judges")
 run_kinds.add("solve", "knockout.sciex._solve:SolveRun", "SciEx: a model answers exam questions as an examinee")
+run_kinds.add("jury", "knockout.jury._run:JuryRun", "several judges (grade or sbs runs) and their aggregate")
 
 __all__ = [
     "CostStats",

@@ -114,6 +114,10 @@ class Run(ABC, Generic[R]):
     def config(self) -> dict[str, Any]:
         """The configuration stored with the run (what reports and exports need to know)."""
 
+    def spec(self) -> str:
+        """The judge column of the run's row: the main judge's spec (a jury names its members)."""
+        return self.judges()["judge"].spec
+
     def snapshot(self) -> ItemSet | None:
         """The item set to store with the run (so reports need no data file), if the kind has one."""
         return None
@@ -140,6 +144,8 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         raise ConfigError(f"format retries must be >= 0 (got {run.format_retries})")
     if run.concurrency is not None and run.concurrency < 1:
         raise ConfigError(f"concurrency must be >= 1 (got {run.concurrency})")
+    for j in judges.values():
+        j.check_params(run.params)
     run_id = run_id_for(run.identity())
     oracle = run.oracle()
     for j in judges.values():
@@ -152,7 +158,7 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         "judge_identity": main.identity(),
         "simulated_judge": any(j.simulated for j in judges.values()),
     }
-    store.start_run(run_id, kind=run.kind, method=run.method, judge=main.spec, config=config,
+    store.start_run(run_id, kind=run.kind, method=run.method, judge=run.spec(), config=config,
                     data_source=run.data_source,
                     data_fingerprint=store.save_items(snapshot) if snapshot is not None else None)
     engines = {
