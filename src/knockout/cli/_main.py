@@ -104,6 +104,8 @@ JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help="judge spec, e.g. l
 JudgeKV = Annotated[list[str] | None, typer.Option("--judge-opt", help="backend option key=value "
                                                    "(base_url, api_key, timeout, retries, ...)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one machine-readable JSON summary")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", help="where judge requests run: local, ray, "
+                                          "ray://HOST:PORT (options: ray?workers=2&cpus=1)")]
 
 
 @app.command()
@@ -133,6 +135,7 @@ def grade(
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.1,
     max_tokens: Annotated[int, typer.Option(help="max tokens per reply")] = 512,
     format_retries: Annotated[int, typer.Option(help="re-asks with a format reminder before invalid")] = 2,
+    executor: ExecutorOpt = "local",
     show_answers: Annotated[bool, typer.Option(help="print the per-answer table")] = False,
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
@@ -171,7 +174,7 @@ def grade(
             concurrency=concurrency,
             format_retries=format_retries,
         )
-        report = execute_in_store(out_db, GradeRun(items, j, cfg), quiet=quiet)
+        report = execute_in_store(out_db, GradeRun(items, j, cfg), quiet=quiet, executor=executor)
     except KnockoutError as exc:
         fail(exc)
         return

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._main import JsonOpt, JudgeKV, fail, fmt, out, parse_kv, print_json
+from knockout.cli._main import ExecutorOpt, JsonOpt, JudgeKV, fail, fmt, out, parse_kv, print_json
 from knockout.errors import ConfigError, KnockoutError
 from knockout.meta._prompts import DEFAULT_TRUNCATE
 
@@ -91,6 +91,7 @@ def register(app: typer.Typer) -> None:
         temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.1,
         max_tokens: Annotated[int, typer.Option(help="max tokens per reply")] = 512,
         format_retries: Annotated[int, typer.Option(help="re-asks with a format reminder before invalid")] = 2,
+        executor: ExecutorOpt = "local",
         as_json: JsonOpt = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     ) -> None:
@@ -117,7 +118,7 @@ def register(app: typer.Typer) -> None:
                              else self_name, concurrency=concurrency,
                              format_retries=format_retries)
             report = execute_in_store(out_db, MetaRun(vs, j, cfg, limit=limit, debater=d), quiet=quiet,
-                                      label="meta-judging")
+                                      label="meta-judging", executor=executor)
             if export_matches:
                 write_outcomes(export_matches, outcome_rows(report.judgements, run_id=report.run_id,
                                                             meta_judge=report.judge))

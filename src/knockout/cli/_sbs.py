@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._main import JsonOpt, JudgeKV, JudgeOpt, fail, out, parse_kv, print_json
+from knockout.cli._main import ExecutorOpt, JsonOpt, JudgeKV, JudgeOpt, fail, out, parse_kv, print_json
 from knockout.errors import KnockoutError
 
 
@@ -46,6 +46,7 @@ def sbs(
     format_retries: Annotated[int, typer.Option(help="re-asks with a format reminder before E "
                                                 "(paper: 0, E is counted)")] = 0,
     show_items: Annotated[bool, typer.Option(help="print the per-item verdicts")] = False,
+    executor: ExecutorOpt = "local",
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
@@ -61,7 +62,8 @@ def sbs(
                         params=GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
                         format_retries=format_retries, concurrency=concurrency, window=window, stride=stride)
         j = make_judge(judge, parse_kv(judge_opt, "--judge-opt"))
-        report = execute_in_store(out_db, SbsRun(items, j, cfg, source=str(data)), quiet=quiet)
+        report = execute_in_store(out_db, SbsRun(items, j, cfg, source=str(data)), quiet=quiet,
+                                  executor=executor)
     except KnockoutError as exc:
         fail(exc)
         return

@@ -6,7 +6,8 @@ Run kinds and methods describe *what* to ask as :class:`Task` objects and hand a
 * looks each request up in the cache (a hit costs no judge call); an identical request already in
   flight in the same wave is asked once; a request another process on the same store is sending (it
   holds the request's lease in the cache) is waited for, not sent again;
-* sends misses to the judge with at most ``concurrency`` in flight;
+* sends misses to the judge with at most ``concurrency`` in flight, through an executor
+  (:mod:`knockout.engine._executors`: in process by default, Ray workers, or a provider's batch job);
 * stores every reply the moment it arrives (so a killed run loses nothing);
 * parses the reply; when it cannot, asks again with the format reminder appended (``format_retries``
   times), then records the result as invalid with the raw replies; an invalid result never becomes a
@@ -32,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from knockout.engine._cache import Cache, CallRecord, call_key
 from knockout.engine._events import Done, Observer, Queued
+from knockout.engine._executors import Executor, LocalExecutor
 from knockout.errors import JudgeError
 from knockout.judges._base import GenParams, Judge, JudgeRequest, Message
 from knockout.prompts._parsers import Parsed
@@ -156,11 +158,13 @@ class Engine:
         run_id: str | None = None,
         observer: Observer | None = None,
         lease_s: float = 900.0,
+        executor: Executor | None = None,
     ) -> None:
         self.judge = judge
         self.cache = cache
         self.params = params or GenParams()
-        self.concurrency = concurrency or judge.default_concurrency()
+        self.executor = executor or LocalExecutor(judge)
+        self.concurrency = concurrency or self.executor.concurrency or judge.default_concurrency()
         self.format_retries = format_retries
         self.run_id = run_id
         self.identity = judge.identity()
@@ -201,7 +205,7 @@ class Engine:
                             started = time.time()
                             token = current_subject.set(subject)
                             try:
-                                comp = await self.judge.complete(JudgeRequest(messages, self.params))
+                                comp = await self.executor.complete(key, JudgeRequest(messages, self.params))
                             except Exception as exc:
                                 self.cache.log_call(key, self.run_id, started,
                                                     error=f"{type(exc).__name__}: {exc}")

@@ -35,6 +35,10 @@ backends.add(
     "any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp server)",
 )
 backends.add("anthropic", "knockout.judges._anthropic_backend:AnthropicJudge", "Anthropic Messages API")
+backends.add("openai-batch", "knockout.judges._batch:OpenAIBatchJudge",
+             "OpenAI Batch API: each wave one batch job (resumed by its id, never resubmitted)")
+backends.add("anthropic-batch", "knockout.judges._batch:AnthropicBatchJudge",
+             "Anthropic Message Batches API: each wave one batch job (resumed by its id)")
 backends.add(
     "scripted",
     "knockout.judges._scripted:ScriptedJudge",

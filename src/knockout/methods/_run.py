@@ -161,11 +161,13 @@ def run_id_for(items: ItemSet, judge: Judge, cfg: RunConfig) -> str:
 
 
 async def run_async(items: ItemSet, judge: Judge, store: Store, cfg: RunConfig, *,
-                    observer: Observer | None = None) -> RunReport:
-    """Grade ``items`` (see :class:`GradeRun`) through ``store``."""
-    return await execute_async(GradeRun(items, judge, cfg), store, observer=observer)
+                    observer: Observer | None = None, executor: str | None = None) -> RunReport:
+    """Grade ``items`` (see :class:`GradeRun`) through ``store`` (``executor``: where the judge requests
+    run, e.g. ``"ray"``; see :func:`knockout.runs.execute_async`)."""
+    return await execute_async(GradeRun(items, judge, cfg), store, observer=observer, executor=executor)
 
 
-def run(items: ItemSet, judge: Judge, store: Store, cfg: RunConfig, *, observer: Observer | None = None) -> RunReport:
+def run(items: ItemSet, judge: Judge, store: Store, cfg: RunConfig, *, observer: Observer | None = None,
+        executor: str | None = None) -> RunReport:
     """Synchronous :func:`run_async` (also inside a running event loop); closes the judge afterwards."""
-    return execute(GradeRun(items, judge, cfg), store, observer=observer)
+    return execute(GradeRun(items, judge, cfg), store, observer=observer, executor=executor)

@@ -12,6 +12,8 @@ Tables (the schema and its versions: :mod:`knockout.storage._migrations`)
               results refer to them by ``match_id``.
 ``itemsets``  snapshots of the item sets runs were made on (questions, answers, human grades), keyed by
               fingerprint, so reports need no data file.
+``batches``   provider batch jobs (``openai-batch``, ``anthropic-batch``) with their request keys
+              (``batch_requests``), recorded before waiting: a killed run polls the same batch again.
 ``inflight``  a lease per request being sent (key, owning process, expiry): a second process on the same
               store waits for the reply instead of sending the request again; a lease whose process is gone
               (on this host) or whose time ran out is taken over.
@@ -229,6 +231,45 @@ class Store:
         cols = [d[0] for d in cur.description]
         for row in cur:
             yield dict(zip(cols, row, strict=True))
+
+    # -- provider batch jobs (the batch executor's ledger) -------------------------------
+    def open_batches(self, keys: list[str]) -> dict[str, str]:
+        """For each of ``keys`` recorded in a batch that has not failed: that batch's id (the latest)."""
+        out: dict[str, str] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            rows = self.db.execute(
+                f"SELECT r.key, r.batch_id FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
+                f"WHERE b.status != 'failed' AND r.key IN ({','.join('?' * len(chunk))}) ORDER BY b.created",
+                chunk).fetchall()
+            out.update({k: b for k, b in rows})
+        return out
+
+    def put_batch(self, batch_id: str, run_id: str | None, judge: str, keys: list[str]) -> None:
+        """Record a submitted batch with its request keys, in one transaction (before waiting for it)."""
+        now = time.time()
+        with self.transaction():
+            self.db.execute("INSERT OR REPLACE INTO batches (id, run_id, judge, status, requests, created, updated) "
+                            "VALUES (?,?,?,?,?,?,?)", (batch_id, run_id, judge, "submitted", len(keys), now, now))
+            self.db.executemany("INSERT OR IGNORE INTO batch_requests (batch_id, key) VALUES (?,?)",
+                                [(batch_id, k) for k in keys])
+
+    def end_batch(self, batch_id: str, status: str, error: str | None = None) -> None:
+        self.db.execute("UPDATE batches SET status = ?, error = ?, updated = ? WHERE id = ?",
+                        (status, error, time.time(), batch_id))
+
+    def drop_batch_requests(self, batch_id: str, keys: list[str]) -> None:
+        with self.transaction():
+            self.db.executemany("DELETE FROM batch_requests WHERE batch_id = ? AND key = ?",
+                                [(batch_id, k) for k in keys])
+
+    def batches(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """The batch jobs recorded (for one run, or all): id, run, judge, status, requests, error."""
+        sql = "SELECT id, run_id, judge, status, requests, error, created FROM batches"
+        rows = self.db.execute(sql + (" WHERE run_id = ?" if run_id else "") + " ORDER BY created",
+                               (run_id,) if run_id else ()).fetchall()
+        return [dict(zip(("id", "run_id", "judge", "status", "requests", "error", "created"), r, strict=True))
+                for r in rows]
 
     # -- runs --------------------------------------------------------------------------
     def start_run(
