@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Statistic = Callable[[np.ndarray], np.ndarray]
+from knockout.metrics._constants import DEFAULT_RESAMPLES
 
-DEFAULT_RESAMPLES = 1000
+Statistic = Callable[[np.ndarray], np.ndarray]
 
 
 class ClusterSampler:
