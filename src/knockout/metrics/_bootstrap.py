@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from knockout.metrics._constants import DEFAULT_RESAMPLES
+from knockout.metrics._constants import DEFAULT_RESAMPLES as DEFAULT_RESAMPLES
 
 Statistic = Callable[[np.ndarray], np.ndarray]
 
