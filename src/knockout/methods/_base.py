@@ -107,6 +107,8 @@ class AnswerResult:
 class MethodResult:
     results: list[AnswerResult]
     info: dict[str, Any] = field(default_factory=dict)
+    #: the method wrote its results itself (in chunks, as they were done)
+    written: bool = False
 
 
 class Method:

@@ -137,7 +137,9 @@ class GradeRun(Run[RunReport]):
         from knockout.metrics._agreement import question_level
 
         outcome = await self.grader.run(self.items, ctx, self.cfg.options)
-        ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in outcome.results)
+        if not outcome.written:
+            ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details)
+                              for r in outcome.results)
         scores = {r.answer_id: r.score for r in outcome.results}
         return RunReport(
             run_id=ctx.run_id,

@@ -350,6 +350,23 @@ def _v35(db: sqlite3.Connection) -> None:
     _script(db, V35_BATCHES)
 
 
+V36_BLOBS = """
+CREATE TABLE IF NOT EXISTS blobs (
+    hash BLOB PRIMARY KEY,
+    z INTEGER NOT NULL,
+    data BLOB NOT NULL
+) WITHOUT ROWID
+"""
+
+
+def _v36(db: sqlite3.Connection) -> None:
+    """Requests stored once by content: message contents and generation parameters in ``blobs`` (keyed by
+    a 16-byte SHA-256 prefix, zlib-compressed where that pays), ``calls.request`` refers to them.  Rows
+    written before keep their full request JSON and stay readable as they are; item-set snapshots written
+    from now on are zlib-compressed (older ones stay JSON text)."""
+    _script(db, V36_BLOBS)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "baseline: the schema of knockout 0.1 (calls, call_log, itemsets, runs, results, web tables)", _v1),
     Migration(2, "matches stored once in their own table; runs.error", _v2),
@@ -358,6 +375,7 @@ MIGRATIONS: list[Migration] = [
     Migration(10, "web: server-side sessions and failed logins (web_sessions, web_login_failures)", _v10),
     Migration(11, "web: question figures copied at import (web_images)", _v11),
     Migration(35, "provider batch jobs and their request keys (batches, batch_requests)", _v35),
+    Migration(36, "requests stored once by content (blobs); compressed item-set snapshots", _v36),
 ]
 
 
