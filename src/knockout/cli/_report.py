@@ -66,7 +66,7 @@ def report(
         if record.kind == "sbs":
             sbs_report(path, record, html, as_json)
             return
-        loaded = load_run(path, record.id)
+        loaded = load_run(path, record.id, details=False)
         rep, an = build_report(loaded, level=level, by=by.split(","), resamples=resamples, seed=seed)
 
         def plots() -> dict[str, bytes]:
@@ -133,7 +133,7 @@ def compare(
     from knockout.reports._runs import load_ref
 
     try:
-        cmp = build_comparison([load_ref(r) for r in runs], resamples=resamples, seed=seed)
+        cmp = build_comparison([load_ref(r, details=False) for r in runs], resamples=resamples, seed=seed)
         tables = comparison_tables(cmp)
         if html is not None:
             from knockout.reports._html import page

@@ -165,6 +165,8 @@ class Engine:
         self.params = params or GenParams()
         self.executor = executor or LocalExecutor(judge)
         self.concurrency = concurrency or self.executor.concurrency or judge.default_concurrency()
+        if isinstance(self.executor, LocalExecutor):
+            judge.expect_concurrency(self.concurrency)
         self.format_retries = format_retries
         self.run_id = run_id
         self.identity = judge.identity()

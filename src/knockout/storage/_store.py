@@ -472,15 +472,30 @@ class Store:
     ) -> None:
         self.put_results(run_id, [ResultRow(item_id, question_id, score, valid, details)])
 
-    def results(self, run_id: str) -> list[dict[str, Any]]:
-        cur = self.db.execute(
-            "SELECT item_id, question_id, score, valid, details FROM results WHERE run_id = ? ORDER BY rowid",
-            (run_id,),
-        )
-        return [
-            {"item_id": r[0], "question_id": r[1], "score": r[2], "valid": bool(r[3]), "details": json.loads(r[4])}
-            for r in cur
-        ]
+    def results(self, run_id: str, *, details: bool = True) -> list[dict[str, Any]]:
+        """A run's results; ``details=False`` reads only the breakdown groups of each result's details (what
+        an agreement report needs), not the raw replies."""
+        return list(self.iter_results(run_id, details=details))
+
+    def iter_results(self, run_id: str, *, details: bool = True) -> Iterator[dict[str, Any]]:
+        """A run's results one by one, in the order written (read in pages, not all at once)."""
+        column = "details" if details else "json_object('groups', json_extract(details, '$.groups'))"
+        last = 0
+        while True:
+            rows = self.db.execute(
+                f"SELECT rowid, item_id, question_id, score, valid, {column} FROM results WHERE run_id = ? "
+                "AND rowid > ? ORDER BY rowid LIMIT 5000", (run_id, last)).fetchall()
+            if not rows:
+                return
+            for r in rows:
+                d = json.loads(r[5])
+                if not details and d.get("groups") is None:
+                    d = {}
+                yield {"item_id": r[1], "question_id": r[2], "score": r[3], "valid": bool(r[4]), "details": d}
+            last = rows[-1][0]
+
+    def count_results(self, run_id: str) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()[0])
 
     def put_matches(self, run_id: str, rows: Iterable[MatchRow]) -> None:
         """Write a batch of matches (a wave's) in one transaction."""
