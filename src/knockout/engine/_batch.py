@@ -107,11 +107,7 @@ class BatchExecutor(Executor):
                 self.submitted.append(bid)
                 await self._wait(new, bid)
         except BaseException as exc:
-            for _, fut in batch.values():
-                if not fut.done():
-                    fut.set_exception(exc if isinstance(exc, Exception) else JudgeError(str(exc)))
-            if not isinstance(exc, Exception):
-                raise
+            _fail_all(batch, exc)
 
     async def _wait(self, part: dict[str, tuple[JudgeRequest, asyncio.Future[Completion]]], bid: str) -> None:
         try:
@@ -126,11 +122,7 @@ class BatchExecutor(Executor):
             results = await self.judge.batch_results(bid)
             self.ledger.end_batch(bid, "completed")
         except BaseException as exc:
-            for _, fut in part.values():
-                if not fut.done():
-                    fut.set_exception(exc if isinstance(exc, Exception) else JudgeError(str(exc)))
-            if not isinstance(exc, Exception):
-                raise
+            _fail_all(part, exc)
             return
         unanswered = [k for k in part if not isinstance(results.get(k), Completion)]
         if unanswered:  # errors and missing results: submitted anew by the next run
@@ -147,3 +139,12 @@ class BatchExecutor(Executor):
     async def aclose(self) -> None:
         for task in [*self._jobs, *([self._flusher] if self._flusher else [])]:
             task.cancel()
+
+
+def _fail_all(part: dict[str, tuple[JudgeRequest, asyncio.Future[Completion]]], exc: BaseException) -> None:
+    """Every request of ``part`` fails with ``exc``; a cancellation goes on up once they are failed."""
+    for _, fut in part.values():
+        if not fut.done():
+            fut.set_exception(exc if isinstance(exc, Exception) else JudgeError(str(exc)))
+    if not isinstance(exc, Exception):
+        raise exc

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl
 
 from knockout.errors import ConfigError
 from knockout.judges._base import Completion, Judge, JudgeRequest
+from knockout.judges._options import parse_query
 
 if TYPE_CHECKING:
     from knockout.engine._cache import Cache
@@ -56,12 +56,7 @@ def parse_executor(spec: str) -> tuple[str, str | None, dict[str, str]]:
     options)."""
     spec = spec.strip()
     head, _, query = spec.partition("?")
-    options: dict[str, str] = {}
-    if query:
-        try:
-            options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=True))
-        except ValueError:
-            raise ConfigError(f"executor '{spec}': options must look like ?key=value&key=value") from None
+    options = parse_query(query, f"executor '{spec}'")
     if head in ("", "local"):
         if options:
             raise ConfigError(f"executor 'local' takes no options (got {', '.join(options)})")

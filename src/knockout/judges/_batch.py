@@ -175,23 +175,6 @@ class OpenAIBatchJudge(BatchJudge, OpenAIJudge):
                     out[custom_id] = _openai_line(line)
         return out
 
-    def body(self, request: JudgeRequest) -> dict[str, Any]:
-        """The chat-completions body of one request (as the live backend sends it)."""
-        from knockout.judges._openai_compat import _content
-
-        p = request.params
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": m.role, "content": _content(m, self.supports_images)} for m in request.messages],
-            "temperature": p.temperature,
-            "max_tokens": p.max_tokens,
-        }
-        if p.seed is not None:
-            body["seed"] = p.seed
-        if p.stop:
-            body["stop"] = list(p.stop)
-        return body
-
 
 class AnthropicBatchOptions(AnthropicOptions):
     poll: float = Field(30.0, gt=0, le=86400, description="seconds between batch status checks")
@@ -208,21 +191,8 @@ class AnthropicBatchJudge(BatchJudge, AnthropicJudge):
     live_backend: ClassVar[str] = "anthropic"
 
     def params(self, request: JudgeRequest) -> dict[str, Any]:
-        from knockout.judges._anthropic_backend import _blocks
-
-        p = request.params
-        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
-        params: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": p.max_tokens,
-            "temperature": p.temperature,
-            "messages": [{"role": m.role, "content": _blocks(m)} for m in request.messages if m.role != "system"],
-        }
-        if system:
-            params["system"] = system
-        if p.stop:
-            params["stop_sequences"] = list(p.stop)
-        return params
+        """One request's Messages parameters (the live backend's, with the temperature in them)."""
+        return {**self.message_params(request), "temperature": request.params.temperature}
 
     async def submit_batch(self, requests: list[tuple[str, JudgeRequest]]) -> str:
         try:

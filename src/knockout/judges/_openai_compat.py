@@ -118,20 +118,24 @@ class OpenAIJudge(ServerJudge):
         while len(self._clients) < wanted:
             self._clients.append(self._new_client())
 
-    async def complete(self, request: JudgeRequest) -> Completion:
+    def body(self, request: JudgeRequest) -> dict[str, Any]:
+        """The chat-completions request body (sent live, or as one line of a batch)."""
         p = request.params
-        messages = [{"role": m.role, "content": _content(m, self.supports_images)} for m in request.messages]
-        dropped = 0 if self.supports_images else sum(len(m.images) for m in request.messages)
-        kwargs: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            "messages": [{"role": m.role, "content": _content(m, self.supports_images)} for m in request.messages],
             "temperature": p.temperature,
             "max_tokens": p.max_tokens,
         }
         if p.seed is not None:
-            kwargs["seed"] = p.seed
+            body["seed"] = p.seed
         if p.stop:
-            kwargs["stop"] = list(p.stop)
+            body["stop"] = list(p.stop)
+        return body
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        dropped = 0 if self.supports_images else sum(len(m.images) for m in request.messages)
+        kwargs = self.body(request)
         client = self._clients[self._turn % len(self._clients)]
         self._turn += 1
         return await self._ask(lambda: client.chat.completions.create(**kwargs), lambda r: _reply(r, dropped))
