@@ -2,8 +2,9 @@
 
     nice -n 10 python bench/ray_scaling.py [--n 8] [--max-tokens 32] [--judge gguf|scripted]
 
-``gguf`` (default): the embedded 0.5B GGUF (knockout[embedded-small]); in process it uses every core, each
-Ray worker gets one core (``threads=1``, ``cpus=1``) and its own copy of the model.  ``scripted`` (a
+``gguf`` (default): the embedded 0.5B GGUF (knockout[embedded-small]); in process it uses every core (and,
+for comparison, one thread), each Ray worker gets one core (``threads=1``, ``cpus=1``) and its own copy of
+the model.  ``scripted`` (a
 SIMULATION, 50 ms per call) measures the executor's own overhead.  Each mode grades the same ``--n``
 answers into a fresh store (no cache hits) through the one run lifecycle; the table shows wall time,
 calls/s and the ratio to in process.  A local Ray instance is started with 2 CPUs.
@@ -35,9 +36,9 @@ def one(mode: str, spec: str, n: int, max_tokens: int) -> tuple[float, int]:
     from knockout.methods import RunConfig, run
     from knockout.storage import Store
 
-    executor = {"in process": None, "ray, 1 worker": "ray?workers=1&cpus=1",
+    executor = {"in process": None, "in process, 1 thread": None, "ray, 1 worker": "ray?workers=1&cpus=1",
                 "ray, 2 workers": "ray?workers=2&cpus=1"}[mode]
-    if executor is not None and spec.startswith("llamacpp"):
+    if mode != "in process" and spec.startswith("llamacpp"):
         spec += "?threads=1"
     with tempfile.TemporaryDirectory() as d, Store(Path(d) / "b.db") as store:
         cfg = RunConfig(params=GenParams(max_tokens=max_tokens, temperature=0.0), format_retries=0,
@@ -65,16 +66,17 @@ def main() -> None:
 
         model_path("qwen2.5-coder-0.5b")
     rows = []
-    for mode in ("in process", "ray, 1 worker", "ray, 2 workers"):
+    modes = ("in process", "in process, 1 thread", "ray, 1 worker", "ray, 2 workers")
+    for mode in modes if a.judge == "gguf" else (modes[0], *modes[2:]):
         wall, calls = one(mode, spec, a.n, a.max_tokens)
         rows.append((mode, wall, calls))
     ray.shutdown()
     base = rows[0][2] / rows[0][1]
     print(f"judge {spec}, {a.n} requests, max_tokens {a.max_tokens} (machine: {os.cpu_count()} cores; "
           f"load average {os.getloadavg()[0]:.1f})")
-    print(f"{'mode':<16} {'calls':>5} {'wall s':>8} {'calls/s':>8} {'vs in process':>14}")
+    print(f"{'mode':<22} {'calls':>5} {'wall s':>8} {'calls/s':>8} {'vs in process':>14}")
     for mode, wall, calls in rows:
-        print(f"{mode:<16} {calls:>5} {wall:>8.1f} {calls / wall:>8.3f} {calls / wall / base:>13.2f}x")
+        print(f"{mode:<22} {calls:>5} {wall:>8.1f} {calls / wall:>8.3f} {calls / wall / base:>13.2f}x")
 
 
 if __name__ == "__main__":
