@@ -94,7 +94,7 @@ DETAILS: dict[str, type[BaseModel]] = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class AnswerResult:
     answer_id: str
     question_id: str
