@@ -47,7 +47,8 @@ def write_exam(path: Path, answers: int, per_question: int) -> None:
 
 
 def measure(args: list[str], env: dict[str, str], out: Path | None = None) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) and stdout of one command in a fresh process."""
+    """Wall seconds, peak RSS (MB) and stdout of one command in a fresh process (also logged to stderr as
+    each step ends, so a long run shows its figures before the table)."""
     code = ("import resource, runpy, sys\n"
             "sys.argv = ['knockout', *sys.argv[1:]]\n"
             "try:\n    runpy.run_module('knockout.cli', run_name='__main__')\n"
@@ -63,6 +64,8 @@ def measure(args: list[str], env: dict[str, str], out: Path | None = None) -> tu
     if r.returncode != 0:
         raise SystemExit(f"knockout {' '.join(args)} failed:\n{r.stderr[-2000:]}")
     rss = max(int(line.split()[1]) for line in r.stderr.splitlines() if line.startswith("RSS_KB")) / 1024
+    print(f"[{time.strftime('%H:%M:%S')}] knockout {args[0]}: {wall:.1f} s, peak RSS {rss:.0f} MB", file=sys.stderr,
+          flush=True)
     return wall, rss, (r.stdout or "")
 
 
