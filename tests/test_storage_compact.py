@@ -138,3 +138,15 @@ def test_scale_bench_smoke(tmp_path: Path) -> None:
     got = json.loads(r.stdout)
     assert got["judge_calls"] == 10000 and got["rerun_cache_hits"] == 10000
     assert got["store_mb"] > 0 and got["peak_rss_mb"] > 0
+
+
+def test_individual_details_written_directly_match_the_model() -> None:
+    from knockout.engine import Attempt, Outcome
+    from knockout.methods._base import IndividualDetails
+    from knockout.methods._individual import individual_details
+
+    for o in (Outcome(2.0, True, [Attempt(key="k", reply="Score: 2/4", cached=False, error=None)]),
+              Outcome(None, False, [Attempt(key="k", reply="?", cached=True, error="no score")], error="no score"),
+              Outcome(None, False, [], error="judge error: x", failed=True)):
+        model = IndividualDetails(prompt="p", shots=["a"], **o.trace().model_dump()).model_dump(mode="json")
+        assert json.dumps(individual_details(o, "p", ["a"])) == json.dumps(model)
