@@ -72,9 +72,13 @@ def test_scripted_knockout_and_sbs_on_ray_same_as_in_process(ray_local: None, tm
         assert rep.summary()["judge_calls"] == 6
 
 
-def test_bad_executor_options(ray_local: None, tmp_path: Path) -> None:
-    with Store(tmp_path / "x.db") as s, pytest.raises(ConfigError, match="unknown executor option"):
-        run(items(1, 2), make_judge("scripted"), s, RunConfig(), executor="ray?wrokers=2")
+def test_bad_executor_specs_fail_before_the_run_is_written(tmp_path: Path) -> None:
+    for spec, message in (("ray?wrokers=2", "unknown executor option"), ("ray?workers=0", "must be >= 1"),
+                          ("ray?cpus=x", "must be an integer"), ("spark", "unknown executor")):
+        with Store(tmp_path / "x.db") as s, pytest.raises(ConfigError, match=message):
+            run(items(1, 2), make_judge("scripted"), s, RunConfig(), executor=spec)
+        with Store(tmp_path / "x.db") as s:
+            assert s.runs() == []
 
 
 @needs_model

@@ -62,12 +62,37 @@ def parse_executor(spec: str) -> tuple[str, str | None, dict[str, str]]:
             raise ConfigError(f"executor 'local' takes no options (got {', '.join(options)})")
         return "local", None, {}
     if head == "ray":
-        return "ray", None, options
-    if head.startswith("ray://"):
-        return "ray", head, options
-    if head.startswith("ray:"):
-        return "ray", head[4:] or None, options
-    raise ConfigError(f"unknown executor '{spec}' (local, ray, ray://HOST:PORT or ray:ADDRESS)")
+        address = None
+    elif head.startswith("ray://"):
+        address = head
+    elif head.startswith("ray:"):
+        address = head[4:] or None
+    else:
+        raise ConfigError(f"unknown executor '{spec}' (local, ray, ray://HOST:PORT or ray:ADDRESS)")
+    ray_options(options)  # checked here, before a run is started
+    return "ray", address, options
+
+
+#: the Ray executor's options: name -> smallest value
+RAY_OPTIONS = {"workers": 1, "cpus": 0, "gpus": 0, "per_worker": 1}
+
+
+def ray_options(options: dict[str, str]) -> dict[str, int]:
+    """The Ray executor's options as integers, or a ConfigError naming the option."""
+    unknown = sorted(set(options) - set(RAY_OPTIONS))
+    if unknown:
+        raise ConfigError(f"unknown executor option(s) {', '.join(unknown)} for ray "
+                          f"(accepted: {', '.join(RAY_OPTIONS)})")
+    out: dict[str, int] = {}
+    for name, raw in options.items():
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(f"executor option {name}={raw!r} must be an integer") from None
+        if value < RAY_OPTIONS[name]:
+            raise ConfigError(f"executor option {name} must be >= {RAY_OPTIONS[name]} (got {value})")
+        out[name] = value
+    return out
 
 
 def make_executor(spec: str | None, judge: Judge, cache: Cache, run_id: str | None) -> Executor:

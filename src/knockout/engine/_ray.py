@@ -19,7 +19,7 @@ import contextlib
 import os
 from typing import Any
 
-from knockout.engine._executors import Executor, judge_recipe
+from knockout.engine._executors import Executor, judge_recipe, ray_options
 from knockout.errors import ConfigError
 from knockout.judges._base import Completion, Judge, JudgeRequest
 
@@ -49,19 +49,6 @@ class _JudgeWorker:
         await self.judge.aclose()
 
 
-def _int_option(options: dict[str, str], name: str, default: int | None, low: int) -> int | None:
-    raw = options.pop(name, None)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"executor option {name}={raw!r} must be an integer") from None
-    if value < low:
-        raise ConfigError(f"executor option {name} must be >= {low} (got {value})")
-    return value
-
-
 class RayExecutor(Executor):
     """Sends each request to the least busy of ``workers`` Ray actors holding the judge."""
 
@@ -72,14 +59,11 @@ class RayExecutor(Executor):
             raise ConfigError("the ray executor needs Ray: pip install 'knockout[ray]'") from None
         ray: Any = ray_module  # Ray's own annotations do not cover actor options
         self._ray = ray
-        opts = dict(options or {})
-        self.cpus = _int_option(opts, "cpus", 1, 0) or 0
-        self.gpus = _int_option(opts, "gpus", 0, 0) or 0
-        workers = _int_option(opts, "workers", None, 1)
-        per_worker = _int_option(opts, "per_worker", judge.default_concurrency(), 1)
-        if opts:
-            raise ConfigError(f"unknown executor option(s) {', '.join(sorted(opts))} for ray "
-                              "(accepted: workers, cpus, gpus, per_worker)")
+        opts = ray_options(dict(options or {}))
+        self.cpus = opts.get("cpus", 1)
+        self.gpus = opts.get("gpus", 0)
+        workers = opts.get("workers")
+        per_worker = opts.get("per_worker", judge.default_concurrency())
         self.judge = judge
         self.address = address
         if not ray.is_initialized():
@@ -92,7 +76,7 @@ class RayExecutor(Executor):
             cluster = int(ray.cluster_resources().get("CPU", 1))
             workers = max(1, cluster // self.cpus) if self.cpus else max(1, cluster)
         self.workers = workers
-        self.per_worker = per_worker or 1
+        self.per_worker = per_worker
         self.concurrency = self.workers * self.per_worker
         cls, model, judge_opts = judge_recipe(judge)
         actor = ray.remote(num_cpus=self.cpus, num_gpus=self.gpus,

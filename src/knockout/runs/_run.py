@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from knockout.data._records import ItemSet
 from knockout.engine import Engine, Observer, Planned, Subject
-from knockout.engine._executors import make_executor
+from knockout.engine._executors import make_executor, parse_executor
 from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
 from knockout.storage._store import MatchRow, ResultRow, Store
@@ -146,6 +146,7 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         raise ConfigError(f"format retries must be >= 0 (got {run.format_retries})")
     if run.concurrency is not None and run.concurrency < 1:
         raise ConfigError(f"concurrency must be >= 1 (got {run.concurrency})")
+    parse_executor(executor or "local")  # a bad executor spec fails here, before the run is written
     run_id = run_id_for(run.identity())
     oracle = run.oracle()
     for j in judges.values():
