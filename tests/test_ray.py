@@ -28,10 +28,15 @@ def ray_local() -> Iterator[None]:
     import ray
 
     # workers import knockout from this checkout
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")])
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT), before or ""])
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
+    if before is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = before
 
 
 def items(n_q: int = 2, n_a: int = 4) -> ItemSet:
