@@ -150,6 +150,8 @@ def print_jury(out_db: Path, run_id: str) -> None:
     with open_existing(out_db) as store:
         sec = grade_jury_section(store, loaded.run, loaded.items, loaded.results)
     print_tables(jury_tables(sec, loaded.cost))
+ExecutorOpt = Annotated[str, typer.Option("--executor", help="where judge requests run: local, ray, "
+                                          "ray://HOST:PORT (options: ray?workers=2&cpus=1)")]
 
 
 @app.command()
@@ -187,6 +189,7 @@ def grade(
     top_p: TopPOpt = None,
     frequency_penalty: FreqPenaltyOpt = None,
     format_retries: Annotated[int, typer.Option(help="re-asks with a format reminder before invalid")] = 2,
+    executor: ExecutorOpt = "local",
     show_answers: Annotated[bool, typer.Option(help="print the per-answer table")] = False,
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
@@ -242,7 +245,7 @@ def grade(
             run = make_jury(grade_member_runs(items, members, cfg, kv, file=file), members,
                             aggregate=aggregate or (jury_file.aggregate if jury_file else None),
                             trim=jury_file.trim if jury_file else None)
-        report = execute_in_store(out_db, run, quiet=quiet)
+        report = execute_in_store(out_db, run, quiet=quiet, executor=executor)
         if as_json:
             print_json(report.summary())
             return
@@ -311,23 +314,28 @@ def export(
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary (needs --output)")] = False,
 ) -> None:
     """Export one run's per-item results with every raw reply (any kind of run) as CSV or JSONL."""
-    from knockout.reports._export import export_run
+    from knockout.reports._export import export_to
     from knockout.reports._runs import parse_ref
 
     try:
         if as_json and output is None:
             raise ConfigError("export --json prints a summary; give --output FILE for the data")
         path, ref_id = parse_ref(db)
-        run, rows, text = export_run(path, run_id or ref_id, format, partial=partial)
+        if output:  # written beside, then moved into place: nothing half-written on an error
+            tmp = output.with_name(output.name + ".tmp")
+            try:
+                with tmp.open("w", encoding="utf-8", newline="") as f:
+                    run, rows = export_to(path, run_id or ref_id, format, f, partial=partial)
+                tmp.replace(output)
+            finally:
+                tmp.unlink(missing_ok=True)
+        else:
+            run, rows = export_to(path, run_id or ref_id, format, sys.stdout, partial=partial)
     except KnockoutError as exc:
         fail(exc)
         return
     if not run.complete:
         err.print(f"[bold yellow]warning:[/] run {run.id} is {run.status}: its results are partial")
-    if output:
-        output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
     if as_json:
         print_json({"run_id": run.id, "kind": run.kind, "status": run.status, "format": format, "rows": rows,
                     "output": str(output)})
@@ -344,7 +352,7 @@ def runs(
     try:
         with open_existing(db) as store:
             records = store.runs()
-            counts = {r.id: len(store.results(r.id)) for r in records}
+            counts = {r.id: store.count_results(r.id) for r in records}
     except KnockoutError as exc:
         fail(exc)
         return

@@ -74,10 +74,11 @@ def progress_bar(description: str, enabled: bool = True) -> Iterator[Observer | 
         bar.progress.stop()
 
 
-def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging") -> R:
+def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging",
+                     executor: str | None = None) -> R:
     """Open the store, run ``run`` through the one lifecycle with a progress bar, close the store."""
     from knockout.runs import execute
     from knockout.storage import Store
 
     with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet) as bar:
-        return execute(run, store, observer=bar)
+        return execute(run, store, observer=bar, executor=executor)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table as RichTable
 
 from knockout.cli._main import JsonOpt, err, fail, out, print_json
 from knockout.errors import ConfigError, KnockoutError
-from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
-from knockout.reports._report import Table, transpose
-from knockout.storage._store import RunRecord
+from knockout.metrics._constants import DEFAULT_RESAMPLES
+
+if TYPE_CHECKING:  # the report modules load numpy, scipy and scikit-learn: only when a command runs
+    from knockout.reports._report import Table
+    from knockout.storage._store import RunRecord
 
 Resamples = Annotated[int, typer.Option("--resamples", help="bootstrap resamples for the 95% CIs (0: none)")]
 Seed = Annotated[int, typer.Option(help="bootstrap seed")]
@@ -22,6 +23,8 @@ HtmlOpt = Annotated[Path | None, typer.Option("--html", help="write a self-conta
 
 
 def print_tables(tables: Sequence[Table]) -> None:
+    from rich.table import Table as RichTable
+
     for t in tables:
         rt = RichTable(title=t.title, caption=t.note or None, title_justify="left")
         for c in t.columns:
@@ -63,7 +66,7 @@ def report(
         if content_kind(record) == "sbs":
             sbs_report(path, record, html, as_json, resamples=resamples, seed=seed)
             return
-        loaded = load_run(path, record.id)
+        loaded = load_run(path, record.id, details=False)
         rep, an = build_report(loaded, level=level, by=by.split(","), resamples=resamples, seed=seed)
 
         def plots() -> dict[str, bytes]:
@@ -154,8 +157,8 @@ def compare(
         else:
             from knockout.reports._report import build_comparison, comparison_tables
 
-            cmp = build_comparison([load_run(p, rec.id) for p, rec in refs], resamples=resamples, seed=seed,
-                                   by=by.split(","))
+            cmp = build_comparison([load_run(p, rec.id, details=False) for p, rec in refs], resamples=resamples,
+                                   seed=seed, by=by.split(","))
             tables = comparison_tables(cmp)
 
             def plots() -> dict[str, bytes]:
@@ -175,6 +178,8 @@ def compare(
     if as_json:
         print_json(cmp)
         return
+    from knockout.reports._report import transpose
+
     # few runs: metrics as rows, runs as columns, so that the table fits a terminal
     # (the side-by-side table keeps the paper's layout, and the --by tables their groups as rows)
     print_tables([transpose(t) if i < 2 and len(t.rows) <= 4 and cmp.get("kind") != "sbs" else t

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from knockout.cli._main import (
     AggregateOpt,
+    ExecutorOpt,
     FreqPenaltyOpt,
     JsonOpt,
     JudgeKV,
@@ -64,6 +65,7 @@ def sbs(
     format_retries: Annotated[int, typer.Option(help="re-asks with a format reminder before E "
                                                 "(paper: 0, E is counted)")] = 0,
     show_items: Annotated[bool, typer.Option(help="print the per-item verdicts")] = False,
+    executor: ExecutorOpt = "local",
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
@@ -89,14 +91,14 @@ def sbs(
             runs = sbs_member_runs(items, members, cfg, kv, source=str(data), file=str(jury or "<command line>"))
             jr = make_jury(runs, members, aggregate=aggregate or (jury_file.aggregate if jury_file else None),
                            trim=jury_file.trim if jury_file else None)
-            summary = execute_in_store(out_db, jr, quiet=quiet).summary()
+            summary = execute_in_store(out_db, jr, quiet=quiet, executor=executor).summary()
             if as_json:
                 print_json(summary)
             else:
                 print_sbs(out_db, summary)
             return
         report = execute_in_store(out_db, SbsRun(items, make_judge(members[0].judge, kv), cfg, source=str(data)),
-                                  quiet=quiet)
+                                  quiet=quiet, executor=executor)
     except KnockoutError as exc:
         fail(exc)
         return

@@ -150,6 +150,9 @@ class Judge(ABC):
             if getattr(params, k, None) is not None:
                 raise ConfigError(f"the {self.backend} backend does not support {k} (leave it unset)")
 
+    def expect_concurrency(self, n: int) -> None:  # noqa: B027 - optional hook
+        """The engine will keep up to ``n`` requests in flight (a backend may size its client pools)."""
+
     def bind_simulation(self, oracle: Callable[[Any], dict[str, Any]]) -> None:  # noqa: B027 - optional hook
         """A simulated judge (``simulated = True``) receives the run's truth here; real backends ignore it."""
 

@@ -191,11 +191,14 @@ def meta_run_id(vs: VerdictSet, judge: Judge, debater: Judge | None, cfg: MetaCo
 
 async def run_meta_async(vs_all: VerdictSet, judge: Judge, store: Store, cfg: MetaConfig, *,
                          limit: int | None = None, debater: Judge | None = None,
-                         observer: Observer | None = None) -> MetaReport:
-    return await execute_async(MetaRun(vs_all, judge, cfg, limit=limit, debater=debater), store, observer=observer)
+                         observer: Observer | None = None, executor: str | None = None) -> MetaReport:
+    return await execute_async(MetaRun(vs_all, judge, cfg, limit=limit, debater=debater), store, observer=observer,
+                               executor=executor)
 
 
 def run_meta(vs_all: VerdictSet, judge: Judge, store: Store, cfg: MetaConfig, *, limit: int | None = None,
-             debater: Judge | None = None, observer: Observer | None = None) -> MetaReport:
+             debater: Judge | None = None, observer: Observer | None = None,
+             executor: str | None = None) -> MetaReport:
     """Synchronous :func:`run_meta_async` (also inside a running event loop); closes the judges."""
-    return execute(MetaRun(vs_all, judge, cfg, limit=limit, debater=debater), store, observer=observer)
+    return execute(MetaRun(vs_all, judge, cfg, limit=limit, debater=debater), store, observer=observer,
+                   executor=executor)

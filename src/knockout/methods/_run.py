@@ -156,7 +156,9 @@ class GradeRun(Run[RunReport]):
 
         items, left_out = judge_items(self.items, self.figure_mode, self.cfg.figure_dir)
         outcome = await self.grader.run(items, ctx, self.cfg.options)
-        ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in outcome.results)
+        if not outcome.written:
+            ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details)
+                              for r in outcome.results)
         outcome.info.update(grading_info(self.items, outcome.results, self.cfg.options, left_out))
         scores = {r.answer_id: r.score for r in outcome.results}
         return RunReport(
@@ -181,11 +183,13 @@ def run_id_for(items: ItemSet, judge: Judge, cfg: RunConfig) -> str:
 
 
 async def run_async(items: ItemSet, judge: Judge, store: Store, cfg: RunConfig, *,
-                    observer: Observer | None = None) -> RunReport:
-    """Grade ``items`` (see :class:`GradeRun`) through ``store``."""
-    return await execute_async(GradeRun(items, judge, cfg), store, observer=observer)
+                    observer: Observer | None = None, executor: str | None = None) -> RunReport:
+    """Grade ``items`` (see :class:`GradeRun`) through ``store`` (``executor``: where the judge requests
+    run, e.g. ``"ray"``; see :func:`knockout.runs.execute_async`)."""
+    return await execute_async(GradeRun(items, judge, cfg), store, observer=observer, executor=executor)
 
 
-def run(items: ItemSet, judge: Judge, store: Store, cfg: RunConfig, *, observer: Observer | None = None) -> RunReport:
+def run(items: ItemSet, judge: Judge, store: Store, cfg: RunConfig, *, observer: Observer | None = None,
+        executor: str | None = None) -> RunReport:
     """Synchronous :func:`run_async` (also inside a running event loop); closes the judge afterwards."""
-    return execute(GradeRun(items, judge, cfg), store, observer=observer)
+    return execute(GradeRun(items, judge, cfg), store, observer=observer, executor=executor)

@@ -58,7 +58,8 @@ def by_group(groups: list[dict[str, Any]], key: str) -> bytes:
     r = np.array([np.nan if g.get("pearson") is None else g["pearson"] for g in groups])
     lo = np.array([r[i] - g["pearson_ci"][0] if g.get("pearson_ci") else 0 for i, g in enumerate(groups)])
     hi = np.array([g["pearson_ci"][1] - r[i] if g.get("pearson_ci") else 0 for i, g in enumerate(groups)])
-    a1.bar(x, np.nan_to_num(r), yerr=[lo, hi], capsize=4, color="#4c72b0")
+    # a CI may miss its estimate by a rounding error: no negative bar
+    a1.bar(x, np.nan_to_num(r), yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], capsize=4, color="#4c72b0")
     a1.set_xticks(x, names, rotation=20)
     a1.set_ylabel("Pearson with humans")
     a1.set_title(f"agreement by {key}")
@@ -101,7 +102,8 @@ def cost_vs_agreement(cmp: dict[str, Any]) -> bytes:
             continue
         x = r["cost"]["tokens"] if use_tokens else r["cost"]["requests"]
         ci = q.get("pearson_ci") or [q["pearson"], q["pearson"]]
-        ax.errorbar([x], [q["pearson"]], yerr=[[q["pearson"] - ci[0]], [ci[1] - q["pearson"]]], fmt="o", capsize=4)
+        ax.errorbar([x], [q["pearson"]], yerr=[[max(0.0, q["pearson"] - ci[0])], [max(0.0, ci[1] - q["pearson"])]],
+                    fmt="o", capsize=4)
         ax.annotate(f"{r['run_id'][:6]} {r['label'][:40]}", (x, q["pearson"]), textcoords="offset points",
                     xytext=(6, 4), fontsize=7)
     ax.set_xlabel("judge tokens" if use_tokens else "judge requests")

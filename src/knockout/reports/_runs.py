@@ -119,8 +119,9 @@ def find_run(path: Path, run_id: str | None = None, kinds: tuple[str, ...] = REP
         return pick_run(store, path, run_id, kinds)
 
 
-def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
-    """A run (default: the latest grade run) with its item-set snapshot, results and cost.
+def load_run(path: Path, run_id: str | None = None, *, details: bool = True) -> LoadedRun:
+    """A run (default: the latest grade run) with its item-set snapshot, results and cost (``details=False``:
+    each result's breakdown groups only, not its raw replies: what agreement reports read).
 
     The human grades are those of the snapshot (the input file) plus the grades entered in the web app on
     the same answers in the same store (:func:`knockout.annotations.add_web_grades`, graders ``web:<user>``)."""
@@ -129,7 +130,7 @@ def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
         items = store.items_for_run(run.id)
         if items is None:
             raise ConfigError(f"{path}: run {run.id} has no stored item set (made by an older version?)")
-        results = store.results(run.id)
+        results = store.results(run.id, details=details)
         if not results:
             raise ConfigError(f"{path}: run {run.id} has no results (status {run.status})")
         cost = run_cost(store, run)
@@ -141,6 +142,6 @@ def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
         return LoadedRun(Path(path), run, items, results, cost, human, store.matches(run.id))
 
 
-def load_ref(ref: str) -> LoadedRun:
+def load_ref(ref: str, *, details: bool = True) -> LoadedRun:
     path, run_id = parse_ref(ref)
-    return load_run(path, run_id)
+    return load_run(path, run_id, details=details)

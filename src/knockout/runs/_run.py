@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from knockout.data._records import ItemSet
 from knockout.engine import Engine, Observer, Planned, Subject
+from knockout.engine._executors import make_executor, parse_executor
 from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
 from knockout.storage._store import MatchRow, ResultRow, Store
@@ -134,8 +135,13 @@ class Run(ABC, Generic[R]):
         """Plan, ask the engine(s) in waves, write results through ``ctx``, return the report."""
 
 
-async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None) -> R:
-    """Run ``run`` through the store: the one lifecycle (module doc)."""
+async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None,
+                        executor: str | None = None) -> R:
+    """Run ``run`` through the store: the one lifecycle (module doc).
+
+    ``executor`` says where the engines send the requests the store does not hold (``local``, the
+    default; ``ray``, ``ray://HOST:PORT``: Ray actors holding the judge); the store is written here
+    alone, whatever the executor."""
     run.check()
     judges = run.judges()
     if "judge" not in judges:
@@ -146,6 +152,7 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         raise ConfigError(f"concurrency must be >= 1 (got {run.concurrency})")
     for j in judges.values():
         j.check_params(run.params)
+    parse_executor(executor or "local")  # a bad executor spec fails here, before the run is written
     run_id = run_id_for(run.identity())
     oracle = run.oracle()
     for j in judges.values():
@@ -161,13 +168,13 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
     store.start_run(run_id, kind=run.kind, method=run.method, judge=run.spec(), config=config,
                     data_source=run.data_source,
                     data_fingerprint=store.save_items(snapshot) if snapshot is not None else None)
-    engines = {
-        role: Engine(j, store, params=run.params, concurrency=run.concurrency, format_retries=run.format_retries,
-                     run_id=run_id, observer=observer)
-        for role, j in judges.items()
-    }
-    ctx = RunContext(run_id, store, engines, observer)
+    engines: dict[str, Engine] = {}
     try:
+        for role, j in judges.items():
+            engines[role] = Engine(j, store, params=run.params, concurrency=run.concurrency,
+                                   format_retries=run.format_retries, run_id=run_id, observer=observer,
+                                   executor=make_executor(executor, j, store, run_id))
+        ctx = RunContext(run_id, store, engines, observer)
         report = await run.execute(ctx)
         store.finish_run(run_id, report.summary())
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -176,6 +183,9 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
     except BaseException as exc:
         store.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
+    finally:
+        for e in engines.values():
+            await e.executor.aclose()
     return report
 
 
@@ -193,12 +203,13 @@ async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
 
 
-def execute(run: Run[R], store: Store, *, observer: Observer | None = None, close_judges: bool = True) -> R:
+def execute(run: Run[R], store: Store, *, observer: Observer | None = None, close_judges: bool = True,
+            executor: str | None = None) -> R:
     """Synchronous :func:`execute_async`; closes the run's judges afterwards unless told not to."""
 
     async def main() -> R:
         try:
-            return await execute_async(run, store, observer=observer)
+            return await execute_async(run, store, observer=observer, executor=executor)
         finally:
             if close_judges:
                 for j in {id(j): j for j in run.judges().values()}.values():
