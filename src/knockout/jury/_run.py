@@ -234,7 +234,8 @@ class JuryRun(Run[JuryReport]):
         merged = _MergedProgress(ctx.observer, len(self.members)) if ctx.observer is not None else None
         try:
             async with asyncio.TaskGroup() as tg:
-                tasks = [tg.create_task(execute_async(m, ctx.store, observer=merged.member(i) if merged else None))
+                tasks = [tg.create_task(execute_async(m, ctx.store, observer=merged.member(i) if merged else None,
+                                                        executor=ctx.executor))
                          for i, m in enumerate(self.members)]
         except BaseExceptionGroup as eg:  # one member failed: its error, not the group's
             raise eg.exceptions[0] from None

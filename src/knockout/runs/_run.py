@@ -62,6 +62,8 @@ class RunContext:
     store: Store
     engines: dict[str, Engine]
     observer: Observer | None = None
+    #: where the engines send their misses (``execute_async``'s executor; runs a kind runs use it too)
+    executor: str | None = None
 
     @property
     def engine(self) -> Engine:
@@ -174,7 +176,7 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
             engines[role] = Engine(j, store, params=run.params, concurrency=run.concurrency,
                                    format_retries=run.format_retries, run_id=run_id, observer=observer,
                                    executor=make_executor(executor, j, store, run_id))
-        ctx = RunContext(run_id, store, engines, observer)
+        ctx = RunContext(run_id, store, engines, observer, executor)
         report = await run.execute(ctx)
         store.finish_run(run_id, report.summary())
     except (KeyboardInterrupt, asyncio.CancelledError):
