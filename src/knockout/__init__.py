@@ -32,6 +32,8 @@ _EXPORTS: dict[str, str] = {
     "PairItem": "knockout.data._records",
     "Question": "knockout.data._records",
     "load_items": "knockout.data._loaders",
+    "from_dataframe": "knockout.data._loaders",
+    "from_dataset": "knockout.data._loaders",
     "write_jsonl": "knockout.data._writer",
     # errors
     "ConfigError": "knockout.errors",
@@ -107,6 +109,8 @@ __all__ = [
     "build_report",
     "execute",
     "execute_async",
+    "from_dataframe",
+    "from_dataset",
     "get_template",
     "load_items",
     "load_run",
@@ -132,7 +136,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
-    from knockout.data._loaders import load_items
+    from knockout.data._loaders import from_dataframe, from_dataset, load_items
     from knockout.data._records import Answer, ItemSet, PairItem, Question
     from knockout.data._writer import write_jsonl
     from knockout.errors import ConfigError, InputError, JudgeError, KnockoutError
