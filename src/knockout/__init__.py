@@ -79,6 +79,7 @@ _EXPORTS: dict[str, str] = {
     "load_run": "knockout.reports._runs",
     "build_report": "knockout.reports._report",
     "build_comparison": "knockout.reports._report",
+    "results_df": "knockout.reports._tidy",
     "paired_comparison": "knockout.metrics._comparison",
 }
 
@@ -121,6 +122,7 @@ __all__ = [
     "paired_comparison",
     "presets",
     "question_level",
+    "results_df",
     "run",
     "run_async",
     "run_meta",
@@ -153,6 +155,7 @@ if TYPE_CHECKING:
     from knockout.prompts._templates import get_template, presets
     from knockout.reports._report import build_comparison, build_report
     from knockout.reports._runs import load_run
+    from knockout.reports._tidy import results_df
     from knockout.runs._run import Run, execute, execute_async
     from knockout.sbs._data import SbsItem, load_sbs
     from knockout.sbs._metrics import sbs_metrics

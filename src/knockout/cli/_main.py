@@ -219,27 +219,39 @@ def demo(
 def export(
     db: Annotated[str, typer.Argument(help="the SQLite store (STORE or STORE:RUN_ID)")],
     run_id: Annotated[str | None, typer.Option("--run", help="run id (default: the latest run)")] = None,
-    format: Annotated[str, typer.Option("--format", help="csv or jsonl")] = "csv",
+    format: Annotated[str, typer.Option("--format", help="csv, jsonl or parquet (the tidy table; needs "
+                                        "--output)")] = "csv",
+    table: Annotated[str | None, typer.Option("--table", help="a tidy table instead of the raw export: answers "
+                                              "(grade runs), matches (pairwise methods), orders (side-by-side), "
+                                              "judgements (meta); parquet's default: the run kind's main "
+                                              "table")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-O", help="file (default: stdout)")] = None,
     partial: Annotated[bool, typer.Option("--partial", help="export a run that is not complete (interrupted, "
                                           "failed or still running); its rows say so")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary (needs --output)")] = False,
 ) -> None:
-    """Export one run's per-item results with every raw reply (any kind of run) as CSV or JSONL."""
-    from knockout.reports._export import export_run
+    """Export one run's per-item results with every raw reply (any kind of run) as CSV or JSONL, or a tidy
+    table (one row per answer, match, side-by-side order or meta-judgement) as Parquet, CSV or JSONL."""
+    from knockout.reports._export import export_run, export_tidy
     from knockout.reports._runs import parse_ref
 
+    text: str | None
     try:
         if as_json and output is None:
             raise ConfigError("export --json prints a summary; give --output FILE for the data")
         path, ref_id = parse_ref(db)
-        run, rows, text = export_run(path, run_id or ref_id, format, partial=partial)
+        if format == "parquet" or table is not None:
+            run, rows, text = export_tidy(path, run_id or ref_id, format, table, output, partial=partial)
+        else:
+            run, rows, text = export_run(path, run_id or ref_id, format, partial=partial)
     except KnockoutError as exc:
         fail(exc)
         return
     if not run.complete:
         err.print(f"[bold yellow]warning:[/] run {run.id} is {run.status}: its results are partial")
-    if output:
+    if text is None:
+        pass  # written by the exporter
+    elif output:
         output.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)

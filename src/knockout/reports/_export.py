@@ -18,7 +18,7 @@ from typing import Any
 from knockout.errors import ConfigError
 from knockout.storage._store import MatchRow, RunRecord, Store
 
-FORMATS = ("csv", "jsonl")
+FORMATS = ("csv", "jsonl", "parquet")
 
 
 def open_existing(db: Path) -> Store:
@@ -66,20 +66,52 @@ def export_rows(store: Store, run: RunRecord) -> list[dict[str, Any]]:
     return rows
 
 
+def _picked(store: Store, db: Path, run_id: str | None, partial: bool) -> RunRecord:
+    from knockout.reports._runs import EXPORT_KINDS, pick_run
+
+    run = pick_run(store, db, run_id, EXPORT_KINDS)
+    if not run.complete and not partial:
+        n = len(store.results(run.id))
+        raise ConfigError(f"{db}: run {run.id} is {run.status} ({n} results written"
+                          f"{'; ' + run.error if run.error else ''}); pass --partial to export it anyway")
+    return run
+
+
+def export_tidy(db: Path, run_id: str | None, fmt: str, table: str | None, output: Path | None, *,
+                partial: bool = False) -> tuple[RunRecord, int, str | None]:
+    """One run's tidy table (:mod:`knockout.reports._tidy`): written to ``output`` as Parquet, or returned
+    as CSV/JSONL text.  (run, number of rows, text or None)."""
+    from knockout.reports._tidy import tidy_rows, write_parquet
+
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown export format '{fmt}' ({', '.join(FORMATS)})")
+    if fmt == "parquet" and output is None:
+        raise ConfigError("--format parquet writes a file: give --output FILE")
+    with open_existing(db) as store:
+        run = _picked(store, db, run_id, partial)
+        rows = tidy_rows(store, run, table)
+    if fmt == "parquet":
+        assert output is not None
+        write_parquet(rows, output)
+        return run, len(rows), None
+    if fmt == "jsonl":
+        return run, len(rows), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    return run, len(rows), buf.getvalue()
+
+
 def export_run(db: Path, run_id: str | None, fmt: str, *, partial: bool = False) -> tuple[RunRecord, int, str]:
     """(run, number of rows, text) of one run's results: the run ``run_id`` or the latest run of any kind.
 
     A run that is not complete is refused unless ``partial`` (its rows then say its status)."""
-    from knockout.reports._runs import EXPORT_KINDS, pick_run
-
-    if fmt not in FORMATS:
-        raise ConfigError(f"unknown export format '{fmt}' ({' or '.join(FORMATS)})")
+    if fmt not in ("csv", "jsonl"):
+        raise ConfigError(f"unknown export format '{fmt}' (csv or jsonl; parquet writes the tidy table)")
     with open_existing(db) as store:
-        run = pick_run(store, db, run_id, EXPORT_KINDS)
-        if not run.complete and not partial:
-            n = len(store.results(run.id))
-            raise ConfigError(f"{db}: run {run.id} is {run.status} ({n} results written"
-                              f"{'; ' + run.error if run.error else ''}); pass --partial to export it anyway")
+        run = _picked(store, db, run_id, partial)
         rows = export_rows(store, run)
     if fmt == "jsonl":
         return run, len(rows), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
