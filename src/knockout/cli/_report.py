@@ -19,6 +19,8 @@ Resamples = Annotated[int, typer.Option("--resamples", help="bootstrap resamples
 Seed = Annotated[int, typer.Option(help="bootstrap seed")]
 HtmlOpt = Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML report (needs "
                                               "knockout[plots])")]
+ViewerOpt = Annotated[str | None, typer.Option("--viewer-url", help="with --html: link each run to its page in "
+                                               "the transcript viewer of `knockout serve` at this URL")]
 
 
 def print_tables(tables: Sequence[Table]) -> None:
@@ -46,6 +48,7 @@ def report(
     by: Annotated[str, typer.Option("--by", help="breakdowns, comma-separated: difficulty, language, examinee, "
                                     "exam, question, task, max_points, round, meta:KEY")] = "",
     html: HtmlOpt = None,
+    viewer_url: ViewerOpt = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,
@@ -60,8 +63,9 @@ def report(
     try:
         path, ref_id = parse_ref(run)
         record = find_run(path, run_id or ref_id)
+        links = links_for(viewer_url, [record.id])
         if record.kind == "sbs":
-            sbs_report(path, record, html, as_json)
+            sbs_report(path, record, html, as_json, links)
             return
         loaded = load_run(path, record.id)
         rep, an = build_report(loaded, level=level, by=by.split(","), resamples=resamples, seed=seed)
@@ -71,12 +75,21 @@ def report(
 
             return report_plots(rep, an)
 
-        emit_report(rep, report_tables(rep), f"knockout report: run {loaded.run.id}", plots, html, as_json)
+        emit_report(rep, report_tables(rep), f"knockout report: run {loaded.run.id}", plots, html, as_json, links)
     except KnockoutError as exc:
         fail(exc)
 
 
-def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool) -> None:
+def links_for(viewer_url: str | None, run_ids: Sequence[str]) -> list[tuple[str, str]]:
+    if viewer_url is None:
+        return []
+    from knockout.reports._html import viewer_links
+
+    return viewer_links(viewer_url, run_ids)
+
+
+def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool,
+               links: Sequence[tuple[str, str]] = ()) -> None:
     from knockout.reports._sbs_report import build_sbs_report, sbs_tables
 
     rep = build_sbs_report(path, record)
@@ -86,17 +99,18 @@ def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool) 
 
         return {"verdicts by order": sbs_distribution(rep)}
 
-    emit_report(rep, sbs_tables(rep), f"knockout report: side-by-side run {record.id}", plots, html, as_json)
+    emit_report(rep, sbs_tables(rep), f"knockout report: side-by-side run {record.id}", plots, html, as_json,
+                links)
 
 
 def emit_report(rep: dict[str, Any], tables: Sequence[Table], title: str, plots: Callable[[], dict[str, bytes]],
-                html: Path | None, as_json: bool) -> None:
+                html: Path | None, as_json: bool, links: Sequence[tuple[str, str]] = ()) -> None:
     """Write the HTML page (when asked), then print the JSON object or the tables."""
     warn = status_warnings(rep["run"])
     if html is not None:
         from knockout.reports._html import page
 
-        write_html(html, page(title, tables, plots(), warn))
+        write_html(html, page(title, tables, plots(), warn, links))
     if as_json:
         print_json(rep)
         return
@@ -121,6 +135,7 @@ def status_warnings(run: dict[str, Any]) -> list[str]:
 def compare(
     runs: Annotated[list[str], typer.Argument(help="runs: STORE (its latest grade run) or STORE:RUN_ID")],
     html: HtmlOpt = None,
+    viewer_url: ViewerOpt = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,
@@ -137,8 +152,9 @@ def compare(
             from knockout.reports._plots import cost_vs_agreement
 
             warn = [w for r in cmp["runs"] for w in status_warnings(r)]
+            links = links_for(viewer_url, [str(r["run_id"]) for r in cmp["runs"]])
             write_html(html, page("knockout: methods compared", tables,
-                                  {"cost vs agreement": cost_vs_agreement(cmp)}, warn))
+                                  {"cost vs agreement": cost_vs_agreement(cmp)}, warn, links))
     except KnockoutError as exc:
         fail(exc)
         return
