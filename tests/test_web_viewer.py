@@ -22,7 +22,7 @@ from knockout.sbs._run import SbsConfig, run_sbs
 from knockout.storage._store import Store
 from knockout.web._auth import Accounts
 from tests.test_sbs_run import synthetic
-from tests.test_web_app import PASSWORD, XSS, _cheap_argon2, client_for  # noqa: F401  (autouse fixture)  # noqa: E402
+from tests.test_web_app import PASSWORD, XSS, _cheap_argon2, client_for  # noqa: F401  (an autouse fixture)
 
 DEMO = Path(__file__).resolve().parents[1] / "src/knockout/examples/demo_exam.jsonl"
 
