@@ -52,6 +52,8 @@ OWN_ENTRY_POINTS: dict[str, dict[str, str]] = {
         "meta-score": "knockout.meta._parsers:parse_score",
         "meta-criteria": "knockout.meta._parsers:parse_criteria",
         "meta-argument": "knockout.meta._parsers:parse_argument",
+        "meta-plan": "knockout.meta._parsers:parse_plan",
+        "meta-score-tag": "knockout.meta._parsers:parse_score_tag",
     },
 }
 OWN_DISTRIBUTION = "knockout"

@@ -78,6 +78,9 @@ def register(app: typer.Typer) -> None:
         debater: Annotated[str | None, typer.Option(help="mdeval: spec of the debater agents (default: the "
                                                     "meta-judge)")] = None,
         max_criteria: Annotated[int, typer.Option(help="bsmeval: sub-criteria at most")] = 5,
+        prompts: Annotated[str, typer.Option(help="mdeval/bsmeval: own (knockout's presets) or authors (the "
+                                             "prompts of the authors' published code; bsmeval: OpenMEVA "
+                                             "stories only)")] = "own",
         truncate: Annotated[int, typer.Option(help="cut each long field to N characters (0: never)")] = (
             DEFAULT_TRUNCATE),
         k: Annotated[float, typer.Option("--k", help="Elo K")] = 4.0,
@@ -102,7 +105,7 @@ def register(app: typer.Typer) -> None:
 
         try:
             opts = MetaOptions(framework=framework, draws=draws, both_orders=both_orders, rounds=rounds,
-                               max_criteria=max_criteria, truncate=truncate, seed=seed)
+                               max_criteria=max_criteria, truncate=truncate, seed=seed, prompts=prompts)
             opts.check()
             if shuffles < 1:
                 raise ConfigError("--shuffles must be >= 1")
