@@ -59,6 +59,12 @@ def runs_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     return build_runs_store(tmp_path_factory.mktemp("viewer") / "runs.db")
 
 
+def as_viewer(runs_db: tuple[Path, dict[str, str]], run: str) -> tuple[Any, Path, str]:
+    """(a client logged in as the viewer, the store, the id of the run ``run``)."""
+    db, ids = runs_db
+    return client_for(db, "vic"), db, ids[run]
+
+
 def text_of(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
@@ -88,9 +94,7 @@ def test_only_viewers_and_organizers_read_runs(runs_db: tuple[Path, dict[str, st
 
 
 def test_run_page_filters_and_sorting(runs_db: tuple[Path, dict[str, str]]) -> None:
-    db, ids = runs_db
-    c = client_for(db, "vic")
-    rid = ids["individual"]
+    c, db, rid = as_viewer(runs_db, "individual")
     with Store(db) as store:
         results = store.results(rid)
     invalid = [r for r in results if not r["valid"]]
@@ -109,9 +113,7 @@ def test_run_page_filters_and_sorting(runs_db: tuple[Path, dict[str, str]]) -> N
 
 
 def test_answer_page_shows_every_request_and_raw_reply(runs_db: tuple[Path, dict[str, str]]) -> None:
-    db, ids = runs_db
-    c = client_for(db, "vic")
-    rid = ids["individual"]
+    c, db, rid = as_viewer(runs_db, "individual")
     with Store(db) as store:
         results = store.results(rid)
         bad = next(r for r in results if not r["valid"])
@@ -134,9 +136,7 @@ def test_answer_page_shows_every_request_and_raw_reply(runs_db: tuple[Path, dict
 
 
 def test_knockout_item_and_bracket(runs_db: tuple[Path, dict[str, str]]) -> None:
-    db, ids = runs_db
-    c = client_for(db, "vic")
-    rid = ids["knockout"]
+    c, db, rid = as_viewer(runs_db, "knockout")
     with Store(db) as store:
         rows = {r["item_id"]: r for r in store.results(rid)}
         matches = [m for m in store.matches(rid) if m.question_id == "demo-en/1"]
@@ -155,7 +155,7 @@ def test_knockout_item_and_bracket(runs_db: tuple[Path, dict[str, str]]) -> None
     item = c.get(f"/runs/{rid}/item/{champion}").text
     assert "Champion" in item and "Judge calls" in item
     assert item.count('class="card trace"') == 2 * len([m for m in matches if champion in (m.a, m.b)])
-    assert c.get(f"/runs/{ids['individual']}/bracket/demo-en/1").status_code == 404
+    assert c.get(f"/runs/{runs_db[1]['individual']}/bracket/demo-en/1").status_code == 404
     assert c.get(f"/runs/{rid}/bracket/no-such-question").status_code == 404
 
 

@@ -27,20 +27,24 @@ def open_existing(db: Path) -> Store:
     return Store(db)
 
 
-def replies_in(obj: Any) -> Iterator[str]:
-    """Every raw reply recorded anywhere in a result's details (depth first, in recorded order)."""
+def attempts_in(obj: Any) -> Iterator[dict[str, Any]]:
+    """Every attempt (a request's key, raw reply, cached, error) recorded anywhere in a result's details, in the
+    engine's call traces (depth first, in recorded order)."""
     if isinstance(obj, dict):
         attempts = obj.get("attempts")
         if isinstance(attempts, list):
-            for a in attempts:
-                if isinstance(a, dict) and isinstance(a.get("reply"), str):
-                    yield a["reply"]
+            yield from (a for a in attempts if isinstance(a, dict))
         for k, v in obj.items():
             if k != "attempts":
-                yield from replies_in(v)
+                yield from attempts_in(v)
     elif isinstance(obj, list):
         for v in obj:
-            yield from replies_in(v)
+            yield from attempts_in(v)
+
+
+def replies_in(obj: Any) -> Iterator[str]:
+    """Every raw reply recorded anywhere in a result's details (depth first, in recorded order)."""
+    return (a["reply"] for a in attempts_in(obj) if isinstance(a.get("reply"), str))
 
 
 def expand(details: dict[str, Any], matches: dict[str, MatchRow]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
+from knockout.reports._export import attempts_in
 from knockout.storage._store import MatchRow, RunRecord, Store
 
 TABLES = ("answers", "matches", "orders", "judgements")
@@ -35,18 +36,7 @@ TABLE_KINDS = {"answers": ("grade",), "matches": ("grade",), "orders": ("sbs",),
 
 def keys_in(obj: Any) -> Iterator[str]:
     """Every call key recorded in a result's details (the attempts of each call trace, depth first)."""
-    if isinstance(obj, dict):
-        attempts = obj.get("attempts")
-        if isinstance(attempts, list):
-            for a in attempts:
-                if isinstance(a, dict) and isinstance(a.get("key"), str):
-                    yield a["key"]
-        for k, v in obj.items():
-            if k != "attempts":
-                yield from keys_in(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from keys_in(v)
+    return (a["key"] for a in attempts_in(obj) if isinstance(a.get("key"), str))
 
 
 class _Tokens:

@@ -7,7 +7,8 @@ here writes to the store.
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the parameter annotations of the routes.
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
@@ -18,6 +19,7 @@ from knockout.storage._store import RunRecord
 from knockout.web._deps import MAX_TOKEN, Auth, Ctx, page
 
 router = APIRouter()
+T = TypeVar("T")
 
 Flag = Annotated[int, Query(ge=0, le=1)]
 Sort = Annotated[str, Query(pattern="^(order|gap)$")]
@@ -56,23 +58,25 @@ def run_page(request: Request, run_id: str, ctx: Auth, invalid: Flag = 0, sort: 
                 question=question)
 
 
+def found(what: str, read: Callable[..., T], *args: Any) -> T:
+    """What ``read`` finds, or a 404 page saying what is missing."""
+    try:
+        return read(*args)
+    except KeyError:
+        raise HTTPException(404, f"No such {what} in this run.") from None
+
+
 @router.get("/runs/{run_id}/item/{item_id:path}", response_class=HTMLResponse)
 def item_page(request: Request, run_id: str, item_id: str, ctx: Auth) -> HTMLResponse:
     run = the_run(ctx, run_id)
-    try:
-        view = item_view(ctx.store, run, item_id)
-    except KeyError:
-        raise HTTPException(404, "No such item in this run.") from None
+    view = found("item", item_view, ctx.store, run, item_id)
     return page(request, "run_item.html", user=ctx.user, run=run, item_id=item_id, v=view)
 
 
 @router.get("/runs/{run_id}/bracket/{question_id:path}", response_class=HTMLResponse)
 def bracket_page(request: Request, run_id: str, question_id: str, ctx: Auth) -> HTMLResponse:
     run = the_run(ctx, run_id)
-    try:
-        b = bracket(ctx.store, run, question_id)
-    except KeyError:
-        raise HTTPException(404, "No such question in this run.") from None
+    b = found("question", bracket, ctx.store, run, question_id)
     if not b["rounds"]:
         raise HTTPException(404, "This run played no matches on this question.")
     return page(request, "bracket.html", user=ctx.user, run=run, b=b)
