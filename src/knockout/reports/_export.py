@@ -35,11 +35,12 @@ def attempts_in(obj: Any) -> Iterator[dict[str, Any]]:
         if isinstance(attempts, list):
             yield from (a for a in attempts if isinstance(a, dict))
         for k, v in obj.items():
-            if k != "attempts":
+            if k != "attempts" and isinstance(v, (dict, list)):
                 yield from attempts_in(v)
     elif isinstance(obj, list):
         for v in obj:
-            yield from attempts_in(v)
+            if isinstance(v, (dict, list)):
+                yield from attempts_in(v)
 
 
 def replies_in(obj: Any) -> Iterator[str]:

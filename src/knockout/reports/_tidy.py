@@ -245,13 +245,15 @@ def normalise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every row with every column (None where a row has none), in first-seen order; a column holding values
     of different kinds (text and numbers) becomes text, so that it has one type in a DataFrame or Parquet."""
     cols = list(dict.fromkeys(k for r in rows for k in r))
-    kinds: dict[str, set[str]] = {c: set() for c in cols}
+    kinds: dict[str, set[type]] = {c: set() for c in cols}
     for r in rows:
         for c, v in r.items():
             if v is not None:
-                kinds[c].add("bool" if isinstance(v, bool) else "number" if isinstance(v, (int, float))
-                              else "text" if isinstance(v, str) else "other")
-    mixed = {c for c, k in kinds.items() if len(k) > 1 or k == {"other"}}
+                kinds[c].add(type(v))
+    number = {int, float}
+    mixed = {c for c, k in kinds.items() if (len(k) > 1 and not k <= number) or k - {str, bool, *number}}
+    if not mixed and all(len(r) == len(cols) for r in rows):
+        return rows
     return [{c: (str(r.get(c)) if c in mixed and r.get(c) is not None else r.get(c)) for c in cols} for r in rows]
 
 

@@ -155,8 +155,28 @@ def get_run(store: Store, run_id: str) -> RunRecord:
     return run
 
 
+#: item-set snapshots read lately, by (store, fingerprint): a snapshot never changes once written
+_SNAPSHOTS: dict[tuple[str, str], ItemSet] = {}
+
+
+def _snapshot(store: Store, run: RunRecord) -> ItemSet | None:
+    if not run.data_fingerprint:
+        return None
+    key = (str(store.path.resolve()), run.data_fingerprint)
+    items = _SNAPSHOTS.get(key)
+    if items is None:
+        items = store.load_items(run.data_fingerprint)
+        if items is None:
+            return None
+        if len(_SNAPSHOTS) >= 8:
+            _SNAPSHOTS.pop(next(iter(_SNAPSHOTS)))
+        _SNAPSHOTS[key] = items
+    return items
+
+
 def _items(store: Store, run: RunRecord) -> ItemSet | None:
-    items = store.items_for_run(run.id)
+    """The run's item set with the human grades of its report (the file's and the web app's)."""
+    items = _snapshot(store, run)
     if items is not None and run.kind == "grade":
         from knockout.annotations import add_web_grades
 
@@ -229,9 +249,10 @@ def run_items(store: Store, run: RunRecord, *, invalid_only: bool = False, sort:
 
 # -- one item ---------------------------------------------------------------------------------------------------
 def item_view(store: Store, run: RunRecord, item_id: str) -> dict[str, Any]:
-    row = next((r for r in store.results(run.id) if r["item_id"] == item_id), None)
-    if row is None:
+    found = store.results(run.id, item_id=item_id)
+    if not found:
         raise KeyError(item_id)
+    row = found[0]
     d = row["details"]
     view: dict[str, Any] = {"result": row, "details": d, "question": None, "answer": None, "answers": []}
     names = _Names(step="round" if run.method == "knockout" else "step")
@@ -244,9 +265,10 @@ def item_view(store: Store, run: RunRecord, item_id: str) -> dict[str, Any]:
                 names.examinees = {a.id: a.examinee or a.id for a in items.answers_for(view["question"].id)}
             except KeyError:
                 pass
-        d = expand(d, {m.match_id: m for m in store.matches(run.id)})
+        if isinstance(d.get("matches"), list):
+            d = expand(d, {m.match_id: m for m in store.matches(run.id, question_id=row["question_id"])})
     elif run.kind == "sbs":
-        items = store.items_for_run(run.id)
+        items = _snapshot(store, run)
         if items is not None and item_id in items.questions:
             view["question"] = items.questions[item_id]
             view["answers"] = items.answers_for(item_id)
@@ -272,8 +294,8 @@ def bracket(store: Store, run: RunRecord, question_id: str) -> dict[str, Any]:
     if items is None or question_id not in items.questions:
         raise KeyError(question_id)
     answers = {a.id: a for a in items.answers_for(question_id)}
-    results = {r["item_id"]: r for r in store.results(run.id) if r["item_id"] in answers}
-    matches = [m for m in store.matches(run.id) if m.question_id == question_id]
+    results = {r["item_id"]: r for r in store.results(run.id, question_id=question_id) if r["item_id"] in answers}
+    matches = store.matches(run.id, question_id=question_id)
     steps = sorted({m.step for m in matches})
     knockout = run.method == "knockout"
     eliminated = {aid: r["details"].get("eliminated_round") for aid, r in results.items()}

@@ -336,11 +336,16 @@ class Store:
     ) -> None:
         self.put_results(run_id, [ResultRow(item_id, question_id, score, valid, details)])
 
-    def results(self, run_id: str) -> list[dict[str, Any]]:
+    def results(self, run_id: str, *, question_id: str | None = None, item_id: str | None = None
+                ) -> list[dict[str, Any]]:
+        """The run's results in the order written; only one question's, or one item's, when given."""
+        where, args = "run_id = ?", [run_id]
+        for col, value in (("question_id", question_id), ("item_id", item_id)):
+            if value is not None:
+                where += f" AND {col} = ?"
+                args.append(value)
         cur = self.db.execute(
-            "SELECT item_id, question_id, score, valid, details FROM results WHERE run_id = ? ORDER BY rowid",
-            (run_id,),
-        )
+            f"SELECT item_id, question_id, score, valid, details FROM results WHERE {where} ORDER BY rowid", args)
         return [
             {"item_id": r[0], "question_id": r[1], "score": r[2], "valid": bool(r[3]), "details": json.loads(r[4])}
             for r in cur
@@ -356,8 +361,11 @@ class Store:
                   json.dumps(m.games, ensure_ascii=False)) for m in rows],
             )
 
-    def matches(self, run_id: str) -> list[MatchRow]:
+    def matches(self, run_id: str, *, question_id: str | None = None) -> list[MatchRow]:
+        """The run's matches by step (round), in the order written; only one question's when given."""
+        where, args = ("run_id = ?", [run_id]) if question_id is None else (
+            "run_id = ? AND question_id = ?", [run_id, question_id])
         cur = self.db.execute(
-            "SELECT match_id, question_id, a, b, step, valid, partial, games FROM matches WHERE run_id = ? "
-            "ORDER BY step, rowid", (run_id,))
+            f"SELECT match_id, question_id, a, b, step, valid, partial, games FROM matches WHERE {where} "
+            "ORDER BY step, rowid", args)
         return [MatchRow(r[0], r[1], r[2], r[3], int(r[4]), bool(r[5]), bool(r[6]), json.loads(r[7])) for r in cur]
