@@ -16,11 +16,13 @@ pytest.importorskip("argon2")
 from knockout.data import load_items
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.judges import make_judge
+from knockout.meta import MetaConfig, MetaOptions, load_verdicts, run_meta
 from knockout.methods._base import MethodOptions
 from knockout.methods._run import RunConfig, run
 from knockout.sbs._run import SbsConfig, run_sbs
 from knockout.storage._store import Store
 from knockout.web._auth import Accounts
+from tests.test_meta import write_verdicts
 from tests.test_sbs_run import synthetic
 from tests.test_web_app import PASSWORD, XSS, _cheap_argon2, client_for  # noqa: F401  (an autouse fixture)
 
@@ -35,9 +37,9 @@ def xss_items() -> ItemSet:
 
 
 def build_runs_store(path: Path) -> tuple[Path, dict[str, str]]:
-    """Runs: debiased knockout and individual grading (30% unreadable replies) on the demo exam, a knockout on
-    5 answers whose texts try XSS, a side-by-side run; users ``vic`` (viewer), ``org`` (organizer) and
-    ``gus`` (grader)."""
+    """Runs: debiased knockout and individual grading (50% unreadable replies) on the demo exam, a knockout on
+    5 answers whose texts try XSS, a side-by-side run with a soft debate, an MDEval meta run; users ``vic``
+    (viewer), ``org`` (organizer) and ``gus`` (grader)."""
     ids: dict[str, str] = {}
     items = load_items(DEMO)
     with Store(path) as store:
@@ -46,7 +48,11 @@ def build_runs_store(path: Path) -> tuple[Path, dict[str, str]]:
         ids["individual"] = run(items, make_judge("scripted?invalid=0.5&seed=5"), store,
                                 RunConfig(format_retries=1)).run_id
         ids["xss"] = run(xss_items(), make_judge("scripted"), store, RunConfig(method="knockout")).run_id
-        ids["sbs"] = run_sbs(synthetic(4), make_judge("scripted"), store, SbsConfig(), source="syn").run_id
+        ids["sbs"] = run_sbs(synthetic(4), make_judge("scripted"), store, SbsConfig(debate="soft"),
+                             source="syn").run_id
+        vs = load_verdicts(write_verdicts(path.parent / "verdicts"))
+        ids["meta"] = run_meta(vs, make_judge("scripted"), store,
+                               MetaConfig(options=MetaOptions(framework="mdeval", rounds=2), shuffles=5)).run_id
         accounts = Accounts(store)
         accounts.add_user("vic", PASSWORD, "viewer")
         accounts.add_user("org", PASSWORD, "organizer")
@@ -159,14 +165,29 @@ def test_knockout_item_and_bracket(runs_db: tuple[Path, dict[str, str]]) -> None
     assert c.get(f"/runs/{rid}/bracket/no-such-question").status_code == 404
 
 
-def test_sbs_item_shows_both_orders(runs_db: tuple[Path, dict[str, str]]) -> None:
-    db, ids = runs_db
-    c = client_for(db, "vic")
-    page = c.get(f"/runs/{ids['sbs']}/item/i1")
+def test_sbs_item_shows_both_orders_and_the_debate(runs_db: tuple[Path, dict[str, str]]) -> None:
+    c, db, rid = as_viewer(runs_db, "sbs")
+    page = c.get(f"/runs/{rid}/item/i1")
     assert page.status_code == 200
     t = text_of(page.text)
     assert "swap0" in t and "swap1" in t and "candidate first" in t and "baseline first" in t
     assert "cand 1" in t and "base 1" in t
+    with Store(db) as store:
+        d = store.results(rid, item_id="i1")[0]["details"]
+    agents = [k for k in d["calls"]["swap0"]["debate"] if not k.endswith("_verdict")]
+    assert agents and all(f"swap0 › debate › {a}" in t for a in agents)  # each agent's turn, both orders
+    assert all(f"swap1 › debate › {a}" in t for a in agents)
+
+
+def test_meta_judgement_shows_the_debate(runs_db: tuple[Path, dict[str, str]]) -> None:
+    c, db, rid = as_viewer(runs_db, "meta")
+    with Store(db) as store:
+        row = store.results(rid)[0]
+    t = c.get(f"/runs/{rid}").text
+    assert " vs ".join(row["details"]["evaluators"]) in t
+    page = text_of(c.get(f"/runs/{rid}/item/{row['item_id']}").text)
+    assert "Debate" in page and "Judge calls" in page
+    assert page.count("attempt 1") == len(row["details"]["calls"])
 
 
 def test_texts_are_escaped(runs_db: tuple[Path, dict[str, str]]) -> None:
