@@ -108,7 +108,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print one machine-readabl
 
 @app.command()
 def grade(
-    data: Annotated[Path, typer.Argument(help="data file or folder (jsonl, csv, SciEx, SAF, MQM, meta-eval)")],
+    data: Annotated[Path, typer.Argument(help="data file or folder (jsonl, csv, parquet, dataset folder, SciEx, "
+                                         "SAF, MQM, WMT DA, meta-eval)")],
     method: Annotated[str, typer.Option("--method", "-m", help="grading method")] = "individual",
     judge: JudgeOpt = "llamacpp",
     judge_opt: JudgeKV = None,
@@ -121,9 +122,10 @@ def grade(
     out_db: Annotated[Path, typer.Option("--out", "-o", help="SQLite store for calls and runs")] = Path(
         "knockout.db"
     ),
-    fmt_: Annotated[str, typer.Option("--format", help="input format (auto, jsonl, csv, sciex, saf, mqm, "
-                                      "metaeval)")] = "auto",
-    columns: Annotated[str | None, typer.Option("--map", help="CSV column mapping field=column,...")] = None,
+    fmt_: Annotated[str, typer.Option("--format", help="input format (auto, jsonl, csv, parquet, hf-dataset, "
+                                      "sciex, saf, mqm, wmt, metaeval)")] = "auto",
+    columns: Annotated[str | None, typer.Option("--map", help="column mapping field=column,... (CSV, flat "
+                                                "JSONL, Parquet, dataset folders)")] = None,
     data_opt: Annotated[list[str] | None, typer.Option("--data-opt", help="loader option key=value")] = None,
     concurrency: Annotated[int | None, typer.Option(help="judge calls in flight (default: backend's)")] = None,
     seed: Annotated[int, typer.Option(help="seed for pairing, few-shot choice and the judge")] = 0,
