@@ -34,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "PairItem": "knockout.data._records",
     "Question": "knockout.data._records",
     "load_items": "knockout.data._loaders",
+    "from_dataframe": "knockout.data._loaders",
+    "from_dataset": "knockout.data._loaders",
     "write_jsonl": "knockout.data._writer",
     # errors
     "ConfigError": "knockout.errors",
@@ -84,6 +86,7 @@ _EXPORTS: dict[str, str] = {
     "load_run": "knockout.reports._runs",
     "build_report": "knockout.reports._report",
     "build_comparison": "knockout.reports._report",
+    "results_df": "knockout.reports._tidy",
     "paired_comparison": "knockout.metrics._comparison",
 }
 
@@ -117,6 +120,8 @@ __all__ = [
     "build_report",
     "execute",
     "execute_async",
+    "from_dataframe",
+    "from_dataset",
     "get_template",
     "load_items",
     "load_run",
@@ -127,6 +132,7 @@ __all__ = [
     "paired_comparison",
     "presets",
     "question_level",
+    "results_df",
     "run",
     "run_async",
     "run_meta",
@@ -143,7 +149,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
-    from knockout.data._loaders import load_items
+    from knockout.data._loaders import from_dataframe, from_dataset, load_items
     from knockout.data._records import Answer, ItemSet, PairItem, Question
     from knockout.data._writer import write_jsonl
     from knockout.errors import ConfigError, InputError, JudgeError, KnockoutError
@@ -160,6 +166,7 @@ if TYPE_CHECKING:
     from knockout.prompts._templates import get_template, presets
     from knockout.reports._report import build_comparison, build_report
     from knockout.reports._runs import load_run
+    from knockout.reports._tidy import results_df
     from knockout.runs._run import Run, execute, execute_async
     from knockout.sbs._data import SbsItem, load_sbs
     from knockout.sbs._metrics import sbs_metrics

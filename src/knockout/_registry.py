@@ -54,6 +54,8 @@ OWN_ENTRY_POINTS: dict[str, dict[str, str]] = {
         "meta-argument": "knockout.meta._parsers:parse_argument",
         "answer": "knockout.sciex._parse:parse_answer",
         "sciex-score": "knockout.sciex._parse:parse_sciex_score",
+        "meta-plan": "knockout.meta._parsers:parse_plan",
+        "meta-score-tag": "knockout.meta._parsers:parse_score_tag",
     },
 }
 OWN_DISTRIBUTION = "knockout"

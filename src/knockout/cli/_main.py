@@ -156,7 +156,8 @@ ExecutorOpt = Annotated[str, typer.Option("--executor", help="where judge reques
 
 @app.command()
 def grade(
-    data: Annotated[Path, typer.Argument(help="data file or folder (jsonl, csv, SciEx, SAF, MQM, meta-eval)")],
+    data: Annotated[Path, typer.Argument(help="data file or folder (jsonl, csv, parquet, dataset folder, SciEx, "
+                                         "SAF, MQM, WMT DA, meta-eval)")],
     method: Annotated[str, typer.Option("--method", "-m", help="grading method")] = "individual",
     judge: JudgesOpt = None,
     judge_opt: JudgeKV = None,
@@ -175,9 +176,10 @@ def grade(
     out_db: Annotated[Path, typer.Option("--out", "-o", help="SQLite store for calls and runs")] = Path(
         "knockout.db"
     ),
-    fmt_: Annotated[str, typer.Option("--format", help="input format (auto, jsonl, csv, sciex, saf, mqm, "
-                                      "metaeval)")] = "auto",
-    columns: Annotated[str | None, typer.Option("--map", help="CSV column mapping field=column,...")] = None,
+    fmt_: Annotated[str, typer.Option("--format", help="input format (auto, jsonl, csv, parquet, hf-dataset, "
+                                      "sciex, saf, mqm, wmt, metaeval)")] = "auto",
+    columns: Annotated[str | None, typer.Option("--map", help="column mapping field=column,... (CSV, flat "
+                                                "JSONL, Parquet, dataset folders)")] = None,
     data_opt: Annotated[list[str] | None, typer.Option("--data-opt", help="loader option key=value")] = None,
     concurrency: Annotated[int | None, typer.Option(help="judge calls in flight (default: backend's)")] = None,
     seed: Annotated[int, typer.Option(help="seed for pairing, few-shot choice and the judge")] = 0,
@@ -303,25 +305,48 @@ def demo(
     print_summary(report.summary())
 
 
+def write_text(output: Path | None, text: str) -> None:
+    """``text`` to ``output`` (written beside, then moved into place), or to stdout."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    tmp = output.with_name(output.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(output)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 @app.command()
 def export(
     db: Annotated[str, typer.Argument(help="the SQLite store (STORE or STORE:RUN_ID)")],
     run_id: Annotated[str | None, typer.Option("--run", help="run id (default: the latest run)")] = None,
-    format: Annotated[str, typer.Option("--format", help="csv or jsonl")] = "csv",
+    format: Annotated[str, typer.Option("--format", help="csv, jsonl or parquet (the tidy table; needs "
+                                        "--output)")] = "csv",
+    table: Annotated[str | None, typer.Option("--table", help="a tidy table instead of the raw export: answers "
+                                              "(grade runs), matches (pairwise methods), orders (side-by-side), "
+                                              "judgements (meta); parquet's default: the run kind's main "
+                                              "table")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-O", help="file (default: stdout)")] = None,
     partial: Annotated[bool, typer.Option("--partial", help="export a run that is not complete (interrupted, "
                                           "failed or still running); its rows say so")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary (needs --output)")] = False,
 ) -> None:
-    """Export one run's per-item results with every raw reply (any kind of run) as CSV or JSONL."""
-    from knockout.reports._export import export_to
+    """Export one run's per-item results with every raw reply (any kind of run) as CSV or JSONL, or a tidy
+    table (one row per answer, match, side-by-side order or meta-judgement) as Parquet, CSV or JSONL."""
+    from knockout.reports._export import export_tidy, export_to
     from knockout.reports._runs import parse_ref
 
     try:
         if as_json and output is None:
             raise ConfigError("export --json prints a summary; give --output FILE for the data")
         path, ref_id = parse_ref(db)
-        if output:  # written beside, then moved into place: nothing half-written on an error
+        if format == "parquet" or table is not None:
+            run, rows, text = export_tidy(path, run_id or ref_id, format, table, output, partial=partial)
+            if text is not None:
+                write_text(output, text)
+        elif output:  # written beside, then moved into place: nothing half-written on an error
             tmp = output.with_name(output.name + ".tmp")
             try:
                 with tmp.open("w", encoding="utf-8", newline="") as f:

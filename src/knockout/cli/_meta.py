@@ -77,6 +77,9 @@ def register(app: typer.Typer) -> None:
         debater: Annotated[str | None, typer.Option(help="mdeval: spec of the debater agents (default: the "
                                                     "meta-judge)")] = None,
         max_criteria: Annotated[int, typer.Option(help="bsmeval: sub-criteria at most")] = 5,
+        prompts: Annotated[str, typer.Option(help="mdeval/bsmeval: own (knockout's presets) or authors (the "
+                                             "prompts of the authors' published code; bsmeval: OpenMEVA "
+                                             "stories only)")] = "own",
         truncate: Annotated[int | None, typer.Option(help="cut each long field to N characters (0: never; "
                                                      "default: the framework's, 2000)")] = None,
         k: Annotated[float, typer.Option("--k", help="Elo K")] = 4.0,
@@ -104,7 +107,8 @@ def register(app: typer.Typer) -> None:
         try:
             opts = MetaOptions(framework=framework, draws=draws, both_orders=both_orders, rounds=rounds,
                                max_criteria=max_criteria,
-                               truncate=DEFAULT_TRUNCATE if truncate is None else truncate, seed=seed)
+                               truncate=DEFAULT_TRUNCATE if truncate is None else truncate, seed=seed,
+                               prompts=prompts)
             opts.check()
             if shuffles < 1:
                 raise ConfigError("--shuffles must be >= 1")

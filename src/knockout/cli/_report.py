@@ -20,6 +20,8 @@ Resamples = Annotated[int, typer.Option("--resamples", help="bootstrap resamples
 Seed = Annotated[int, typer.Option(help="bootstrap seed")]
 HtmlOpt = Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML report (needs "
                                               "knockout[plots])")]
+ViewerOpt = Annotated[str | None, typer.Option("--viewer-url", help="with --html: link each run to its page in "
+                                               "the transcript viewer of `knockout serve` at this URL")]
 
 
 def print_tables(tables: Sequence[Table]) -> None:
@@ -49,6 +51,7 @@ def report(
     by: Annotated[str, typer.Option("--by", help="breakdowns, comma-separated: difficulty, language, examinee, "
                                     "exam, question, task, max_points, round, meta:KEY")] = "",
     html: HtmlOpt = None,
+    viewer_url: ViewerOpt = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,
@@ -63,8 +66,9 @@ def report(
     try:
         path, ref_id = parse_ref(run)
         record = find_run(path, run_id or ref_id)
+        links = links_for(viewer_url, [record.id])
         if content_kind(record) == "sbs":
-            sbs_report(path, record, html, as_json, resamples=resamples, seed=seed)
+            sbs_report(path, record, html, as_json, links, resamples=resamples, seed=seed)
             return
         loaded = load_run(path, record.id, details=False)
         rep, an = build_report(loaded, level=level, by=by.split(","), resamples=resamples, seed=seed)
@@ -74,13 +78,21 @@ def report(
 
             return report_plots(rep, an)
 
-        emit_report(rep, report_tables(rep), f"knockout report: run {loaded.run.id}", plots, html, as_json)
+        emit_report(rep, report_tables(rep), f"knockout report: run {loaded.run.id}", plots, html, as_json, links)
     except KnockoutError as exc:
         fail(exc)
 
 
-def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool, *,
-               resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> None:
+def links_for(viewer_url: str | None, run_ids: Sequence[str]) -> list[tuple[str, str]]:
+    if viewer_url is None:
+        return []
+    from knockout.reports._html import viewer_links
+
+    return viewer_links(viewer_url, run_ids)
+
+
+def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool,
+               links: Sequence[tuple[str, str]] = (), *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> None:
     from knockout.reports._sbs_report import build_sbs_report, sbs_tables
 
     rep = build_sbs_report(path, record, resamples=resamples, seed=seed)
@@ -90,17 +102,18 @@ def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool, 
 
         return {"verdicts by order": sbs_distribution(rep)}
 
-    emit_report(rep, sbs_tables(rep), f"knockout report: side-by-side run {record.id}", plots, html, as_json)
+    emit_report(rep, sbs_tables(rep), f"knockout report: side-by-side run {record.id}", plots, html, as_json,
+                links)
 
 
 def emit_report(rep: dict[str, Any], tables: Sequence[Table], title: str, plots: Callable[[], dict[str, bytes]],
-                html: Path | None, as_json: bool) -> None:
+                html: Path | None, as_json: bool, links: Sequence[tuple[str, str]] = ()) -> None:
     """Write the HTML page (when asked), then print the JSON object or the tables."""
     warn = status_warnings(rep["run"])
     if html is not None:
         from knockout.reports._html import page
 
-        write_html(html, page(title, tables, plots(), warn))
+        write_html(html, page(title, tables, plots(), warn, links))
     if as_json:
         print_json(rep)
         return
@@ -128,6 +141,7 @@ def compare(
     by: Annotated[str, typer.Option("--by", help="per-group comparison, comma-separated: difficulty, language, "
                                     "examinee, exam, modality, round, question, task, meta:KEY")] = "",
     html: HtmlOpt = None,
+    viewer_url: ViewerOpt = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,
@@ -171,7 +185,8 @@ def compare(
             from knockout.reports._html import page
 
             warn = [w for r in cmp["runs"] for w in status_warnings(r)]
-            write_html(html, page("knockout: runs compared", tables, plots(), warn))
+            links = links_for(viewer_url, [rec.id for _, rec in refs])
+            write_html(html, page("knockout: runs compared", tables, plots(), warn, links))
     except KnockoutError as exc:
         fail(exc)
         return

@@ -166,12 +166,18 @@ class ScriptedJudge(Judge):
                 "<Reasoning_for_choosing_better_assistant>simulated</Reasoning_for_choosing_better_assistant>\n"
                 f"<Better_assistant>{choice}</Better_assistant>"
             )
+        authors = hint.get("format") == "authors"  # the BSMEval prompts of the authors' code
         if task == "score":
             score = int(np.clip(round(1 + 4 * noisy[0] + self.inflation * 4), 1, 5))
+            if authors:
+                return f"<Explanation>\nsimulated\n</Explanation>\n\n<Score>\n{score}\n</Score>"
             return (
                 "<Reasoning_for_scoring_Assistant>simulated</Reasoning_for_scoring_Assistant>\n"
                 f"<Score_for_Assistant>{score}</Score_for_Assistant>"
             )
+        if task == "criteria" and authors:
+            return ("<Evaluation Plan>\n1. Verdict: is the assessment's score right for the story?\n"
+                    "2. Explanation: is the reasoning accurate?\n</Evaluation Plan>")
         if task == "criteria":
             return (
                 "<Criterion>verdict: is the conclusion right?</Criterion>\n"

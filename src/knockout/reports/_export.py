@@ -18,7 +18,10 @@ from typing import Any, TextIO
 from knockout.errors import ConfigError
 from knockout.storage._store import MatchRow, RunRecord, Store
 
+#: the export of every reply (streamed row by row)
 FORMATS = ("csv", "jsonl")
+#: the tidy tables (knockout.reports._tidy)
+TIDY_FORMATS = ("csv", "jsonl", "parquet")
 
 
 def open_existing(db: Path) -> Store:
@@ -27,20 +30,25 @@ def open_existing(db: Path) -> Store:
     return Store(db)
 
 
-def replies_in(obj: Any) -> Iterator[str]:
-    """Every raw reply recorded anywhere in a result's details (depth first, in recorded order)."""
+def attempts_in(obj: Any) -> Iterator[dict[str, Any]]:
+    """Every attempt (a request's key, raw reply, cached, error) recorded anywhere in a result's details, in the
+    engine's call traces (depth first, in recorded order)."""
     if isinstance(obj, dict):
         attempts = obj.get("attempts")
         if isinstance(attempts, list):
-            for a in attempts:
-                if isinstance(a, dict) and isinstance(a.get("reply"), str):
-                    yield a["reply"]
+            yield from (a for a in attempts if isinstance(a, dict))
         for k, v in obj.items():
-            if k != "attempts":
-                yield from replies_in(v)
+            if k != "attempts" and isinstance(v, (dict, list)):
+                yield from attempts_in(v)
     elif isinstance(obj, list):
         for v in obj:
-            yield from replies_in(v)
+            if isinstance(v, (dict, list)):
+                yield from attempts_in(v)
+
+
+def replies_in(obj: Any) -> Iterator[str]:
+    """Every raw reply recorded anywhere in a result's details (depth first, in recorded order)."""
+    return (a["reply"] for a in attempts_in(obj) if isinstance(a.get("reply"), str))
 
 
 def expand(details: dict[str, Any], matches: dict[str, MatchRow]) -> dict[str, Any]:
@@ -94,11 +102,9 @@ def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
         yield buf.getvalue()
 
 
-def _pick_exportable(store: Store, db: Path, run_id: str | None, fmt: str, partial: bool) -> RunRecord:
+def _pick_exportable(store: Store, db: Path, run_id: str | None, partial: bool) -> RunRecord:
     from knockout.reports._runs import EXPORT_KINDS, pick_run
 
-    if fmt not in FORMATS:
-        raise ConfigError(f"unknown export format '{fmt}' ({' or '.join(FORMATS)})")
     run = pick_run(store, db, run_id, EXPORT_KINDS)
     if not run.complete and not partial:
         n = store.count_results(run.id)
@@ -112,8 +118,10 @@ def export_to(db: Path, run_id: str | None, fmt: str, out: TextIO, *, partial: b
 
     The run is ``run_id`` or the latest run of any kind; a run that is not complete is refused unless
     ``partial`` (its rows then say its status)."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown export format '{fmt}' ({' or '.join(FORMATS)}; parquet writes the tidy table)")
     with open_existing(db) as store:
-        run = _pick_exportable(store, db, run_id, fmt, partial)
+        run = _pick_exportable(store, db, run_id, partial)
         out.writelines(export_lines(store, run, fmt))
         return run, store.count_results(run.id)
 
@@ -123,3 +131,30 @@ def export_run(db: Path, run_id: str | None, fmt: str, *, partial: bool = False)
     buf = io.StringIO()
     run, rows = export_to(db, run_id, fmt, buf, partial=partial)
     return run, rows, buf.getvalue()
+
+
+def export_tidy(db: Path, run_id: str | None, fmt: str, table: str | None, output: Path | None, *,
+                partial: bool = False) -> tuple[RunRecord, int, str | None]:
+    """One run's tidy table (:mod:`knockout.reports._tidy`): written to ``output`` as Parquet, or returned
+    as CSV/JSONL text.  (run, number of rows, text or None)."""
+    from knockout.reports._tidy import tidy_rows, write_parquet
+
+    if fmt not in TIDY_FORMATS:
+        raise ConfigError(f"unknown export format '{fmt}' ({', '.join(TIDY_FORMATS)})")
+    if fmt == "parquet" and output is None:
+        raise ConfigError("--format parquet writes a file: give --output FILE")
+    with open_existing(db) as store:
+        run = _pick_exportable(store, db, run_id, partial)
+        rows = tidy_rows(store, run, table)
+    if fmt == "parquet":
+        assert output is not None
+        write_parquet(rows, output)
+        return run, len(rows), None
+    if fmt == "jsonl":
+        return run, len(rows), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    return run, len(rows), buf.getvalue()

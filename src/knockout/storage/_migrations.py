@@ -367,6 +367,17 @@ def _v36(db: sqlite3.Connection) -> None:
     _script(db, V36_BLOBS)
 
 
+V40_BY_QUESTION = """
+CREATE INDEX IF NOT EXISTS results_by_question ON results(run_id, question_id);
+CREATE INDEX IF NOT EXISTS matches_by_question ON matches(run_id, question_id);
+"""
+
+
+def _v40(db: sqlite3.Connection) -> None:
+    """One question's results and matches without reading the whole run (the transcript viewer's pages)."""
+    _script(db, V40_BY_QUESTION)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "baseline: the schema of knockout 0.1 (calls, call_log, itemsets, runs, results, web tables)", _v1),
     Migration(2, "matches stored once in their own table; runs.error", _v2),
@@ -376,6 +387,7 @@ MIGRATIONS: list[Migration] = [
     Migration(11, "web: question figures copied at import (web_images)", _v11),
     Migration(35, "provider batch jobs and their request keys (batches, batch_requests)", _v35),
     Migration(36, "requests stored once by content (blobs); compressed item-set snapshots", _v36),
+    Migration(40, "indexes of results and matches by (run, question)", _v40),
 ]
 
 

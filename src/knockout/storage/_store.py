@@ -472,19 +472,27 @@ class Store:
     ) -> None:
         self.put_results(run_id, [ResultRow(item_id, question_id, score, valid, details)])
 
-    def results(self, run_id: str, *, details: bool = True) -> list[dict[str, Any]]:
-        """A run's results; ``details=False`` reads only the breakdown groups of each result's details (what
-        an agreement report needs), not the raw replies."""
-        return list(self.iter_results(run_id, details=details))
+    def results(self, run_id: str, *, details: bool = True, question_id: str | None = None,
+                item_id: str | None = None) -> list[dict[str, Any]]:
+        """A run's results in the order written; only one question's, or one item's, when given;
+        ``details=False`` reads only the breakdown groups of each result's details (what an agreement report
+        needs), not the raw replies."""
+        return list(self.iter_results(run_id, details=details, question_id=question_id, item_id=item_id))
 
-    def iter_results(self, run_id: str, *, details: bool = True) -> Iterator[dict[str, Any]]:
+    def iter_results(self, run_id: str, *, details: bool = True, question_id: str | None = None,
+                     item_id: str | None = None) -> Iterator[dict[str, Any]]:
         """A run's results one by one, in the order written (read in pages, not all at once)."""
         column = "details" if details else "json_object('groups', json_extract(details, '$.groups'))"
+        where, args = "run_id = ?", [run_id]
+        for col, value in (("question_id", question_id), ("item_id", item_id)):
+            if value is not None:
+                where += f" AND {col} = ?"
+                args.append(value)
         last = 0
         while True:
             rows = self.db.execute(
-                f"SELECT rowid, item_id, question_id, score, valid, {column} FROM results WHERE run_id = ? "
-                "AND rowid > ? ORDER BY rowid LIMIT 5000", (run_id, last)).fetchall()
+                f"SELECT rowid, item_id, question_id, score, valid, {column} FROM results WHERE {where} "
+                "AND rowid > ? ORDER BY rowid LIMIT 5000", (*args, last)).fetchall()
             if not rows:
                 return
             for r in rows:
@@ -507,8 +515,11 @@ class Store:
                   json.dumps(m.games, ensure_ascii=False)) for m in rows],
             )
 
-    def matches(self, run_id: str) -> list[MatchRow]:
+    def matches(self, run_id: str, *, question_id: str | None = None) -> list[MatchRow]:
+        """The run's matches by step (round), in the order written; only one question's when given."""
+        where, args = ("run_id = ?", [run_id]) if question_id is None else (
+            "run_id = ? AND question_id = ?", [run_id, question_id])
         cur = self.db.execute(
-            "SELECT match_id, question_id, a, b, step, valid, partial, games FROM matches WHERE run_id = ? "
-            "ORDER BY step, rowid", (run_id,))
+            f"SELECT match_id, question_id, a, b, step, valid, partial, games FROM matches WHERE {where} "
+            "ORDER BY step, rowid", args)
         return [MatchRow(r[0], r[1], r[2], r[3], int(r[4]), bool(r[5]), bool(r[6]), json.loads(r[7])) for r in cur]
