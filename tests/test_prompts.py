@@ -212,6 +212,9 @@ def test_every_preset_documents_what_knockout_changed() -> None:
             assert p.changes.startswith("none"), p.name
             continue
         used = (p.fields | placeholders(p.example)) & DATA_FIELDS
-        assert used and "markers" in p.changes, p.name
+        if not used:  # a prompt that shows no data (BSMEval's plan in the authors' code): nothing to quote
+            assert p.changes, p.name
+            continue
+        assert "markers" in p.changes, p.name
         for name in used:
             assert "{" + name + "}" in p.changes, (p.name, name)
