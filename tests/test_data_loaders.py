@@ -44,7 +44,7 @@ A1 = {"type": "answer", "id": "a1", "question_id": "q1", "text": "Name resolutio
 
 
 def test_registry_names() -> None:
-    assert loaders.names() == ["csv", "jsonl", "metaeval", "mqm", "saf", "sciex"]
+    assert loaders.names() == ["csv", "hf-dataset", "jsonl", "metaeval", "mqm", "parquet", "saf", "sciex", "wmt"]
 
 
 @pytest.mark.parametrize(

@@ -139,7 +139,7 @@ def test_parsers_are_registered_and_strict() -> None:
 
 def test_meta_presets_load_with_citations() -> None:
     metas = {n: p for n, p in presets().items() if n.startswith("meta-")}
-    assert len(metas) == 11 and all(p.kind == "meta" and p.citation for p in metas.values())
+    assert len(metas) == 15 and all(p.kind == "meta" and p.citation for p in metas.values())
     assert "Table 9" in get_template("meta-jdeval").citation
     assert {"result1", "result2", "answer1"} <= get_template("meta-jdeval").fields
 

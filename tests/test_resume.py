@@ -51,20 +51,26 @@ def live_calls(db: Path) -> list[str]:
         con.close()
 
 
+def kill_after_calls(cmd: list[str], db: Path, calls: int, env: dict[str, str] | None = None,
+                     timeout: float = 240) -> list[str]:
+    """Start ``cmd``, SIGKILL it once ``db`` logs ``calls`` live calls; the calls logged by then."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.time() + timeout
+    while time.time() < deadline and len(live_calls(db)) < calls:
+        if proc.poll() is not None:
+            pytest.fail(f"run ended before it could be killed: {proc.stderr.read().decode() if proc.stderr else ''}")
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return live_calls(db)
+
+
 @needs_model
 @pytest.mark.slow
 def test_sigkill_then_resume(tmp_path: Path, small_gguf: Path) -> None:
     data = write_data(tmp_path / "exam.jsonl")
     killed_db = tmp_path / "killed.db"
-    proc = subprocess.Popen(grade_cmd(data, killed_db), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 240
-    while time.time() < deadline and len(live_calls(killed_db)) < 2:
-        if proc.poll() is not None:
-            pytest.fail(f"run ended before it could be killed: {proc.stderr.read().decode() if proc.stderr else ''}")
-        time.sleep(0.2)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    before = live_calls(killed_db)
+    before = kill_after_calls(grade_cmd(data, killed_db), killed_db, 2)
     assert 2 <= len(before) < len(ANSWERS), before
     from knockout.storage import Store
 

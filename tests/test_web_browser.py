@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,11 @@ from tests.conftest import free_port  # noqa: E402
 from tests.test_web_app import CHEAP_ARGON2, PASSWORD, build_store  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A real uvicorn server on a free loopback port, serving a fresh store."""
+@contextmanager
+def serve(db: Path) -> Iterator[str]:
+    """A real uvicorn server on a free loopback port serving ``db`` (cheap argon2 parameters); yields its URL."""
     saved = dict(auth_mod.ARGON2_PARAMS)
     auth_mod.ARGON2_PARAMS.update(CHEAP_ARGON2)
-    db = build_store(tmp_path_factory.mktemp("browser") / "store.db")
     port = free_port()
     srv = uvicorn.Server(uvicorn.Config(create_app(db), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
@@ -47,11 +47,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         if time.time() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", db
-    srv.should_exit = True
-    thread.join(timeout=10)
-    auth_mod.ARGON2_PARAMS.clear()
-    auth_mod.ARGON2_PARAMS.update(saved)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=10)
+        auth_mod.ARGON2_PARAMS.clear()
+        auth_mod.ARGON2_PARAMS.update(saved)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A real uvicorn server on a free loopback port, serving a fresh store."""
+    db = build_store(tmp_path_factory.mktemp("browser") / "store.db")
+    with serve(db) as url:
+        yield url, db
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,9 @@ The public API (imported lazily: ``import knockout`` is cheap, each name loads i
     print(report.agreement["pearson"])
 
 Run entry points of every kind: :func:`run` (grading), :func:`run_sbs` (side-by-side), :func:`run_meta`
-(meta-evaluation), their ``_async`` forms, and :func:`execute` for any :class:`Run`.  Analysis:
+(meta-evaluation), their ``_async`` forms, and :func:`execute` for any :class:`Run` (e.g. a
+:class:`SolveRun`: a model answers an exam as a SciEx examinee; :func:`write_solved`,
+:func:`build_leaderboard`, more in :mod:`knockout.sciex`).  Analysis:
 :func:`load_run`, :func:`analyse`, :func:`build_report`, :func:`build_comparison`,
 :func:`paired_comparison`, :func:`sbs_metrics`, :func:`question_level`.
 """
@@ -32,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "PairItem": "knockout.data._records",
     "Question": "knockout.data._records",
     "load_items": "knockout.data._loaders",
+    "from_dataframe": "knockout.data._loaders",
+    "from_dataset": "knockout.data._loaders",
     "write_jsonl": "knockout.data._writer",
     # errors
     "ConfigError": "knockout.errors",
@@ -71,12 +75,18 @@ _EXPORTS: dict[str, str] = {
     "load_verdicts": "knockout.meta._verdicts",
     "run_meta": "knockout.meta._run",
     "run_meta_async": "knockout.meta._run",
+    # SciEx: models solve exams, the leaderboard
+    "SolveConfig": "knockout.sciex._solve",
+    "SolveRun": "knockout.sciex._solve",
+    "write_solved": "knockout.sciex._output",
+    "build_leaderboard": "knockout.sciex._leaderboard",
     # analysis
     "question_level": "knockout.metrics._agreement",
     "analyse": "knockout.metrics._analysis",
     "load_run": "knockout.reports._runs",
     "build_report": "knockout.reports._report",
     "build_comparison": "knockout.reports._report",
+    "results_df": "knockout.reports._tidy",
     "paired_comparison": "knockout.metrics._comparison",
 }
 
@@ -100,13 +110,18 @@ __all__ = [
     "RunReport",
     "SbsConfig",
     "SbsItem",
+    "SolveConfig",
+    "SolveRun",
     "Store",
     "__version__",
     "analyse",
     "build_comparison",
+    "build_leaderboard",
     "build_report",
     "execute",
     "execute_async",
+    "from_dataframe",
+    "from_dataset",
     "get_template",
     "load_items",
     "load_run",
@@ -117,6 +132,7 @@ __all__ = [
     "paired_comparison",
     "presets",
     "question_level",
+    "results_df",
     "run",
     "run_async",
     "run_meta",
@@ -125,6 +141,7 @@ __all__ = [
     "run_sbs_async",
     "sbs_metrics",
     "write_jsonl",
+    "write_solved",
 ]
 
 
@@ -132,7 +149,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
-    from knockout.data._loaders import load_items
+    from knockout.data._loaders import from_dataframe, from_dataset, load_items
     from knockout.data._records import Answer, ItemSet, PairItem, Question
     from knockout.data._writer import write_jsonl
     from knockout.errors import ConfigError, InputError, JudgeError, KnockoutError
@@ -149,8 +166,12 @@ if TYPE_CHECKING:
     from knockout.prompts._templates import get_template, presets
     from knockout.reports._report import build_comparison, build_report
     from knockout.reports._runs import load_run
+    from knockout.reports._tidy import results_df
     from knockout.runs._run import Run, execute, execute_async
     from knockout.sbs._data import SbsItem, load_sbs
     from knockout.sbs._metrics import sbs_metrics
     from knockout.sbs._run import SbsConfig, run_sbs, run_sbs_async
+    from knockout.sciex._leaderboard import build_leaderboard
+    from knockout.sciex._output import write_solved
+    from knockout.sciex._solve import SolveConfig, SolveRun
     from knockout.storage._store import Store

@@ -52,6 +52,10 @@ OWN_ENTRY_POINTS: dict[str, dict[str, str]] = {
         "meta-score": "knockout.meta._parsers:parse_score",
         "meta-criteria": "knockout.meta._parsers:parse_criteria",
         "meta-argument": "knockout.meta._parsers:parse_argument",
+        "answer": "knockout.sciex._parse:parse_answer",
+        "sciex-score": "knockout.sciex._parse:parse_sciex_score",
+        "meta-plan": "knockout.meta._parsers:parse_plan",
+        "meta-score-tag": "knockout.meta._parsers:parse_score_tag",
     },
 }
 OWN_DISTRIBUTION = "knockout"

@@ -12,6 +12,8 @@ EXTENSIONS: list[str] = [
     "knockout.cli._report",
     "knockout.cli._web",
     "knockout.cli._meta",
+    "knockout.cli._sciex",
+    "knockout.cli._experiment",
 ]
 
 

@@ -128,26 +128,82 @@ JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help="judge spec, e.g. l
 JudgeKV = Annotated[list[str] | None, typer.Option("--judge-opt", help="backend option key=value "
                                                    "(base_url, api_key, timeout, retries, ...)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one machine-readable JSON summary")]
+JudgesOpt = Annotated[list[str] | None, typer.Option("--judge", "-j", help="judge spec, e.g. llamacpp, "
+                      "openai:MODEL, anthropic:MODEL, scripted (simulation); repeat it for a jury")]
+JuryOpt = Annotated[Path | None, typer.Option("--jury", help="jury file (TOML): members with backend, model, "
+                                              "options, prompt, params (docs/juries.md)")]
+AggregateOpt = Annotated[str | None, typer.Option("--aggregate", help="jury: mean, median or trimmed (scores); "
+                                                  "majority or table8 (side-by-side)")]
+TopPOpt = Annotated[float | None, typer.Option("--top-p", help="nucleus sampling (unset: the backend's "
+                                               "default; the side-by-side paper's Table 9: 0.1)")]
+FreqPenaltyOpt = Annotated[float | None, typer.Option("--frequency-penalty", help="frequency penalty (unset: the "
+                                                      "backend's default; Table 9: 1.0)")]
+
+
+def gen_params(**values: Any) -> Any:
+    """Generation parameters from command-line options (a value out of range is a one-line error)."""
+    from pydantic import ValidationError
+
+    from knockout.judges import GenParams
+
+    try:
+        return GenParams(**values)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        name = "--" + str(e["loc"][0]).replace("_", "-") if e["loc"] else "generation parameters"
+        raise ConfigError(f"{name}: {e['msg']}") from None
+
+
+def jury_members(judge: list[str] | None, jury: Path | None) -> tuple[list[Any], Any]:
+    """The members named by ``--jury FILE`` and ``--judge`` (default: the embedded judge), and the file."""
+    from knockout.jury import MemberSpec, read_jury_file
+
+    spec = read_jury_file(jury) if jury is not None else None
+    members = (list(spec.members) if spec else []) + [MemberSpec(j) for j in judge or []]
+    return members or [MemberSpec("llamacpp")], spec
+
+
+def print_jury(out_db: Path, run_id: str) -> None:
+    """A jury's table: each member's and the jury's agreement, inter-judge agreement, cost."""
+    from knockout.cli._report import print_tables
+    from knockout.reports._export import open_existing
+    from knockout.reports._jury import grade_jury_section, jury_tables
+    from knockout.reports._runs import load_run
+
+    loaded = load_run(out_db, run_id)
+    with open_existing(out_db) as store:
+        sec = grade_jury_section(store, loaded.run, loaded.items, loaded.results)
+    print_tables(jury_tables(sec, loaded.cost))
+ExecutorOpt = Annotated[str, typer.Option("--executor", help="where judge requests run: local, ray, "
+                                          "ray://HOST:PORT (options: ray?workers=2&cpus=1)")]
 
 
 @app.command()
 def grade(
-    data: Annotated[Path, typer.Argument(help="data file or folder (jsonl, csv, SciEx, SAF, MQM, meta-eval)")],
+    data: Annotated[Path, typer.Argument(help="data file or folder (jsonl, csv, parquet, dataset folder, SciEx, "
+                                         "SAF, MQM, WMT DA, meta-eval)")],
     method: Annotated[str, typer.Option("--method", "-m", help="grading method")] = "individual",
-    judge: JudgeOpt = "llamacpp",
+    judge: JudgesOpt = None,
     judge_opt: JudgeKV = None,
+    jury: JuryOpt = None,
+    aggregate: AggregateOpt = None,
     prompt: Annotated[str, typer.Option(help="preset name, template file, or auto")] = "auto",
     reference: Annotated[bool, typer.Option("--reference/--no-reference", help="show the reference answer")] = False,
     shots: Annotated[int, typer.Option(help="few-shot examples per prompt (SciEx)")] = 0,
     shot_source: Annotated[str, typer.Option(help="same-question | same-exam | other-exam")] = "same-question",
+    parser: Annotated[str | None, typer.Option("--parser", help="read grades with this parser instead of the "
+                                               "prompt's (sciex-score: SciEx's parse_grade, guesses; counted)")] = None,
+    figures: Annotated[str, typer.Option("--figures", help="figures to the judge: auto (captioned for a judge "
+                                         "that takes images), separate, stacked, none")] = "auto",
     debias: Annotated[bool, typer.Option(help="pairwise methods: judge both orders and average")] = False,
     method_opt: Annotated[list[str] | None, typer.Option("--method-opt", help="method option key=value")] = None,
     out_db: Annotated[Path, typer.Option("--out", "-o", help="SQLite store for calls and runs")] = Path(
         "knockout.db"
     ),
-    fmt_: Annotated[str, typer.Option("--format", help="input format (auto, jsonl, csv, sciex, saf, mqm, "
-                                      "metaeval)")] = "auto",
-    columns: Annotated[str | None, typer.Option("--map", help="CSV column mapping field=column,...")] = None,
+    fmt_: Annotated[str, typer.Option("--format", help="input format (auto, jsonl, csv, parquet, hf-dataset, "
+                                      "sciex, saf, mqm, wmt, metaeval)")] = "auto",
+    columns: Annotated[str | None, typer.Option("--map", help="column mapping field=column,... (CSV, flat "
+                                                "JSONL, Parquet, dataset folders)")] = None,
     data_opt: Annotated[list[str] | None, typer.Option("--data-opt", help="loader option key=value")] = None,
     concurrency: Annotated[int | None, typer.Option(help="judge calls in flight (default: backend's)")] = None,
     seed: Annotated[int, typer.Option(help="seed for pairing, few-shot choice and the judge")] = 0,
@@ -156,16 +212,20 @@ def grade(
                                                              "question")] = None,
     temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.1,
     max_tokens: Annotated[int, typer.Option(help="max tokens per reply")] = 512,
+    top_p: TopPOpt = None,
+    frequency_penalty: FreqPenaltyOpt = None,
     format_retries: Annotated[int, typer.Option(help="re-asks with a format reminder before invalid")] = 2,
+    executor: ExecutorOpt = "local",
     show_answers: Annotated[bool, typer.Option(help="print the per-answer table")] = False,
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
-    """Grade answers with a judge; prints agreement with human scores when present."""
+    """Grade answers with a judge (or a jury: several --judge, or --jury FILE); prints agreement with human
+    scores when present."""
     from knockout.cli._progress import execute_in_store
     from knockout.data import load_items
     from knockout.data._loaders import parse_column_map
-    from knockout.judges import GenParams, make_judge
+    from knockout.judges import make_judge
     from knockout.methods._base import MethodOptions, methods
     from knockout.methods._run import GradeRun, RunConfig
 
@@ -183,7 +243,9 @@ def grade(
         )
         if len(items) == 0:
             raise ConfigError(f"{data}: no answers to grade")
-        j = make_judge(judge, parse_kv(judge_opt, "--judge-opt"))
+        members, jury_file = jury_members(judge, jury)
+        if aggregate and len(members) == 1 and jury_file is None:
+            raise ConfigError("--aggregate needs a jury (several --judge, or --jury FILE)")
         cfg = RunConfig(
             method=method,
             options=MethodOptions(
@@ -192,23 +254,38 @@ def grade(
                 shots=shots,
                 shot_source=shot_source,
                 seed=seed,
+                parser=parser,
                 debias=debias,
                 extra=parse_kv(method_opt, "--method-opt"),
             ),
-            params=GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
+            params=gen_params(temperature=temperature, max_tokens=max_tokens, seed=seed, top_p=top_p,
+                              frequency_penalty=frequency_penalty),
             concurrency=concurrency,
             format_retries=format_retries,
+            figures=figures,
         )
-        report = execute_in_store(out_db, GradeRun(items, j, cfg), quiet=quiet)
+        kv = parse_kv(judge_opt, "--judge-opt")
+        run: Any
+        if len(members) == 1 and jury_file is None:
+            run = GradeRun(items, make_judge(members[0].judge, kv), cfg)
+        else:
+            from knockout.jury import grade_member_runs, make_jury
+
+            file = str(jury) if jury else "<command line>"
+            run = make_jury(grade_member_runs(items, members, cfg, kv, file=file), members,
+                            aggregate=aggregate or (jury_file.aggregate if jury_file else None),
+                            trim=jury_file.trim if jury_file else None)
+        report = execute_in_store(out_db, run, quiet=quiet, executor=executor)
+        if as_json:
+            print_json(report.summary())
+            return
+        if show_answers:
+            out.print(answers_table(items, report.results, f"{method} grades"))
+        print_summary(report.summary())
+        if run.kind == "jury":
+            print_jury(out_db, report.run_id)
     except KnockoutError as exc:
         fail(exc)
-        return
-    if as_json:
-        print_json(report.summary())
-        return
-    if show_answers:
-        out.print(answers_table(items, report.results, f"{method} grades"))
-    print_summary(report.summary())
 
 
 @app.command()
@@ -216,16 +293,29 @@ def demo(
     judge: JudgeOpt = "llamacpp",
     judge_opt: JudgeKV = None,
     out_db: Annotated[Path | None, typer.Option("--out", "-o", help="store (default: the user cache)")] = None,
+    sciex: Annotated[bool, typer.Option("--sciex", help="SciEx end to end: the model(s) solve the example exam "
+                                        "(English and German), the judge grades it, the leaderboard prints")] = False,
+    model: Annotated[list[str] | None, typer.Option("--model", "-m", help="with --sciex: examinee model(s) "
+                                                    "(default: the judge's model)")] = None,
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
-    """Grade the bundled demo exam (4 questions x 6 answers, English and German) and show agreement."""
+    """Grade the bundled demo exam (4 questions x 6 answers, English and German) and show agreement; with
+    --sciex, solve, grade and rank the SciEx example exam."""
     from knockout.cli._progress import execute_in_store
     from knockout.data import load_items
     from knockout.judges import GenParams, make_judge
     from knockout.judges._models import cache_dir
     from knockout.methods._run import GradeRun, RunConfig
 
+    if sciex:
+        from knockout.cli._sciex import sciex_demo
+
+        try:
+            sciex_demo(judge, parse_kv(judge_opt, "--judge-opt"), model or [judge], out_db, as_json, quiet)
+        except KnockoutError as exc:
+            fail(exc)
+        return
     try:
         demo_file = resources.files("knockout.examples") / "demo_exam.jsonl"
         with resources.as_file(demo_file) as path:
@@ -243,34 +333,62 @@ def demo(
     print_summary(report.summary())
 
 
+def write_text(output: Path | None, text: str) -> None:
+    """``text`` to ``output`` (written beside, then moved into place), or to stdout."""
+    if output is None:
+        sys.stdout.write(text)
+        return
+    tmp = output.with_name(output.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(output)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 @app.command()
 def export(
     db: Annotated[str, typer.Argument(help="the SQLite store (STORE or STORE:RUN_ID)")],
     run_id: Annotated[str | None, typer.Option("--run", help="run id (default: the latest run)")] = None,
-    format: Annotated[str, typer.Option("--format", help="csv or jsonl")] = "csv",
+    format: Annotated[str, typer.Option("--format", help="csv, jsonl or parquet (the tidy table; needs "
+                                        "--output)")] = "csv",
+    table: Annotated[str | None, typer.Option("--table", help="a tidy table instead of the raw export: answers "
+                                              "(grade runs), matches (pairwise methods), orders (side-by-side), "
+                                              "judgements (meta); parquet's default: the run kind's main "
+                                              "table")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-O", help="file (default: stdout)")] = None,
     partial: Annotated[bool, typer.Option("--partial", help="export a run that is not complete (interrupted, "
                                           "failed or still running); its rows say so")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary (needs --output)")] = False,
 ) -> None:
-    """Export one run's per-item results with every raw reply (any kind of run) as CSV or JSONL."""
-    from knockout.reports._export import export_run
+    """Export one run's per-item results with every raw reply (any kind of run) as CSV or JSONL, or a tidy
+    table (one row per answer, match, side-by-side order or meta-judgement) as Parquet, CSV or JSONL."""
+    from knockout.reports._export import export_tidy, export_to
     from knockout.reports._runs import parse_ref
 
     try:
         if as_json and output is None:
             raise ConfigError("export --json prints a summary; give --output FILE for the data")
         path, ref_id = parse_ref(db)
-        run, rows, text = export_run(path, run_id or ref_id, format, partial=partial)
+        if format == "parquet" or table is not None:
+            run, rows, text = export_tidy(path, run_id or ref_id, format, table, output, partial=partial)
+            if text is not None:
+                write_text(output, text)
+        elif output:  # written beside, then moved into place: nothing half-written on an error
+            tmp = output.with_name(output.name + ".tmp")
+            try:
+                with tmp.open("w", encoding="utf-8", newline="") as f:
+                    run, rows = export_to(path, run_id or ref_id, format, f, partial=partial)
+                tmp.replace(output)
+            finally:
+                tmp.unlink(missing_ok=True)
+        else:
+            run, rows = export_to(path, run_id or ref_id, format, sys.stdout, partial=partial)
     except KnockoutError as exc:
         fail(exc)
         return
     if not run.complete:
         err.print(f"[bold yellow]warning:[/] run {run.id} is {run.status}: its results are partial")
-    if output:
-        output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
     if as_json:
         print_json({"run_id": run.id, "kind": run.kind, "status": run.status, "format": format, "rows": rows,
                     "output": str(output)})
@@ -287,7 +405,7 @@ def runs(
     try:
         with open_existing(db) as store:
             records = store.runs()
-            counts = {r.id: len(store.results(r.id)) for r in records}
+            counts = {r.id: store.count_results(r.id) for r in records}
     except KnockoutError as exc:
         fail(exc)
         return

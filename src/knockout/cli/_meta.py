@@ -9,9 +9,19 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._main import JsonOpt, JudgeKV, check_judging, fail, finite, fmt, out, parse_kv, print_json
+from knockout.cli._main import (
+    ExecutorOpt,
+    JsonOpt,
+    JudgeKV,
+    check_judging,
+    fail,
+    finite,
+    fmt,
+    out,
+    parse_kv,
+    print_json,
+)
 from knockout.errors import ConfigError, KnockoutError
-from knockout.meta._prompts import DEFAULT_TRUNCATE
 
 
 def _ranking_table(summary: dict[str, Any]) -> Table:
@@ -78,8 +88,11 @@ def register(app: typer.Typer) -> None:
         debater: Annotated[str | None, typer.Option(help="mdeval: spec of the debater agents (default: the "
                                                     "meta-judge)")] = None,
         max_criteria: Annotated[int, typer.Option(help="bsmeval: sub-criteria at most")] = 5,
-        truncate: Annotated[int, typer.Option(help="cut each long field to N characters (0: never)")] = (
-            DEFAULT_TRUNCATE),
+        prompts: Annotated[str, typer.Option(help="mdeval/bsmeval: own (knockout's presets) or authors (the "
+                                             "prompts of the authors' published code; bsmeval: OpenMEVA "
+                                             "stories only)")] = "own",
+        truncate: Annotated[int | None, typer.Option(help="cut each long field to N characters (0: never; "
+                                                     "default: the framework's, 2000)")] = None,
         k: Annotated[float, typer.Option("--k", help="Elo K")] = 4.0,
         shuffles: Annotated[int, typer.Option(help="Elo: shuffled orders averaged")] = 200,
         export_matches: Annotated[Path | None, typer.Option(help="jdeval/mdeval: write the outcomes as JSONL "
@@ -91,6 +104,7 @@ def register(app: typer.Typer) -> None:
         temperature: Annotated[float, typer.Option(help="sampling temperature")] = 0.1,
         max_tokens: Annotated[int, typer.Option(help="max tokens per reply")] = 512,
         format_retries: Annotated[int, typer.Option(help="re-asks with a format reminder before invalid")] = 2,
+        executor: ExecutorOpt = "local",
         as_json: JsonOpt = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
     ) -> None:
@@ -99,13 +113,16 @@ def register(app: typer.Typer) -> None:
         from knockout.judges import GenParams, make_judge
         from knockout.meta import MetaConfig, MetaOptions, MetaRun, load_verdicts, outcome_rows, write_outcomes
         from knockout.meta._frameworks import is_paired
+        from knockout.meta._prompts import DEFAULT_TRUNCATE
 
         try:
             check_judging(temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
                           format_retries=format_retries, limit=limit)
             finite("--k", k, 0)
             opts = MetaOptions(framework=framework, draws=draws, both_orders=both_orders, rounds=rounds,
-                               max_criteria=max_criteria, truncate=truncate, seed=seed)
+                               max_criteria=max_criteria,
+                               truncate=DEFAULT_TRUNCATE if truncate is None else truncate, seed=seed,
+                               prompts=prompts)
             opts.check()
             if shuffles < 1:
                 raise ConfigError("--shuffles must be >= 1")
@@ -120,7 +137,7 @@ def register(app: typer.Typer) -> None:
                              else self_name, concurrency=concurrency,
                              format_retries=format_retries)
             report = execute_in_store(out_db, MetaRun(vs, j, cfg, limit=limit, debater=d), quiet=quiet,
-                                      label="meta-judging")
+                                      label="meta-judging", executor=executor)
             if export_matches:
                 write_outcomes(export_matches, outcome_rows(report.judgements, run_id=report.run_id,
                                                             meta_judge=report.judge))

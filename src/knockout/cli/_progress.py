@@ -76,14 +76,15 @@ def progress_bar(description: str, enabled: bool = True) -> Iterator[Observer | 
         bar.progress.stop()
 
 
-def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging") -> R:
+def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging",
+                     executor: str | None = None) -> R:
     """Open the store, run ``run`` through the one lifecycle with a progress bar, close the store."""
     from knockout.runs import check_run, execute
     from knockout.storage import Store
 
-    check_run(run)  # bad options and prompts fail before the store is created or touched
-    with Store(store_path) as store, progress_bar(f"{label} ({run.judges()['judge'].spec})", not quiet) as bar:
+    check_run(run, executor)  # bad options and prompts fail before the store is created or touched
+    with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet) as bar:
         try:
-            return execute(run, store, observer=bar)
+            return execute(run, store, observer=bar, executor=executor)
         except sqlite3.OperationalError as exc:  # locked by another process past the wait, disk full, ...
             raise ConfigError(f"{store_path}: cannot write the store ({exc})") from None

@@ -4,24 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table as RichTable
 
 from knockout.cli._main import JsonOpt, at_least, err, fail, out, print_json
-from knockout.errors import KnockoutError
-from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
-from knockout.reports._report import Table, transpose
-from knockout.storage._store import RunRecord
+from knockout.errors import ConfigError, KnockoutError
+from knockout.metrics._constants import DEFAULT_RESAMPLES
+
+if TYPE_CHECKING:  # the report modules load numpy, scipy and scikit-learn: only when a command runs
+    from knockout.reports._report import Table
+    from knockout.storage._store import RunRecord
 
 Resamples = Annotated[int, typer.Option("--resamples", help="bootstrap resamples for the 95% CIs (0: none)")]
 Seed = Annotated[int, typer.Option(help="bootstrap seed")]
 HtmlOpt = Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML report (needs "
                                               "knockout[plots])")]
+ViewerOpt = Annotated[str | None, typer.Option("--viewer-url", help="with --html: link each run to its page in "
+                                               "the transcript viewer of `knockout serve` at this URL")]
 
 
 def print_tables(tables: Sequence[Table]) -> None:
+    from rich.table import Table as RichTable
+
     for t in tables:
         rt = RichTable(title=t.title, caption=t.note or None, title_justify="left")
         for c in t.columns:
@@ -46,6 +51,7 @@ def report(
     by: Annotated[str, typer.Option("--by", help="breakdowns, comma-separated: difficulty, language, examinee, "
                                     "exam, question, task, max_points, round, meta:KEY")] = "",
     html: HtmlOpt = None,
+    viewer_url: ViewerOpt = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,
@@ -55,16 +61,17 @@ def report(
     A side-by-side run (knockout sbs) gets its own report: verdict distributions per order, kappa,
     MPCC, position-bias metrics, human x judge confusion, annotator agreement and cost."""
     from knockout.reports._report import build_report, report_tables
-    from knockout.reports._runs import find_run, load_run, parse_ref
+    from knockout.reports._runs import content_kind, find_run, load_run, parse_ref
 
     try:
         at_least("--resamples", resamples, 0)
         path, ref_id = parse_ref(run)
         record = find_run(path, run_id or ref_id)
-        if record.kind == "sbs":
-            sbs_report(path, record, html, as_json)
+        links = links_for(viewer_url, [record.id])
+        if content_kind(record) == "sbs":
+            sbs_report(path, record, html, as_json, links, resamples=resamples, seed=seed)
             return
-        loaded = load_run(path, record.id)
+        loaded = load_run(path, record.id, details=False)
         rep, an = build_report(loaded, level=level, by=by.split(","), resamples=resamples, seed=seed)
 
         def plots() -> dict[str, bytes]:
@@ -72,32 +79,42 @@ def report(
 
             return report_plots(rep, an)
 
-        emit_report(rep, report_tables(rep), f"knockout report: run {loaded.run.id}", plots, html, as_json)
+        emit_report(rep, report_tables(rep), f"knockout report: run {loaded.run.id}", plots, html, as_json, links)
     except KnockoutError as exc:
         fail(exc)
 
 
-def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool) -> None:
+def links_for(viewer_url: str | None, run_ids: Sequence[str]) -> list[tuple[str, str]]:
+    if viewer_url is None:
+        return []
+    from knockout.reports._html import viewer_links
+
+    return viewer_links(viewer_url, run_ids)
+
+
+def sbs_report(path: Path, record: RunRecord, html: Path | None, as_json: bool,
+               links: Sequence[tuple[str, str]] = (), *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> None:
     from knockout.reports._sbs_report import build_sbs_report, sbs_tables
 
-    rep = build_sbs_report(path, record)
+    rep = build_sbs_report(path, record, resamples=resamples, seed=seed)
 
     def plots() -> dict[str, bytes]:
         from knockout.reports._plots import sbs_distribution
 
         return {"verdicts by order": sbs_distribution(rep)}
 
-    emit_report(rep, sbs_tables(rep), f"knockout report: side-by-side run {record.id}", plots, html, as_json)
+    emit_report(rep, sbs_tables(rep), f"knockout report: side-by-side run {record.id}", plots, html, as_json,
+                links)
 
 
 def emit_report(rep: dict[str, Any], tables: Sequence[Table], title: str, plots: Callable[[], dict[str, bytes]],
-                html: Path | None, as_json: bool) -> None:
+                html: Path | None, as_json: bool, links: Sequence[tuple[str, str]] = ()) -> None:
     """Write the HTML page (when asked), then print the JSON object or the tables."""
     warn = status_warnings(rep["run"])
     if html is not None:
         from knockout.reports._html import page
 
-        write_html(html, page(title, tables, plots(), warn))
+        write_html(html, page(title, tables, plots(), warn, links))
     if as_json:
         print_json(rep)
         return
@@ -120,35 +137,70 @@ def status_warnings(run: dict[str, Any]) -> list[str]:
 
 
 def compare(
-    runs: Annotated[list[str], typer.Argument(help="runs: STORE (its latest grade run) or STORE:RUN_ID")],
+    runs: Annotated[list[str], typer.Argument(help="runs: STORE (its latest grade run, else side-by-side run) or "
+                                              "STORE:RUN_ID")],
+    by: Annotated[str, typer.Option("--by", help="per-group comparison, comma-separated: difficulty, language, "
+                                    "examinee, exam, modality, round, question, task, meta:KEY")] = "",
     html: HtmlOpt = None,
+    viewer_url: ViewerOpt = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Methods x metrics with CIs and costs; paired tests (bootstrap, Williams) against the first run."""
-    from knockout.reports._report import build_comparison, comparison_tables
-    from knockout.reports._runs import load_ref
+    """Methods x metrics with CIs and costs; paired tests (bootstrap, Williams) against the first run; --by:
+    per-group figures and differences.  Side-by-side runs: the paper's table (A-E %, kappa, MPCC, PCon@AB,
+    MPCC-Consistency, MPCC-delta) per judge or prompt, the human row first."""
+    from knockout.reports._runs import content_kind, find_run, load_run, parse_ref
 
     try:
         at_least("--resamples", resamples, 0)
-        cmp = build_comparison([load_ref(r) for r in runs], resamples=resamples, seed=seed)
-        tables = comparison_tables(cmp)
+        refs = []
+        for r in runs:
+            path, ref_id = parse_ref(r)
+            refs.append((path, find_run(path, ref_id)))
+        kinds = {content_kind(rec) for _, rec in refs}
+        if len(kinds) > 1:
+            raise ConfigError("compare reads runs of one kind: all grading runs or all side-by-side runs "
+                              f"(got {', '.join(f'{rec.id} ({content_kind(rec)})' for _, rec in refs)})")
+        if kinds == {"sbs"}:
+            if by:
+                raise ConfigError("--by compares grading runs; side-by-side runs are compared as a whole")
+            from knockout.reports._sbs_compare import build_sbs_comparison, sbs_comparison_tables
+
+            cmp = build_sbs_comparison(refs, resamples=resamples, seed=seed)
+            tables = sbs_comparison_tables(cmp)
+            plots: Callable[[], dict[str, bytes]] = dict
+        else:
+            from knockout.reports._report import build_comparison, comparison_tables
+
+            cmp = build_comparison([load_run(p, rec.id, details=False) for p, rec in refs], resamples=resamples,
+                                   seed=seed, by=by.split(","))
+            tables = comparison_tables(cmp)
+
+            def plots() -> dict[str, bytes]:
+                from knockout.reports._plots import cost_vs_agreement, group_deltas
+
+                return {"cost vs agreement": cost_vs_agreement(cmp),
+                        **{f"difference to the baseline by {g['key']}": group_deltas(cmp, g) for g in cmp["by"]}}
+
         if html is not None:
             from knockout.reports._html import page
-            from knockout.reports._plots import cost_vs_agreement
 
             warn = [w for r in cmp["runs"] for w in status_warnings(r)]
-            write_html(html, page("knockout: methods compared", tables,
-                                  {"cost vs agreement": cost_vs_agreement(cmp)}, warn))
+            links = links_for(viewer_url, [rec.id for _, rec in refs])
+            write_html(html, page("knockout: runs compared", tables, plots(), warn, links))
     except KnockoutError as exc:
         fail(exc)
         return
     if as_json:
         print_json(cmp)
         return
+    from knockout.reports._report import transpose
+
     # few runs: metrics as rows, runs as columns, so that the table fits a terminal
-    print_tables([transpose(t) if len(t.rows) <= 4 else t for t in tables])
+    # (the side-by-side table keeps the paper's layout, and the --by tables their groups as rows)
+    print_tables([transpose(t) if i < 2 and len(t.rows) <= 4 and cmp.get("kind") != "sbs" else t
+                  for i, t in enumerate(tables)])
     if html is not None:
         out.print(f"HTML report written to {html}")
 

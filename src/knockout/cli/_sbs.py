@@ -8,8 +8,25 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._main import JsonOpt, JudgeKV, JudgeOpt, at_least, check_judging, fail, out, parse_kv, print_json
-from knockout.errors import KnockoutError
+from knockout.cli._main import (
+    AggregateOpt,
+    ExecutorOpt,
+    FreqPenaltyOpt,
+    JsonOpt,
+    JudgeKV,
+    JudgesOpt,
+    JuryOpt,
+    TopPOpt,
+    at_least,
+    check_judging,
+    fail,
+    gen_params,
+    jury_members,
+    out,
+    parse_kv,
+    print_json,
+)
+from knockout.errors import ConfigError, KnockoutError
 
 
 def print_sbs(out_db: Path, summary: dict[str, Any]) -> None:
@@ -26,8 +43,10 @@ def print_sbs(out_db: Path, summary: dict[str, Any]) -> None:
 
 def sbs(
     data: Annotated[Path, typer.Argument(help="sbs JSONL, PandaLM JSON or meta-eval pairwise JSONL")],
-    judge: JudgeOpt = "llamacpp",
+    judge: JudgesOpt = None,
     judge_opt: JudgeKV = None,
+    jury: JuryOpt = None,
+    aggregate: AggregateOpt = None,
     prompt: Annotated[str, typer.Option(help="I, II, II-fact, II-reason, II-fact-reason, a preset or a file")] = "I",
     debate: Annotated[str, typer.Option(help="multi-agent judging: none, soft or hard")] = "none",
     candidate: Annotated[str, typer.Option(help="pairwise sources: which response is the candidate "
@@ -43,15 +62,18 @@ def sbs(
     seed: Annotated[int, typer.Option(help="seed for the judge")] = 0,
     temperature: Annotated[float, typer.Option(help="sampling temperature (paper: 0.0)")] = 0.0,
     max_tokens: Annotated[int, typer.Option(help="max tokens per reply (paper: 1024)")] = 1024,
+    top_p: TopPOpt = None,
+    frequency_penalty: FreqPenaltyOpt = None,
     format_retries: Annotated[int, typer.Option(help="re-asks with a format reminder before E "
                                                 "(paper: 0, E is counted)")] = 0,
     show_items: Annotated[bool, typer.Option(help="print the per-item verdicts")] = False,
+    executor: ExecutorOpt = "local",
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
     """Side-by-side: judge candidate vs baseline in both orders; verdict shares, kappa, MPCC, position bias."""
     from knockout.cli._progress import execute_in_store
-    from knockout.judges import GenParams, make_judge
+    from knockout.judges import make_judge
     from knockout.sbs._data import load_sbs
     from knockout.sbs._run import SbsConfig, SbsRun
 
@@ -60,12 +82,29 @@ def sbs(
                       format_retries=format_retries, limit=limit)
         at_least("--window", window, 1)
         at_least("--stride", stride, 1)
+        members, jury_file = jury_members(judge, jury)
+        if aggregate and len(members) == 1 and jury_file is None:
+            raise ConfigError("--aggregate needs a jury (several --judge, or --jury FILE)")
         items = load_sbs(data, tie=tie, candidate=candidate)[:limit]
         cfg = SbsConfig(prompt=prompt, debate=debate,
-                        params=GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
+                        params=gen_params(temperature=temperature, max_tokens=max_tokens, seed=seed, top_p=top_p,
+                                          frequency_penalty=frequency_penalty),
                         format_retries=format_retries, concurrency=concurrency, window=window, stride=stride)
-        j = make_judge(judge, parse_kv(judge_opt, "--judge-opt"))
-        report = execute_in_store(out_db, SbsRun(items, j, cfg, source=str(data)), quiet=quiet)
+        kv = parse_kv(judge_opt, "--judge-opt")
+        if len(members) > 1 or jury_file is not None:
+            from knockout.jury import make_jury, sbs_member_runs
+
+            runs = sbs_member_runs(items, members, cfg, kv, source=str(data), file=str(jury or "<command line>"))
+            jr = make_jury(runs, members, aggregate=aggregate or (jury_file.aggregate if jury_file else None),
+                           trim=jury_file.trim if jury_file else None)
+            summary = execute_in_store(out_db, jr, quiet=quiet, executor=executor).summary()
+            if as_json:
+                print_json(summary)
+            else:
+                print_sbs(out_db, summary)
+            return
+        report = execute_in_store(out_db, SbsRun(items, make_judge(members[0].judge, kv), cfg, source=str(data)),
+                                  quiet=quiet, executor=executor)
     except KnockoutError as exc:
         fail(exc)
         return

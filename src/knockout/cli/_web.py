@@ -185,7 +185,8 @@ def import_(
 def users_add(
     name: str,
     db: DbOpt,
-    role: Annotated[str, typer.Option(help="grader or organizer (sees everything)")] = "grader",
+    role: Annotated[str, typer.Option(help="grader, organizer (sees everything) or "
+                                            "viewer (reads the judge runs only)")] = "grader",
     exam: Annotated[list[str] | None, typer.Option("--exam", help="exam to grade (repeatable)")] = None,
     pairset: Annotated[list[str] | None, typer.Option("--pairset", help="pair set to annotate (repeatable)")] = None,
     password_stdin: Annotated[bool, typer.Option("--password-stdin", help="read the password from the first "

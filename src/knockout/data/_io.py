@@ -178,11 +178,9 @@ def check_file(
     return real
 
 
-def read_bytes(path: Path, *, limit: int | None = None) -> bytes:
-    """The content of a data file (at most ``limit`` bytes when given: a sniffer's look at the head).
-
-    The file is opened non-blocking and checked before any read, so a FIFO or a device never hangs.
-    """
+@contextmanager
+def _open_data(path: Path) -> Iterator[Any]:
+    """A data file opened non-blocking and checked before any read, so a FIFO or a device never hangs."""
     real = check_file(path)
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -190,12 +188,43 @@ def read_bytes(path: Path, *, limit: int | None = None) -> bytes:
         raise InputError(f"cannot read file: {e.strerror}", file=str(path)) from None
     with os.fdopen(fd, "rb") as f:
         _check_stat(os.fstat(f.fileno()), path, file=None, record=None, field=None, what="file")
+        yield f
+
+
+def _over_bound(path: Path, bound: int) -> InputError:
+    return InputError(f"file is over the {_mb(bound)} bound (raise it with --data-opt max_file_mb=N)",
+                      file=str(path))
+
+
+def read_bytes(path: Path, *, limit: int | None = None) -> bytes:
+    """The content of a data file (at most ``limit`` bytes when given: a sniffer's look at the head).
+
+    The file is opened non-blocking and checked before any read, so a FIFO or a device never hangs.
+    """
+    with _open_data(path) as f:
         bound = current_policy().max_bytes
-        data = f.read(min(bound, limit) + 1 if limit is not None else bound + 1)
+        data: bytes = f.read(min(bound, limit) + 1 if limit is not None else bound + 1)
     if limit is None and len(data) > bound:  # a file that grew, or lies about its size (/proc)
-        raise InputError(f"file is over the {_mb(bound)} bound (raise it with --data-opt max_file_mb=N)",
-                         file=str(path))
+        raise _over_bound(path, bound)
     return data if limit is None else data[:limit]
+
+
+def iter_text_lines(path: Path) -> Iterator[str]:
+    """The lines of a data file (split on ``\\n`` only, UTF-8, a BOM dropped), read one at a time: a large
+    file is never held whole in memory.  The same checks and bound as :func:`read_bytes`."""
+    bound = current_policy().max_bytes
+    seen = 0
+    with _open_data(path) as f:
+        for raw in f:
+            start = seen
+            seen += len(raw)
+            if seen > bound:
+                raise _over_bound(path, bound)
+            try:
+                line = raw.decode("utf-8-sig" if start == 0 else "utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(f"not UTF-8 text (byte {start + e.start}: {e.reason})", file=str(path)) from None
+            yield line[:-1] if line.endswith("\n") else line
 
 
 def read_text(path: Path) -> str:
@@ -237,7 +266,7 @@ def read_json(path: Path) -> Any:
 def iter_json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line of a JSONL file."""
     # Split on "\n" only: str.splitlines() would also split on U+2028 inside JSON strings.
-    for n, line in enumerate(read_text(path).split("\n"), 1):
+    for n, line in enumerate(iter_text_lines(path), 1):
         if not line.strip():
             continue
         try:

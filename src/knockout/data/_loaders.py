@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from knockout._registry import Registry
-from knockout.data._formats.csvfile import parse_column_map
+from knockout.data._formats.frames import from_dataframe, from_dataset, load_frame
 from knockout.data._formats.metaeval import load_pairs, load_scored_texts
+from knockout.data._formats.table import parse_column_map
 from knockout.data._io import DEFAULT_MAX_FILE_MB, InputPolicy, input_policy
 from knockout.data._records import ItemSet
 from knockout.errors import ConfigError, InputError, KnockoutError
@@ -41,8 +42,14 @@ class Loader(Protocol):
 
 
 loaders: Registry[Loader] = Registry("format", group="knockout.loaders")
-loaders.add("jsonl", "knockout.data._formats.jsonl", "the project's own JSONL (type: question / answer)")
+loaders.add("jsonl", "knockout.data._formats.jsonl",
+            "the project's own JSONL (type: question / answer), or flat: one answer per line; option columns")
 loaders.add("csv", "knockout.data._formats.csvfile", "one row per answer; options columns, delimiter")
+loaders.add("parquet", "knockout.data._formats.parquet", "one row per answer (as CSV); option columns")
+loaders.add("hf-dataset", "knockout.data._formats.frames",
+            "a Hugging Face dataset folder (save_to_disk), one row per answer; options columns, split")
+loaders.add("wmt", "knockout.data._formats.wmt",
+            "WMT DA in the mt-metrics-eval layout; options pairs, human, min_translations, duplicates, ...")
 loaders.add("sciex", "knockout.data._formats.sciex", "SciEx exam folder or exam JSON; option language")
 loaders.add("saf", "knockout.data._formats.saf", "SAF XML file or folder; option max_points")
 loaders.add(
@@ -63,6 +70,8 @@ __all__ = [
     "COMMON_OPTIONS",
     "Loader",
     "detect_format",
+    "from_dataframe",
+    "from_dataset",
     "load_items",
     "load_pairs",
     "load_scored_texts",
@@ -133,7 +142,7 @@ def _policy(
 
 
 def load_items(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Any,
     format: str = "auto",
     *,
     allow_root: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
@@ -146,7 +155,16 @@ def load_items(
     Files and images are read only inside the data folder (the folder given, or the file's folder)
     and the folders in ``allow_root``; image URLs are kept only with ``allow_urls``; files over
     ``max_file_mb`` (default :data:`DEFAULT_MAX_FILE_MB`) are refused.  Other options go to the loader.
+
+    ``path`` may also be a pandas DataFrame or a Hugging Face ``Dataset``/``DatasetDict`` with one row
+    per answer (options ``columns``, and ``split`` for a DatasetDict), read as a CSV file would be.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        unknown = sorted(set(options) - {"columns", "split"})
+        if unknown or format not in ("auto", "dataframe", "dataset"):
+            raise ConfigError(f"a {type(path).__name__} takes only the options columns and split "
+                              f"(got format={format!r}{', ' + ', '.join(unknown) if unknown else ''})")
+        return load_frame(path, **options)
     p = Path(path)
     check_input(p)
     policy = _policy(p, allow_root, allow_urls, max_file_mb)

@@ -181,13 +181,17 @@ class ItemSet:
         )
 
     def fingerprint(self) -> str:
-        """A hash of the content, used in run identities."""
+        """A hash of the content, used in run identities (computed once per item set)."""
+        cached: str | None = getattr(self, "_fingerprint", None)
+        if cached is not None:
+            return cached
         h = hashlib.sha256()
         for q in self.questions.values():
             h.update(json.dumps(q.model_dump(), sort_keys=True).encode())
         for a in self.answers:
             h.update(json.dumps(a.model_dump(), sort_keys=True).encode())
-        return h.hexdigest()[:16]
+        self._fingerprint: str = h.hexdigest()[:16]
+        return self._fingerprint
 
 
 class PairItem(BaseModel):

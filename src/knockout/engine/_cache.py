@@ -15,15 +15,22 @@ from knockout.judges._base import GenParams, Message, image_digest
 
 def call_key(identity: dict[str, Any], params: GenParams, messages: list[Message]) -> str:
     """SHA-256 over the judge identity, parameters and full messages (images by content)."""
-    payload = {
-        "judge": identity,
-        "params": params.model_dump(mode="json"),
-        "messages": [
-            {"role": m.role, "content": m.content, "images": [image_digest(p) for p in m.images]}
-            for m in messages
-        ],
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return KeyMaker(identity, params)(messages)
+
+
+class KeyMaker:
+    """:func:`call_key` for one judge and one set of parameters: their JSON is written once, and each key
+    hashes the same bytes ``call_key``'s payload (sorted keys: judge, messages, params) would."""
+
+    def __init__(self, identity: dict[str, Any], params: GenParams) -> None:
+        self.head = '{"judge": ' + json.dumps(identity, sort_keys=True, ensure_ascii=False) + ', "messages": '
+        self.tail = ', "params": ' + json.dumps(params.model_dump(mode="json"), sort_keys=True,
+                                                ensure_ascii=False) + "}"
+
+    def __call__(self, messages: list[Message]) -> str:
+        body = json.dumps([{"content": m.content, "images": [image_digest(p) for p in m.images], "role": m.role}
+                           for m in messages], ensure_ascii=False)
+        return hashlib.sha256((self.head + body + self.tail).encode()).hexdigest()
 
 
 @dataclass

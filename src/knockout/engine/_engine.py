@@ -6,7 +6,8 @@ Run kinds and methods describe *what* to ask as :class:`Task` objects and hand a
 * looks each request up in the cache (a hit costs no judge call); an identical request already in
   flight in the same wave is asked once; a request another process on the same store is sending (it
   holds the request's lease in the cache) is waited for, not sent again;
-* sends misses to the judge with at most ``concurrency`` in flight;
+* sends misses to the judge with at most ``concurrency`` in flight, through an executor
+  (:mod:`knockout.engine._executors`: in process by default, Ray workers, or a provider's batch job);
 * stores every reply the moment it arrives (so a killed run loses nothing);
 * parses the reply; when it cannot, asks again with the format reminder appended (``format_retries``
   times), then records the result as invalid with the raw replies; an invalid result never becomes a
@@ -30,8 +31,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from knockout.engine._cache import Cache, CallRecord, call_key
+from knockout.engine._cache import Cache, CallRecord, KeyMaker
 from knockout.engine._events import Done, Observer, Queued
+from knockout.engine._executors import Executor, LocalExecutor
 from knockout.errors import JudgeError
 from knockout.judges._base import GenParams, Judge, JudgeRequest, Message
 from knockout.prompts._parsers import Parsed
@@ -158,14 +160,19 @@ class Engine:
         run_id: str | None = None,
         observer: Observer | None = None,
         lease_s: float = 900.0,
+        executor: Executor | None = None,
     ) -> None:
         self.judge = judge
         self.cache = cache
         self.params = params or GenParams()
-        self.concurrency = concurrency or judge.default_concurrency()
+        self.executor = executor or LocalExecutor(judge)
+        self.concurrency = concurrency or self.executor.concurrency or judge.default_concurrency()
+        if isinstance(self.executor, LocalExecutor):
+            judge.expect_concurrency(self.concurrency)
         self.format_retries = format_retries
         self.run_id = run_id
         self.identity = judge.identity()
+        self._key = KeyMaker(self.identity, self.params)
         self.observer = observer
         self.lease_s = lease_s
         self.stats = Stats()
@@ -178,9 +185,11 @@ class Engine:
             self.observer(Done(task.label, cached, valid, failed, s.invalid, s.prompt_tokens + s.completion_tokens))
 
     # -- calls -------------------------------------------------------------------------
-    async def _call(self, messages: list[Message], subject: Subject | None) -> tuple[str, CallRecord, bool]:
-        key = call_key(self.identity, self.params, messages)
-        cached = self.cache.get_call(key)
+    async def _call(self, messages: list[Message], subject: Subject | None,
+                    known: tuple[str, CallRecord | None] | None = None) -> tuple[str, CallRecord, bool]:
+        key, cached = known if known is not None else (self._key(messages), None)
+        if known is None:
+            cached = self.cache.get_call(key)
         if cached is not None:
             self.stats.cached_calls += 1
             return key, cached, True
@@ -203,7 +212,7 @@ class Engine:
                             started = time.time()
                             token = current_subject.set(subject)
                             try:
-                                comp = await self.judge.complete(JudgeRequest(messages, self.params))
+                                comp = await self.executor.complete(key, JudgeRequest(messages, self.params))
                             except Exception as exc:
                                 self.stats.failed_attempts += getattr(exc, "failed_attempts", 0)
                                 self.cache.log_call(key, self.run_id, started,
@@ -268,14 +277,29 @@ class Engine:
                 self.cache.release(key)  # free now: the caller leases it again when it sends
                 return None
 
-    async def ask(self, task: Task) -> Outcome:
+    def _from_cache(self, task: Task) -> tuple[Outcome | None, tuple[str, CallRecord | None]]:
+        """A task whose first request is stored with a readable reply, answered without a coroutine (a
+        cache-hit rerun is mostly these); else None, with the key and look-up for :meth:`ask`."""
+        key = self._key(task.messages)
+        record = self.cache.get_call(key)
+        if record is None:
+            return None, (key, None)
+        parsed = task.parse(record.reply)
+        if not parsed.ok:
+            return None, (key, record)
+        self.stats.cached_calls += 1
+        self._emit_done(task, cached=True, valid=True, failed=False)
+        return Outcome(_jsonable(parsed.value), True, [Attempt(key=key, reply=record.reply, cached=True,
+                                                                error=None)]), (key, record)
+
+    async def ask(self, task: Task, known: tuple[str, CallRecord | None] | None = None) -> Outcome:
         messages = list(task.messages)
         attempts: list[Attempt] = []
         parsed = Parsed(error="not asked")
         any_cached = False
         for n in range(1 + self.format_retries):
             try:
-                key, record, cached = await self._call(messages, task.subject)
+                key, record, cached = await self._call(messages, task.subject, known if n == 0 else None)
             except Exception as exc:
                 self.stats.failed += 1
                 self._emit_done(task, cached=False, valid=False, failed=True)
@@ -314,4 +338,15 @@ class Engine:
         self.stats.waves = max(self.stats.waves, wave) if wave is not None else self.stats.waves + 1
         if self.observer is not None:
             self.observer(Queued(len(tasks), self.stats.waves))
-        return list(await asyncio.gather(*(self.ask(t) for t in tasks)))
+        outcomes: list[Outcome | None] = []
+        later: list[tuple[int, Task, tuple[str, CallRecord | None]]] = []
+        for i, t in enumerate(tasks):
+            got, known = self._from_cache(t)
+            outcomes.append(got)
+            if got is None:
+                later.append((i, t, known))
+        if later:
+            done = await asyncio.gather(*(self.ask(t, known) for _, t, known in later))
+            for (i, _, _), o in zip(later, done, strict=True):
+                outcomes[i] = o
+        return [o for o in outcomes if o is not None]

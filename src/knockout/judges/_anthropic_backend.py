@@ -61,6 +61,7 @@ def _reply(resp: Any) -> Completion:
 class AnthropicJudge(ServerJudge):
     backend = "anthropic"
     supports_images = True
+    unsupported_params = ("frequency_penalty",)  # the Messages API has no such parameter
     Options = AnthropicOptions
     options: AnthropicOptions
     default_base_url = "https://api.anthropic.com"
@@ -87,19 +88,26 @@ class AnthropicJudge(ServerJudge):
         self._connect(anthropic, base_url)
         self._temperature_kw = "temperature" in inspect.signature(self._client.messages.create).parameters
 
-    async def complete(self, request: JudgeRequest) -> Completion:
+    def message_params(self, request: JudgeRequest) -> dict[str, Any]:
+        """A request's Messages parameters but the temperature (system messages go to ``system``)."""
         p = request.params
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         messages = [{"role": m.role, "content": _blocks(m)} for m in request.messages if m.role != "system"]
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": p.max_tokens}
-        if self._temperature_kw:
-            kwargs["temperature"] = p.temperature
-        else:  # SDKs from 2.x on no longer name it; the API still takes it
-            kwargs["extra_body"] = {"temperature": p.temperature}
         if system:
             kwargs["system"] = system
         if p.stop:
             kwargs["stop_sequences"] = list(p.stop)
+        if p.top_p is not None:  # in the body: SDKs from 2.x on no longer name it, the API takes it
+            kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "top_p": p.top_p}
+        return kwargs
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        kwargs = self.message_params(request)
+        if self._temperature_kw:
+            kwargs["temperature"] = request.params.temperature
+        else:  # SDKs from 2.x on no longer name it; the API still takes it
+            kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "temperature": request.params.temperature}
         return await self._ask(lambda: self._client.messages.create(**kwargs), _reply)
 
     async def aclose(self) -> None:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from knockout.data import is_local
-from knockout.errors import JudgeError
+from knockout.errors import ConfigError, JudgeError
 from knockout.judges._options import JudgeOptions, validate_options
 
 Role = Literal["system", "user", "assistant"]
@@ -31,8 +31,18 @@ class Message(BaseModel):
     images: tuple[str, ...] = ()
 
 
+#: Optional sampling parameters: sent, hashed into cache keys and stored only when set, so requests and
+#: cache keys made without them stay what they were.
+OPTIONAL_PARAMS = ("top_p", "frequency_penalty")
+
+
 class GenParams(BaseModel):
-    """Generation parameters; defaults follow the papers (temperature 0.1)."""
+    """Generation parameters; defaults follow the papers (temperature 0.1).
+
+    ``top_p`` and ``frequency_penalty`` (the side-by-side paper's Table 9: 0.1 and 1.0) are optional:
+    when unset they are left out of the request, of the dump (``model_dump``) and so of every cache key
+    and run id.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -40,6 +50,16 @@ class GenParams(BaseModel):
     max_tokens: int = Field(default=512, gt=0)
     seed: int | None = 0
     stop: tuple[str, ...] = ()
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_optional(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        for k in OPTIONAL_PARAMS:
+            if out.get(k, 0) is None:
+                del out[k]
+        return out
 
 
 @dataclass
@@ -107,6 +127,8 @@ class Judge(ABC):
     supports_images: bool = False
     #: True for the scripted judge: results are a simulation, not an LLM's.
     simulated: bool = False
+    #: optional generation parameters (:data:`OPTIONAL_PARAMS`) the backend cannot send
+    unsupported_params: tuple[str, ...] = ()
     #: The backend's options; a spec's ``?key=value`` and ``--judge-opt`` are validated against it.
     Options: ClassVar[type[JudgeOptions]] = JudgeOptions
 
@@ -124,6 +146,15 @@ class Judge(ABC):
 
     def default_concurrency(self) -> int:
         return 4
+
+    def check_params(self, params: GenParams) -> None:
+        """Refuse, before a run starts, an optional generation parameter this backend cannot send."""
+        for k in self.unsupported_params:
+            if getattr(params, k, None) is not None:
+                raise ConfigError(f"the {self.backend} backend does not support {k} (leave it unset)")
+
+    def expect_concurrency(self, n: int) -> None:  # noqa: B027 - optional hook
+        """The engine will keep up to ``n`` requests in flight (a backend may size its client pools)."""
 
     def bind_simulation(self, oracle: Callable[[Any], dict[str, Any]]) -> None:  # noqa: B027 - optional hook
         """A simulated judge (``simulated = True``) receives the run's truth here; real backends ignore it."""

@@ -1,7 +1,9 @@
 """Embedded judge: llama-cpp-python in process, with a GGUF verified by SHA-256.
 
 The model is text-only: images in a request are left out and counted.  Calls
-run one at a time in a worker thread (a llama.cpp context is not thread-safe).
+run one at a time in a worker thread (a llama.cpp context is not thread-safe), or, with
+``parallel=N``, N at a time in one context (:mod:`knockout.judges._parallel`: continuous batching
+with prompt-prefix reuse).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from pydantic import Field
 
 from knockout.errors import ConfigError
-from knockout.judges._base import Completion, Judge, JudgeRequest
+from knockout.judges._base import OPTIONAL_PARAMS, Completion, Judge, JudgeRequest
 from knockout.judges._models import DEFAULT_MODEL, MODELS, file_sha256, model_path
 from knockout.judges._options import JudgeOptions
 
@@ -33,6 +35,10 @@ _LOAD_LOCK = threading.Lock()
 def _close_all() -> None:
     """Free the models before the interpreter tears down the modules ``Llama.__del__`` needs."""
     with _LOAD_LOCK:
+        for dec in _DECODERS.values():
+            with contextlib.suppress(Exception):  # best effort at exit
+                dec.close()
+        _DECODERS.clear()
         for llm, _ in _LOADED.values():
             with contextlib.suppress(Exception):  # best effort at exit
                 llm.close()
@@ -57,6 +63,27 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
 class LlamaCppOptions(JudgeOptions):
     n_ctx: int = Field(4096, ge=64, le=1 << 20, description="context window in tokens")
     threads: int | None = Field(None, ge=1, le=1024, description="CPU threads (default: all cores)")
+    parallel: int = Field(1, ge=1, le=64, description="sequences decoded together (continuous batching with "
+                          "prompt-prefix reuse; 1: one request at a time)")
+
+
+#: parallel decoders, one per model file and settings (knockout.judges._parallel)
+_DECODERS: dict[tuple[str, int, int, int], Any] = {}
+
+
+def _decoder(path: Path, n_ctx: int, n_threads: int, parallel: int) -> Any:
+    key = (str(path), n_ctx, n_threads, parallel)
+    with _LOAD_LOCK:
+        found = _DECODERS.get(key)
+    if found is not None:
+        return found
+    from knockout.judges._parallel import ParallelDecoder
+
+    llm, _ = _load(path, 64, 1)  # the weights, tokenizer and chat template (its own context stays tiny)
+    with _LOAD_LOCK:
+        if key not in _DECODERS:
+            _DECODERS[key] = ParallelDecoder(llm, parallel, n_ctx, n_threads)
+        return _DECODERS[key]
 
 
 class LlamaCppJudge(Judge):
@@ -92,7 +119,7 @@ class LlamaCppJudge(Judge):
         return {"backend": self.backend, "model": self._identity_model, "sha256": self.sha256}
 
     def default_concurrency(self) -> int:
-        return 1
+        return 1 if self.options.parallel == 1 else 2 * self.options.parallel
 
     def _llm(self) -> tuple[Any, threading.Lock]:
         path = self._path or model_path(self.model)
@@ -111,6 +138,7 @@ class LlamaCppJudge(Judge):
                 max_tokens=p.max_tokens,
                 seed=p.seed,
                 stop=list(p.stop) or None,
+                **{k: v for k in OPTIONAL_PARAMS if (v := getattr(p, k)) is not None},
             )
             latency = time.perf_counter() - t0
         choice = out["choices"][0]
@@ -125,5 +153,12 @@ class LlamaCppJudge(Judge):
         )
 
     async def complete(self, request: JudgeRequest) -> Completion:
+        if self.options.parallel > 1:
+            path = self._path or model_path(self.model)
+            decoder = await asyncio.to_thread(_decoder, path, self.n_ctx, self.n_threads, self.options.parallel)
+            t0 = time.perf_counter()
+            done: Completion = await decoder.complete(request)
+            done.latency_s = time.perf_counter() - t0
+            return done
         async with self._lock:
             return await asyncio.to_thread(self._run, request)

@@ -6,7 +6,8 @@ Options (spec ``?key=value`` or ``--judge-opt``, typed in :class:`OpenAIOptions`
 none), ``timeout`` seconds (default 120), ``retries`` (default 4: the SDK retries timeouts, connection
 errors, 429 and 5xx with exponential backoff; a 200 reply without a completion is re-asked here, after
 ``backoff`` seconds, doubled each time), ``concurrency`` (default 8), ``images`` (whether the model
-accepts image parts; default yes).
+accepts image parts; default yes), ``pools`` (HTTP client pools the requests are spread over; default one
+per 64 requests in flight).
 
 The cache identity is the server (normalised ``base_url``) and the model: two servers never share a
 cached reply, whatever they call their model.
@@ -26,9 +27,14 @@ from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Mess
 from knockout.judges._options import ServerOptions
 from knockout.judges._server import ServerJudge, counting_http_client
 
+#: requests in flight one HTTP client pool serves well (above it, the pool's per-request bookkeeping costs)
+POOL_SIZE = 64
+
 
 class OpenAIOptions(ServerOptions):
     images: bool = Field(True, description="the model accepts image parts (no: images are left out, counted)")
+    pools: int | None = Field(None, ge=1, le=64, description="HTTP client pools requests are spread over "
+                              "(default: one per 64 requests in flight)")
 
 
 def _content(m: Message, with_images: bool) -> Any:
@@ -93,27 +99,52 @@ class OpenAIJudge(ServerJudge):
                 )
             api_key = "not-needed"
         self.supports_images = o.images
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key, base_url=self.base_url, timeout=o.timeout, max_retries=o.retries,
-            http_client=counting_http_client(openai),
-        )
+        # Above POOL_SIZE requests in flight, one client's connection pool becomes the bottleneck (each
+        # request scans it): the requests are spread over several clients, in turn.
+        def new_client() -> Any:
+            return openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, timeout=o.timeout,
+                                      max_retries=o.retries,
+                                      http_client=counting_http_client(openai))
+
+        self._new_client = new_client
+        self._clients: list[Any] = []
+        self._turn = 0
+        self.expect_concurrency(o.concurrency)
+        self._client = self._clients[0]
         self._connect(openai, self.base_url)
 
-    async def complete(self, request: JudgeRequest) -> Completion:
+    def expect_concurrency(self, n: int) -> None:
+        """Up to ``n`` requests will be in flight: one client pool per 64 of them (or ``pools``)."""
+        wanted = self.options.pools or max(1, -(-n // POOL_SIZE))
+        while len(self._clients) < wanted:
+            self._clients.append(self._new_client())
+
+    def body(self, request: JudgeRequest) -> dict[str, Any]:
+        """The chat-completions request body (sent live, or as one line of a batch)."""
         p = request.params
-        messages = [{"role": m.role, "content": _content(m, self.supports_images)} for m in request.messages]
-        dropped = 0 if self.supports_images else sum(len(m.images) for m in request.messages)
-        kwargs: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            "messages": [{"role": m.role, "content": _content(m, self.supports_images)} for m in request.messages],
             "temperature": p.temperature,
             "max_tokens": p.max_tokens,
         }
         if p.seed is not None:
-            kwargs["seed"] = p.seed
+            body["seed"] = p.seed
         if p.stop:
-            kwargs["stop"] = list(p.stop)
-        return await self._ask(lambda: self._client.chat.completions.create(**kwargs), lambda r: _reply(r, dropped))
+            body["stop"] = list(p.stop)
+        if p.top_p is not None:
+            body["top_p"] = p.top_p
+        if p.frequency_penalty is not None:
+            body["frequency_penalty"] = p.frequency_penalty
+        return body
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        dropped = 0 if self.supports_images else sum(len(m.images) for m in request.messages)
+        kwargs = self.body(request)
+        client = self._clients[self._turn % len(self._clients)]
+        self._turn += 1
+        return await self._ask(lambda: client.chat.completions.create(**kwargs), lambda r: _reply(r, dropped))
 
     async def aclose(self) -> None:
-        await self._client.close()
+        for client in self._clients:
+            await client.close()

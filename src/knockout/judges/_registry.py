@@ -14,12 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import parse_qsl
 
 from knockout._registry import Registry
 from knockout.errors import ConfigError
 from knockout.judges._base import Judge
-from knockout.judges._options import JudgeOptions, describe_options
+from knockout.judges._options import JudgeOptions, describe_options, parse_query
 
 JudgeFactory = Callable[[str, Mapping[str, Any]], Judge]
 
@@ -35,6 +34,10 @@ backends.add(
     "any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp server)",
 )
 backends.add("anthropic", "knockout.judges._anthropic_backend:AnthropicJudge", "Anthropic Messages API")
+backends.add("openai-batch", "knockout.judges._batch:OpenAIBatchJudge",
+             "OpenAI Batch API: each wave one batch job (resumed by its id, never resubmitted)")
+backends.add("anthropic-batch", "knockout.judges._batch:AnthropicBatchJudge",
+             "Anthropic Message Batches API: each wave one batch job (resumed by its id)")
 backends.add(
     "scripted",
     "knockout.judges._scripted:ScriptedJudge",
@@ -56,12 +59,7 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
             f"judge spec '{spec}': '{model}' is an option, not a model name; "
             f"options go after '?': {backend}?{model.replace(':', '&')}"
         )
-    options: dict[str, str] = {}
-    if query:
-        try:
-            options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=True))
-        except ValueError:
-            raise ConfigError(f"judge spec '{spec}': options must look like ?key=value&key=value") from None
+    options = parse_query(query, f"judge spec '{spec}'")
     if backend not in backends:
         known = ", ".join(backends.names())
         raise ConfigError(f"unknown judge backend '{backend}' in spec '{spec}' (known: {known})")

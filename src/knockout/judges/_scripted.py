@@ -13,6 +13,7 @@ optional inflation, clipped to the scale and rounded to half points.
 Spec: ``scripted[:name][?noise=0.1&bias=0&inflation=0&invalid=0&delay=0&seed=0]``
 (noise, bias and inflation are fractions of the maximum points; ``invalid`` is
 the probability of an unparseable reply; ``delay`` seconds per call).
+Solve requests (``kind = "solve"``, knockout solve) get the first part of the reference answer.
 Side-by-side requests (``kind = "sbs"``) carry ``quality = [q1, q2]`` (0..1, the answers in display
 order, None for unknown): each gets noise, the first gets the ``bias`` bonus, and the reply is
 ``[[A]]``/``[[B]]`` when they differ by more than :data:`SBS_TIE_MARGIN`, else ``[[C]]`` (mean >= 0.5)
@@ -112,6 +113,8 @@ class ScriptedJudge(Judge):
             return self.sbs_reply(hint, rng)
         if kind == "meta":
             return self.meta_reply(hint, rng)
+        if kind == "solve":
+            return self.solve_reply(hint, rng)
         max_points = float(hint.get("max_points", 1.0))
         humans: list[float | None] = list(hint.get("humans", [None]))
         scores = [self.score(h, max_points, i, rng) for i, h in enumerate(humans)]
@@ -138,6 +141,14 @@ class ScriptedJudge(Judge):
             verdict = _OPPOSITE[verdict]
         return f"Simulated side-by-side verdict (scripted judge).\n[[{verdict}]]"
 
+    def solve_reply(self, hint: dict[str, Any], rng: np.random.Generator) -> str:
+        """A simulated examinee (knockout solve): the first part of the reference answer, its length drawn at
+        random (more noise, shorter on average)."""
+        words = str(hint.get("reference") or "I do not know.").split()
+        share = float(np.clip(rng.uniform(1.0 - 2 * self.noise - 0.3, 1.0), 0.1, 1.0))
+        kept = " ".join(words[: max(1, round(share * len(words)))])
+        return f"Simulated answer (scripted examinee, not an LLM): {kept}"
+
     def meta_reply(self, hint: dict[str, Any], rng: np.random.Generator) -> str:
         """A simulated meta-judge (knockout.meta): reads how right each assessment is (``quality``,
         0..1 from the human label) and prefers / scores the better one, with noise and position bias."""
@@ -155,12 +166,18 @@ class ScriptedJudge(Judge):
                 "<Reasoning_for_choosing_better_assistant>simulated</Reasoning_for_choosing_better_assistant>\n"
                 f"<Better_assistant>{choice}</Better_assistant>"
             )
+        authors = hint.get("format") == "authors"  # the BSMEval prompts of the authors' code
         if task == "score":
             score = int(np.clip(round(1 + 4 * noisy[0] + self.inflation * 4), 1, 5))
+            if authors:
+                return f"<Explanation>\nsimulated\n</Explanation>\n\n<Score>\n{score}\n</Score>"
             return (
                 "<Reasoning_for_scoring_Assistant>simulated</Reasoning_for_scoring_Assistant>\n"
                 f"<Score_for_Assistant>{score}</Score_for_Assistant>"
             )
+        if task == "criteria" and authors:
+            return ("<Evaluation Plan>\n1. Verdict: is the assessment's score right for the story?\n"
+                    "2. Explanation: is the reasoning accurate?\n</Evaluation Plan>")
         if task == "criteria":
             return (
                 "<Criterion>verdict: is the conclusion right?</Criterion>\n"

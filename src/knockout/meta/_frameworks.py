@@ -30,9 +30,11 @@ from knockout._registry import Registry
 from knockout.engine import Engine, Outcome, Subject, Task
 from knockout.errors import ConfigError
 from knockout.judges._base import Message
-from knockout.meta._parsers import MAX_CRITERIA, parse_better, parse_criteria, parse_debate, parse_score
+from knockout.meta._parsers import MAX_CRITERIA, parse_better, parse_debate, parse_score
 from knockout.meta._prompts import (
+    AUTHORS_FRAMEWORKS,
     DEFAULT_TRUNCATE,
+    PROMPT_SETS,
     item_values,
     preset_for,
     reminder,
@@ -42,6 +44,7 @@ from knockout.meta._prompts import (
 from knockout.meta._verdicts import Assessment, MetaItem, VerdictSet
 from knockout.prompts._parsers import Parsed, parsers
 from knockout.prompts._render import judge_messages
+from knockout.prompts._templates import PromptTemplate
 
 FINAL_ROUND = (
     "\n\nThis is the last round of the debate: you must now choose the better assistant, in the "
@@ -64,12 +67,19 @@ class MetaOptions:
     max_criteria: int = MAX_CRITERIA  # bsmeval
     truncate: int = DEFAULT_TRUNCATE  # characters per field (0 = never cut); see knockout.meta._prompts
     seed: int = 0
+    #: mdeval/bsmeval: "own" (knockout's presets) or "authors" (the prompts of the authors' published code)
+    prompts: str = "own"
 
     def check(self) -> None:
         if self.framework not in frameworks:
             raise ConfigError(f"unknown framework '{self.framework}' (known: {', '.join(frameworks.names())})")
         if self.draws < 1 or self.rounds < 1 or not 1 <= self.max_criteria <= MAX_CRITERIA or self.truncate < 0:
             raise ConfigError(f"draws and rounds must be >= 1, max_criteria 1..{MAX_CRITERIA}, truncate >= 0")
+        if self.prompts not in PROMPT_SETS:
+            raise ConfigError(f"unknown prompt set '{self.prompts}' (known: {', '.join(PROMPT_SETS)})")
+        if self.prompts == "authors" and self.framework not in AUTHORS_FRAMEWORKS:
+            raise ConfigError(f"the authors' prompts are used by {' and '.join(AUTHORS_FRAMEWORKS)}; "
+                              f"{self.framework} uses the paper's own tables (--prompts own)")
 
 
 @dataclass
@@ -171,6 +181,14 @@ class Framework:
         return {**self.values(d.item), "result1": self.assessment(d.item, d.first),
                 "result2": self.assessment(d.item, d.second)}
 
+    def preset(self, item: MetaItem, role: str = "") -> PromptTemplate:
+        return preset_for(self.opts.framework, item, role, self.opts.prompts)
+
+    @property
+    def reply_format(self) -> dict[str, str]:
+        """What a simulated meta-judge must know to answer in the requested format (not the truth)."""
+        return {"format": "authors"} if self.opts.prompts == "authors" else {}
+
     @staticmethod
     def draw_details(d: Draw) -> dict[str, Any]:
         return {"first": d.first, "second": d.second, "swapped": d.swapped}
@@ -227,7 +245,7 @@ class MDEval(Framework):
 
     def judge_task(self, deb: _Debate, rnd: int) -> Task:
         d = deb.draw
-        t = preset_for("mdeval", d.item, "judge")
+        t = self.preset(d.item, "judge")
         values = {**self.pair_values(d), "transcript": transcript(deb.turns, self.opts.truncate)}
         r = judge_messages(t, values)
         msgs = r.messages
@@ -243,7 +261,7 @@ class MDEval(Framework):
     def debater_task(self, deb: _Debate, rnd: int, side: int) -> Task:
         d = deb.draw
         own, other = (d.first, d.second) if side == 1 else (d.second, d.first)
-        t = preset_for("mdeval", d.item, "debater")
+        t = self.preset(d.item, "debater")
         values = {**self.values(d.item), "result1": self.assessment(d.item, own),
                   "result2": self.assessment(d.item, other), "side": str(side), "round": str(rnd),
                   "transcript": transcript(deb.turns, self.opts.truncate)}
@@ -311,10 +329,11 @@ class BSMEval(JDEvalI):
     async def run(self, vs: VerdictSet) -> list[Judgement]:
         tasks = []
         for item in vs.items:
-            t = preset_for("bsmeval", item, "branch")
+            t = self.preset(item, "branch")
             values = {**self.values(item), "max_criteria": str(self.opts.max_criteria)}
-            tasks.append(Task(judge_messages(t, values).messages, self._parse_criteria,
-                              reminder(t, self.opts.max_criteria), _subject("criteria", item, []), f"{item.id}#branch"))
+            tasks.append(Task(judge_messages(t, values).messages, self._criteria_parser(t),
+                              reminder(t, self.opts.max_criteria), _subject("criteria", item, [], **self.reply_format),
+                              f"{item.id}#branch"))
         branches = dict(zip((i.id for i in vs.items), await self.engine.ask_all(tasks), strict=True))
         pairs = self.assessments(vs)
         solve: list[tuple[MetaItem, str, str]] = []
@@ -322,12 +341,13 @@ class BSMEval(JDEvalI):
         for item, e in pairs:
             b = branches[item.id]
             for c in b.value if b.valid else []:
-                t = preset_for("bsmeval", item, "solve")
+                t = self.preset(item, "solve")
                 values = {**self.values(item), "eval_result": self.assessment(item, e), "criterion": c}
                 solve.append((item, e, c))
                 r = judge_messages(t, values)
-                tasks.append(Task(r.messages, r.parse_with(parse_score, 5), reminder(t),
-                                  _subject("score", item, [e], criterion=c), f"{item.id}/{e}#{c}"))
+                tasks.append(Task(r.messages, r.parse_with(parsers.get(t.parser), 5), reminder(t),
+                                  _subject("score", item, [e], criterion=c, **self.reply_format),
+                                  f"{item.id}/{e}#{c}"))
         scores: dict[tuple[str, str], list[tuple[str, Outcome]]] = {}
         for (item, e, c), o in zip(solve, await self.engine.ask_all(tasks), strict=True):
             scores.setdefault((item.id, e), []).append((c, o))
@@ -347,9 +367,15 @@ class BSMEval(JDEvalI):
             ))
         return out
 
-    def _parse_criteria(self, text: str) -> Parsed:
-        p = parse_criteria(text)
-        return Parsed(value=p.value[: self.opts.max_criteria]) if p.ok else p
+    def _criteria_parser(self, t: PromptTemplate) -> Callable[[str], Parsed]:
+        """The branch preset's parser, keeping at most ``max_criteria`` criteria."""
+        parse = parsers.get(t.parser)
+
+        def criteria(text: str) -> Parsed:
+            p = parse(text, 0)
+            return Parsed(value=p.value[: self.opts.max_criteria]) if p.ok else p
+
+        return criteria
 
 
 frameworks: Registry[type[Framework]] = Registry("meta-evaluation framework", group="knockout.meta_frameworks")
@@ -369,6 +395,11 @@ def is_paired(name: str) -> bool:
 
 
 def check_data(opts: MetaOptions, vs: VerdictSet) -> None:
+    if opts.prompts == "authors" and opts.framework == "bsmeval":
+        others = sorted({it.task for it in vs.items if it.task != "openmeva"})
+        if vs.kind != "pointwise" or others:
+            raise ConfigError("the authors published BSMEval prompts for OpenMEVA stories only; these items are "
+                              f"{vs.kind if vs.kind != 'pointwise' else ', '.join(others)}: use --prompts own")
     if is_paired(opts.framework) and vs.kind != "pairwise":
         raise ConfigError(
             f"{opts.framework} compares assessments of answer pairs (pairwise verdicts); these verdicts are "

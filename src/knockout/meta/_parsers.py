@@ -18,6 +18,10 @@ the end, an invalid result.
 * ``meta-criteria`` — ``<Criterion>...</Criterion>`` blocks (or a numbered list), at most 5 used
   → a list of criteria.
 * ``meta-argument`` — any non-empty reply (a debater's argument) → the text.
+* ``meta-plan`` — the authors' BSMEval branch reply: ``<Evaluation Plan>`` with one criterion per line
+  (numbering and bullets dropped; or, without the tag, a numbered list), at most 5 used → a list of criteria.
+* ``meta-score-tag`` — the authors' BSMEval solve reply: ``<Score>X</Score>`` (or ``Score:`` with X on the
+  same or the next line, as their recorded replies have it) with X in 1..max → ``{"score": X, "own": None}``.
 """
 
 from __future__ import annotations
@@ -140,3 +144,37 @@ def parse_criteria(text: str, max_points: float = 0, shown: Sequence[str] = ()) 
 def parse_argument(text: str, max_points: float = 0, shown: Sequence[str] = ()) -> Parsed:
     t = text.strip()
     return Parsed(value=t) if t else Parsed(error="empty argument")
+
+
+_BULLET = re.compile(r"^\s*(?:[-*•]|\(?\d+[.):]|\(?[a-z][.)])\s*", re.I)
+
+
+def parse_plan(text: str, max_points: float = 0, shown: Sequence[str] = ()) -> Parsed:
+    raw = _tag(text, "Evaluation[ _]?Plan", Copies(shown))
+    if raw is not None:
+        found = [_BULLET.sub("", ln).strip() for ln in raw.splitlines()]
+    else:
+        found = [m.strip() for m in re.findall(r"^\s*\d+[.)]\s+(.+)$", text, re.M)]
+    found = [c for c in found if c and len(c) > 2 and not _PLACEHOLDER.match(c) and not c.startswith("(")]
+    if not found:
+        return Parsed(error="no criteria in an <Evaluation Plan> in the reply")
+    return Parsed(value=found[:MAX_CRITERIA])
+
+
+def parse_score_tag(text: str, max_points: float = 5, shown: Sequence[str] = ()) -> Parsed:
+    """The score of a ``<Score>`` tag (or the line after a ``Score`` heading), never one copied from
+    the texts shown."""
+    copies = Copies(shown)
+    clean = text.replace("**", "")
+    raw = _tag(clean, "Score", copies)
+    if raw is None:
+        nxt = copies.own(re.finditer(r"^\W*Score\W*[:=]?\s*\n\s*(\S.*)$", clean, re.I | re.M))
+        raw = nxt[-1].group(1).strip() if nxt else None
+    if raw is None:
+        return Parsed(error="no <Score> tag in the reply")
+    score = _number(raw, 1, max_points)
+    if score is None:
+        why = ("repeats the format placeholder instead of a score" if _PLACEHOLDER.match(raw)
+               else f"must hold a score from 1 to {max_points:g}")
+        return Parsed(error=f"<Score> {why}, got {raw[:40]!r}")
+    return Parsed(value={"score": score, "own": None})

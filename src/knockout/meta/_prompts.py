@@ -62,8 +62,19 @@ def reminder(t: PromptTemplate, max_points: float = 5) -> Callable[[str], str]:
     return lambda error: render(t.reminder, {"error": error, "max_points": fmt_points(max_points)})
 
 
-def preset_for(framework: str, item: MetaItem, role: str = "") -> PromptTemplate:
-    """The preset a framework uses for an item (``role``: judge/debater, branch/solve)."""
+#: ``--prompts``: ``own`` = knockout's presets (the paper's tables where it prints them, written for this project
+#: where it does not); ``authors`` = the prompts in the authors' published code (MDEval; BSMEval for OpenMEVA
+#: stories), presets named ``...-authors``.
+PROMPT_SETS = ("own", "authors")
+AUTHORS_FRAMEWORKS = ("mdeval", "bsmeval")
+
+
+def preset_for(framework: str, item: MetaItem, role: str = "", prompts: str = "own") -> PromptTemplate:
+    """The preset a framework uses for an item (``role``: judge/debater, branch/solve; ``prompts``: own or
+    authors)."""
+    if prompts == "authors" and framework in AUTHORS_FRAMEWORKS:
+        default = "judge" if framework == "mdeval" else "solve"
+        return get_template(f"meta-{framework}-{role or default}-authors")
     if framework == "jdeval":
         return get_template("meta-jdeval")
     if framework == "mdeval":

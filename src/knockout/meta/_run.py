@@ -39,6 +39,7 @@ class MetaSummary(RunSummary):
     model_config = ConfigDict(extra="forbid")
 
     framework: str
+    prompts: str = "own"
     debater: str | None = None
     verdict_kind: str
     evaluators: list[str]
@@ -74,12 +75,14 @@ class MetaReport:
     judgements: list[Judgement]
     stats: dict[str, Any]
     analysis: dict[str, Any]
+    prompts: str = "own"
 
     def summary(self) -> dict[str, Any]:
         """The ``knockout meta --json`` object (keys documented in docs/meta-evaluation.md)."""
         s = MetaSummary(
             run_id=self.run_id, kind="meta", method=self.framework, framework=self.framework, judge=self.judge,
-            debater=self.debater, simulated_judge=self.simulated, data=self.data_source, verdict_kind=self.vs.kind,
+            prompts=self.prompts, debater=self.debater, simulated_judge=self.simulated, data=self.data_source,
+            verdict_kind=self.vs.kind,
             evaluators=self.vs.evaluators, items=len(self.vs.items), judgements=len(self.judgements),
             valid=sum(j.valid for j in self.judgements), invalid=sum(not j.valid for j in self.judgements),
             **self.stats, **self.analysis,
@@ -149,7 +152,8 @@ class MetaRun(Run[MetaReport]):
         cfg = self.cfg
         return {
             "kind": "meta",
-            "options": asdict(cfg.options),
+            # the prompt set joined the options later: the default leaves the run ids of earlier runs as they were
+            "options": {k: v for k, v in asdict(cfg.options).items() if not (k == "prompts" and v == "own")},
             "analysis": {"k": cfg.k, "shuffles": cfg.shuffles, "self": cfg.self_name},
             "params": cfg.params.model_dump(mode="json"),
             "format_retries": cfg.format_retries,
@@ -180,7 +184,8 @@ class MetaRun(Run[MetaReport]):
         debater = self.debater
         return MetaReport(ctx.run_id, self.cfg.options.framework, self.judge.spec, debater.spec if debater else None,
                           self.judge.simulated or bool(debater and debater.simulated), self.vs.source, self.vs,
-                          judgements, ctx.stats(), analyse(self.vs, self.vs_all, judgements, self.cfg))
+                          judgements, ctx.stats(), analyse(self.vs, self.vs_all, judgements, self.cfg),
+                          self.cfg.options.prompts)
 
 
 def meta_run_id(vs: VerdictSet, judge: Judge, debater: Judge | None, cfg: MetaConfig) -> str:
@@ -191,11 +196,14 @@ def meta_run_id(vs: VerdictSet, judge: Judge, debater: Judge | None, cfg: MetaCo
 
 async def run_meta_async(vs_all: VerdictSet, judge: Judge, store: Store, cfg: MetaConfig, *,
                          limit: int | None = None, debater: Judge | None = None,
-                         observer: Observer | None = None) -> MetaReport:
-    return await execute_async(MetaRun(vs_all, judge, cfg, limit=limit, debater=debater), store, observer=observer)
+                         observer: Observer | None = None, executor: str | None = None) -> MetaReport:
+    return await execute_async(MetaRun(vs_all, judge, cfg, limit=limit, debater=debater), store, observer=observer,
+                               executor=executor)
 
 
 def run_meta(vs_all: VerdictSet, judge: Judge, store: Store, cfg: MetaConfig, *, limit: int | None = None,
-             debater: Judge | None = None, observer: Observer | None = None) -> MetaReport:
+             debater: Judge | None = None, observer: Observer | None = None,
+             executor: str | None = None) -> MetaReport:
     """Synchronous :func:`run_meta_async` (also inside a running event loop); closes the judges."""
-    return execute(MetaRun(vs_all, judge, cfg, limit=limit, debater=debater), store, observer=observer)
+    return execute(MetaRun(vs_all, judge, cfg, limit=limit, debater=debater), store, observer=observer,
+                   executor=executor)

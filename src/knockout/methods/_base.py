@@ -94,7 +94,7 @@ DETAILS: dict[str, type[BaseModel]] = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class AnswerResult:
     answer_id: str
     question_id: str
@@ -107,6 +107,8 @@ class AnswerResult:
 class MethodResult:
     results: list[AnswerResult]
     info: dict[str, Any] = field(default_factory=dict)
+    #: the method wrote its results itself (in chunks, as they were done)
+    written: bool = False
 
 
 class Method:

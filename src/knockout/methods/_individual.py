@@ -1,16 +1,30 @@
-"""Individual (pointwise) grading: one judge call per answer, in one wave."""
+"""Individual (pointwise) grading: one judge call per answer, in one wave.
+
+A large item set is asked in chunks of :attr:`Individual.chunk` answers (the same wave, in bounded
+pieces): each chunk's results are written in one transaction as soon as it is done, so memory stays flat
+whatever the size of the run.  When a run has more than one chunk, the results it returns keep the
+score, validity and error of each answer; their full details (prompt, every raw reply) are in the store.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from knockout.data._records import ItemSet
-from knockout.engine import Subject, Task
+from knockout.engine import Outcome, Subject, Task
 from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
 from knockout.prompts._builder import PromptBuilder, parser_for, reminder_for
+from knockout.storage._store import ResultRow
 
 if TYPE_CHECKING:
     from knockout.runs import RunContext
+
+
+def individual_details(o: Outcome, prompt: str, shots: list[str]) -> dict[str, Any]:
+    """The JSON of :class:`IndividualDetails` for one outcome, written directly (a large run builds one per
+    answer; the model validates the same fields, in the same order, to the same JSON)."""
+    return {"valid": o.valid, "error": o.error, "failed": o.failed, "attempts": [a.model_dump() for a in o.attempts],
+            "prompt": prompt, "shots": list(shots)}
 
 
 class Individual(Method):
@@ -18,27 +32,45 @@ class Individual(Method):
     prompt_kind = "individual"
     details_model = IndividualDetails
 
+    #: answers per chunk (requests built, asked and written together)
+    chunk: int = 5000
+
     async def run(self, items: ItemSet, ctx: RunContext, options: MethodOptions) -> MethodResult:
         self.options(options)
         builder = PromptBuilder(items, "individual", options)
-        tasks: list[Task] = []
-        meta: list[tuple[str, list[str]]] = []
-        for a in items:
-            q = items.question_of(a)
-            t, rendered, shot_ids = builder.individual(a)
-            tasks.append(Task(messages=rendered.messages, parse=parser_for(t, q.max_points, rendered.shown),
-                              reminder=reminder_for(t, q.max_points), subject=Subject("individual", (a.id,)),
-                              label=a.id))
-            meta.append((t.name, shot_ids))
-        outcomes = await ctx.engine.ask_all(tasks)
-        results = [
-            AnswerResult(
-                answer_id=a.id,
-                question_id=a.question_id,
-                score=float(o.value) if o.valid else None,
-                valid=o.valid,
-                details=IndividualDetails(prompt=prompt, shots=shots, **o.trace().model_dump()).model_dump(mode="json"),
-            )
-            for a, o, (prompt, shots) in zip(items, outcomes, meta, strict=True)
-        ]
-        return MethodResult(results)
+        answers = list(items)
+        chunked = len(answers) > self.chunk
+        results: list[AnswerResult] = []
+        for start in range(0, len(answers), self.chunk):
+            part = answers[start:start + self.chunk]
+            tasks: list[Task] = []
+            meta: list[tuple[str, list[str]]] = []
+            for a in part:
+                q = items.question_of(a)
+                t, rendered, shot_ids = builder.individual(a)
+                tasks.append(Task(messages=rendered.messages, parse=parser_for(t, q.max_points, rendered.shown),
+                                  reminder=reminder_for(t, q.max_points), subject=Subject("individual", (a.id,)),
+                                  label=a.id))
+                meta.append((t.name, shot_ids))
+            outcomes = await ctx.engine.ask_all(tasks, wave=1)
+            done = [
+                AnswerResult(
+                    answer_id=a.id,
+                    question_id=a.question_id,
+                    score=float(o.value) if o.valid else None,
+                    valid=o.valid,
+                    details=individual_details(o, prompt, shots),
+                )
+                for a, o, (prompt, shots) in zip(part, outcomes, meta, strict=True)
+            ]
+            ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in done)
+            if chunked:  # the details are in the store; keep what a summary needs (the error, the few-shot
+                for r in done:  # answers for the copy rate, the last reply for the sciex parser's fallbacks)
+                    kept: dict[str, Any] = {} if r.valid else {"error": r.details.get("error")}
+                    if r.details.get("shots"):
+                        kept["shots"] = r.details["shots"]
+                    if options.parser and r.details.get("attempts"):
+                        kept["attempts"] = r.details["attempts"][-1:]
+                    r.details = kept
+            results.extend(done)
+        return MethodResult(results, written=True)

@@ -10,6 +10,7 @@ kind of run.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import ConfigDict
@@ -29,6 +30,10 @@ class RunConfig:
     params: GenParams = field(default_factory=GenParams)
     concurrency: int | None = None
     format_retries: int = 2
+    #: how question figures go to the judge: auto (captioned for a judge that takes images, else as they
+    #: are: a text-only backend leaves them out and counts them), separate, stacked, none (knockout.sciex)
+    figures: str = "auto"
+    figure_dir: Path | None = None  # where captioned figures are written (default: the user cache)
     #: pairwise methods: play step s of all questions as one wave instead of pipelining each question
     #: (same results; not part of the run's identity)
     lockstep: bool = False
@@ -113,6 +118,7 @@ class GradeRun(Run[RunReport]):
             "options": asdict(self.cfg.options),
             "params": self.cfg.params.model_dump(mode="json"),
             "format_retries": self.cfg.format_retries,
+            "figures": self.figure_mode,
             "judge": self.judge.identity(),
             "data": self.items.fingerprint(),
         }
@@ -122,12 +128,23 @@ class GradeRun(Run[RunReport]):
             "options": asdict(self.cfg.options),
             "params": self.cfg.params.model_dump(mode="json"),
             "format_retries": self.cfg.format_retries,
+            "figures": self.figure_mode,
         }
+
+    @property
+    def figure_mode(self) -> str:
+        """``auto`` for a text-only judge stays ``auto`` (figures sent as they are, dropped by the backend)."""
+        from knockout.sciex._figures import resolve_mode
+
+        if self.cfg.figures == "auto" and not self.judge.supports_images:
+            return "auto"
+        return resolve_mode(self.cfg.figures, self.judge.supports_images)
 
     def snapshot(self) -> ItemSet:
         return self.items
 
     def check(self) -> None:
+        self.figure_mode  # noqa: B018 - validates the mode
         self.grader.check(self.items, self.cfg.options)
 
     def oracle(self) -> Oracle:
@@ -135,9 +152,14 @@ class GradeRun(Run[RunReport]):
 
     async def execute(self, ctx: RunContext) -> RunReport:
         from knockout.metrics._agreement import question_level
+        from knockout.sciex._grading import grading_info, judge_items
 
-        outcome = await self.grader.run(self.items, ctx, self.cfg.options)
-        ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in outcome.results)
+        items, left_out = judge_items(self.items, self.figure_mode, self.cfg.figure_dir)
+        outcome = await self.grader.run(items, ctx, self.cfg.options)
+        if not outcome.written:
+            ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details)
+                              for r in outcome.results)
+        outcome.info.update(grading_info(self.items, outcome.results, self.cfg.options, left_out))
         scores = {r.answer_id: r.score for r in outcome.results}
         return RunReport(
             run_id=ctx.run_id,
@@ -161,11 +183,13 @@ def run_id_for(items: ItemSet, judge: Judge, cfg: RunConfig) -> str:
 
 
 async def run_async(items: ItemSet, judge: Judge, store: Store, cfg: RunConfig, *,
-                    observer: Observer | None = None) -> RunReport:
-    """Grade ``items`` (see :class:`GradeRun`) through ``store``."""
-    return await execute_async(GradeRun(items, judge, cfg), store, observer=observer)
+                    observer: Observer | None = None, executor: str | None = None) -> RunReport:
+    """Grade ``items`` (see :class:`GradeRun`) through ``store`` (``executor``: where the judge requests
+    run, e.g. ``"ray"``; see :func:`knockout.runs.execute_async`)."""
+    return await execute_async(GradeRun(items, judge, cfg), store, observer=observer, executor=executor)
 
 
-def run(items: ItemSet, judge: Judge, store: Store, cfg: RunConfig, *, observer: Observer | None = None) -> RunReport:
+def run(items: ItemSet, judge: Judge, store: Store, cfg: RunConfig, *, observer: Observer | None = None,
+        executor: str | None = None) -> RunReport:
     """Synchronous :func:`run_async` (also inside a running event loop); closes the judge afterwards."""
-    return execute(GradeRun(items, judge, cfg), store, observer=observer)
+    return execute(GradeRun(items, judge, cfg), store, observer=observer, executor=executor)

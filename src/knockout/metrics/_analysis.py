@@ -38,7 +38,7 @@ LEVELS = ("question", "exam")
 #: Breakdown keys of every run; ``meta:KEY`` reads the answer's, then the question's ``meta``.  A method
 #: adds its own groups through its results' ``details.groups`` (the knockout: ``round``, the round an
 #: answer was eliminated in, ``winner`` for the champion).
-GROUP_KEYS = ("difficulty", "language", "examinee", "exam", "question", "task", "max_points")
+GROUP_KEYS = ("difficulty", "language", "examinee", "exam", "question", "task", "max_points", "modality")
 #: the group the first-round vs later-rounds analysis reads (knockout thesis, Table 4.8)
 ROUND_GROUP = "round"
 NONE_GROUP = "(none)"
@@ -121,12 +121,75 @@ def kendall_np(x: np.ndarray, y: np.ndarray) -> float:
     return _kendall_codes(x, y, codes(x), codes(y)) if len(x) >= 2 else math.nan
 
 
-def correlations_np(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """[Pearson, Spearman, Kendall tau-b] (NaN where undefined), sharing one sort per variable."""
+def correlations_np(x: np.ndarray, y: np.ndarray, cx: Codes | None = None, cy: Codes | None = None) -> np.ndarray:
+    """[Pearson, Spearman, Kendall tau-b] (NaN where undefined), sharing one sort per variable (``cx``/``cy``:
+    the codes of ``x``/``y`` when the caller has them, e.g. from :func:`subset_codes`)."""
     if len(x) < 2:
         return np.full(3, math.nan)
-    cx, cy = codes(x), codes(y)
+    cx, cy = cx or codes(x), cy or codes(y)
     return np.array([pearson_np(x, y), pearson_np(ranks_from(cx), ranks_from(cy)), _kendall_codes(x, y, cx, cy)])
+
+
+def _weighted_pearson(t: np.ndarray, rx: np.ndarray, ry: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    n = float(rx.sum())
+    da, db = a - float(rx @ a) / n, b - float(ry @ b) / n
+    den = math.sqrt(float(rx @ (da * da)) * float(ry @ (db * db)))
+    return min(1.0, max(-1.0, float(da @ t @ db) / den)) if den > 1e-12 else math.nan
+
+
+def correlations_from_table(t: np.ndarray, xv: np.ndarray, yv: np.ndarray) -> np.ndarray:
+    """[Pearson, Spearman, Kendall tau-b] of the points counted in the contingency table ``t`` (rows: the
+    distinct values ``xv``, columns: ``yv``): the same figures as :func:`correlations_np` on the points."""
+    rx, ry = t.sum(1), t.sum(0)
+    n = float(rx.sum())
+    if n < 2:
+        return np.full(3, math.nan)
+    rank_x, rank_y = np.cumsum(rx) - (rx - 1) / 2.0, np.cumsum(ry) - (ry - 1) / 2.0
+    pairs = n * (n - 1) / 2
+    tx, ty = float((rx * (rx - 1)).sum() / 2), float((ry * (ry - 1)).sum() / 2)
+    den = math.sqrt(max(pairs - tx, 0.0) * max(pairs - ty, 0.0))
+    tau = math.nan
+    if den > 0:
+        kx, ky = t.shape
+        s = np.zeros((kx + 1, ky + 1))
+        s[:-1, :-1] = t[::-1, ::-1].cumsum(0).cumsum(1)[::-1, ::-1]
+        conc = float((t * s[1:, 1:]).sum())
+        disc = float((t * (s[1:, 0:1] - s[1:, :-1])).sum())
+        tau = min(1.0, max(-1.0, (conc - disc) / den))
+    return np.array([_weighted_pearson(t, rx, ry, xv, yv), _weighted_pearson(t, rx, ry, rank_x, rank_y), tau])
+
+
+def table_bootstrap(x: np.ndarray, y: np.ndarray, clusters: np.ndarray, *, resamples: int, seed: int,
+                    alpha: float = 0.05) -> list[Interval] | None:
+    """Cluster-bootstrap intervals of [Pearson, Spearman, Kendall] computed from contingency tables: each
+    cluster's table of (x, y) value pairs is counted once, and a resample is the clusters' tables weighted by
+    how often each was drawn (O(questions + cells) per resample, no sort, no per-answer work).  The same
+    resamples as :func:`bootstrap` with the same seed.  None when the values have too many distinct
+    pairs for a table (then the caller resamples the points)."""
+    from scipy import sparse
+
+    from knockout.metrics._bootstrap import ClusterSampler, percentile_intervals
+
+    (xi, xc), (yi, yc) = codes(x), codes(y)
+    kx, ky = len(xc), len(yc)
+    if kx * ky > KENDALL_CELLS:
+        return None
+    xv, yv = np.unique(x), np.unique(y)
+    sampler = ClusterSampler(clusters, seed)
+    k = len(sampler.sizes)
+    counts = sparse.csr_matrix((np.ones(len(x)), (xi * ky + yi, sampler.inverse)), shape=(kx * ky, k))
+    samples = np.full((resamples, 3), math.nan)
+    for b in range(resamples):
+        t = np.asarray(counts @ sampler.draw_weights()).reshape(kx, ky)
+        samples[b] = correlations_from_table(t, xv, yv)
+    return percentile_intervals(samples, alpha)
+
+
+def subset_codes(inverse: np.ndarray, k: int, idx: np.ndarray) -> Codes:
+    """The codes of a resample ``idx`` of values whose distinct-value codes (``inverse``, ``k`` distinct) were
+    computed once: ranks without sorting again (values absent from the resample count 0)."""
+    sub = inverse[idx]
+    return sub, np.bincount(sub, minlength=k)
 
 
 def finite_or_none(x: float) -> float | None:
@@ -168,6 +231,8 @@ class Row:
             "question": q.id,
             "task": q.task,
             "max_points": f"{q.max_points:g}",
+            # SciEx's modality: a question with figures is "image", else "text" (a loader may set meta)
+            "modality": str(q.meta.get("modality") or ("image" if q.images else "text")),
         }.get(name, "")
         return NONE_GROUP if value is None else value
 
@@ -213,7 +278,13 @@ class Aligned:
 
     # -- question level --------------------------------------------------------------------------------
     def corr_stat(self, idx: np.ndarray) -> np.ndarray:
-        return correlations_np(self.judge_norm[idx], self.human_norm[idx])
+        """Correlations on the answers ``idx``; the values are ranked once for all resamples."""
+        if not hasattr(self, "_codes"):
+            (jv, jk), (hv, hk) = codes(self.judge_norm), codes(self.human_norm)
+            self._codes = (jv, len(jk), hv, len(hk))
+        jv, jn, hv, hn = self._codes
+        return correlations_np(self.judge_norm[idx], self.human_norm[idx], subset_codes(jv, jn, idx),
+                               subset_codes(hv, hn, idx))
 
     def question_metrics(self, idx: np.ndarray, *, resamples: int, seed: int) -> dict[str, Any]:
         j, h = self.judge_norm[idx], self.human_norm[idx]
@@ -221,8 +292,10 @@ class Aligned:
         jp, hp, mp = self.judge[pts], self.human[pts], self.max_points[pts]
         fp = full_points(jp, hp, mp)
         corr = self.corr_stat(idx)
-        cis = bootstrap(lambda s: self.corr_stat(idx[s]), self.question[idx], resamples=resamples, seed=seed) \
-            if resamples and len(idx) >= 3 else [Interval(None, None, 0)] * 3
+        cis = [Interval(None, None, 0)] * 3
+        if resamples and len(idx) >= 3:
+            cis = table_bootstrap(j, h, self.question[idx], resamples=resamples, seed=seed) or \
+                bootstrap(lambda s: self.corr_stat(idx[s]), self.question[idx], resamples=resamples, seed=seed)
         out: dict[str, Any] = {"n": len(idx), "questions": len(np.unique(self.question[idx]))}
         for name, value, iv in zip(("pearson", "spearman", "kendall"), corr, cis, strict=True):
             out[name] = finite_or_none(value)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-Statistic = Callable[[np.ndarray], np.ndarray]
+from knockout.metrics._constants import DEFAULT_RESAMPLES as DEFAULT_RESAMPLES
 
-DEFAULT_RESAMPLES = 1000
+Statistic = Callable[[np.ndarray], np.ndarray]
 
 
 class ClusterSampler:
@@ -31,10 +31,16 @@ class ClusterSampler:
         inverse = np.unique(clusters, return_inverse=True)[1] if self.n else np.array([], dtype=int)
         if self.n and inverse.max() < 1:  # one question: resample its answers
             inverse = np.arange(self.n)
+        self.inverse = inverse  # each row's cluster (0..k-1)
         self.order = np.argsort(inverse, kind="stable")  # rows grouped by cluster
         self.sizes = np.bincount(inverse) if self.n else np.array([], dtype=int)
         self.starts = np.cumsum(self.sizes) - self.sizes
         self.rng = np.random.default_rng(seed)
+
+    def draw_weights(self) -> np.ndarray:
+        """How often each cluster is drawn in the next resample (the same draw as :meth:`draw`, as counts)."""
+        k = len(self.sizes)
+        return np.bincount(self.rng.integers(0, k, k), minlength=k).astype(float) if k else np.zeros(0)
 
     def draw(self) -> np.ndarray:
         k = len(self.sizes)

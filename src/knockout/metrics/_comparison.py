@@ -8,12 +8,13 @@ have examinees).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from knockout.data._records import ItemSet
+from knockout.errors import ConfigError
 from knockout.metrics._analysis import Aligned, Row, build_rows, finite_or_none, pearson_np
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, paired_bootstrap
 from knockout.metrics._measures import williams_test
@@ -70,3 +71,53 @@ def paired_comparison(items: ItemSet, results_a: Iterable[Mapping[str, Any]],
         out["exam_level"] = {"delta": pe.delta, "ci": None if pe.low is None else [pe.low, pe.high],
                              "p_bootstrap": pe.p_value}
     return out
+
+
+def group_comparison(items: ItemSet, runs: Sequence[Iterable[Mapping[str, Any]]], key: str, *,
+                     resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    """Per group under ``key`` (the thesis's Tables 4.2 and 4.6): each run's question-level Pearson with
+    its cluster-bootstrap CI, and each later run minus the first (the baseline) by paired bootstrap on the
+    answers both graded validly in that group (questions resampled; a group of one question resamples its
+    answers), with Williams' test.  The last group, ``all``, is every answer.
+
+    An answer's group comes from the item set (difficulty, language, examinee, exam, modality, ...) or,
+    for a group a method records in its results (``round``: the knockout's elimination round), from the
+    first run that records it, and is then used for every run: ``--by round`` compares all runs on the
+    answers the knockout eliminated in each round.
+    """
+    from knockout.data._io import natural_key
+    from knockout.metrics._analysis import GROUP_KEYS, check_keys
+
+    check_keys([key])
+    lists = [list(r) for r in runs]
+    rows = [build_rows(items, res)[0] for res in lists]
+    group_of: dict[str, str] = {}
+    for rs in rows:
+        for r in rs:
+            g = r.key(key)
+            if g is not None and r.answer.id not in group_of:
+                group_of[r.answer.id] = g
+    if not group_of:
+        declared = sorted({k for rs in rows for r in rs for k in (r.details.get("groups") or {})})
+        raise ConfigError(f"no run records the group '{key}' (breakdowns: {', '.join(GROUP_KEYS)}, meta:KEY, or a "
+                          f"group a run's method records: {', '.join(declared) or 'none'})")
+    names = sorted(set(group_of.values()), key=natural_key)
+    out = []
+    for g in [*names, None]:
+        ids = set(group_of) if g is None else {a for a, x in group_of.items() if x == g}
+        subset = [[r for r in res if str(r["item_id"]) in ids] for res in lists]
+        per_run = []
+        for rs in rows:
+            sel = [r for r in rs if r.answer.id in ids]
+            al = Aligned(sel)
+            m = al.question_metrics(np.arange(len(al)), resamples=resamples, seed=seed) if len(al) else {}
+            per_run.append({"n": len(al), "invalid": sum(r.score is None for r in sel),
+                            "pearson": m.get("pearson"), "pearson_ci": m.get("pearson_ci")})
+        deltas = []
+        for res in subset[1:]:
+            pc = paired_comparison(items, res, subset[0], resamples=resamples, seed=seed)
+            ql = pc["question_level"]
+            deltas.append({"n": pc["n"], "delta": ql["delta"], "ci": ql["ci"], "p_bootstrap": ql["p_bootstrap"],
+                           "p_williams_two_sided": ql.get("p_williams_two_sided")})
+        out.append({"group": "all" if g is None else g, "answers": len(ids), "runs": per_run, "deltas": deltas})
+    return {"key": key, "groups": out}

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.prompts._fewshot import select_shots
 from knockout.prompts._parsers import Parsed, parsers
 from knockout.prompts._render import Rendered, judge_messages, own_verdict
-from knockout.prompts._templates import PromptTemplate, auto_preset, fmt_points, get_template, render
+from knockout.prompts._templates import FAMILIES, PromptTemplate, auto_preset, fmt_points, get_template, render
 
 
 @dataclass
@@ -22,6 +22,8 @@ class PromptOptions:
     seed: int = 0
     #: quote answers between markers (knockout.prompts._render); False only to measure the defence
     delimit: bool = True
+    #: read the judge's replies with this registered parser instead of the template's (e.g. sciex-score)
+    parser: str | None = None
 
 
 class PromptBuilder:
@@ -32,7 +34,12 @@ class PromptBuilder:
         self.kind = kind
         self.options = options
         self._fixed: PromptTemplate | None = None
-        if options.prompt != "auto":
+        if options.parser is not None:
+            if options.parser not in parsers:
+                raise ConfigError(f"unknown parser '{options.parser}' (known: {', '.join(parsers.names())})")
+            if kind != "individual":
+                raise ConfigError("--parser applies to individual grading only")
+        if options.prompt != "auto" and options.prompt not in FAMILIES:
             self._fixed = get_template(options.prompt)
             if self._fixed.kind != kind:
                 raise ConfigError(
@@ -52,8 +59,11 @@ class PromptBuilder:
                     task=q.task,
                     reference=self.options.reference and q.reference is not None,
                     shots=self.options.shots,
+                    family=self.options.prompt,
                 )
             )
+        if self.options.parser is not None:
+            t = replace(t, parser=self.options.parser)
         if self.options.shots and not t.uses_examples:
             raise ConfigError(f"prompt '{t.name}' has no {{examples}} placeholder; few-shot needs e.g. sciex-en")
         return t

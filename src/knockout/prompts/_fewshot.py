@@ -5,11 +5,18 @@ answers by another examinee Y != X:
 
 * ``same-question``: to the same question M;
 * ``same-exam``: to another question N != M of the same exam A;
-* ``other-exam``: to a question of another exam B != A.
+* ``other-exam``: to a question of another exam B != A, in the **same language** as exam A, and
+  one that is **not image-heavy** ("for Exam B, we opt to select the exams that do not heavily require
+  images"; the authors' ``llm_grade_exam.py`` fixes B per language: HCI_SS23 or DLNN-WS2223 for English,
+  dbs_exam_ipd-boehm_2023 or TGI2324 for German).  An exam is image-heavy when more than
+  :data:`IMAGE_HEAVY` of its questions have figures; when every candidate exam is, the least image-heavy
+  ones are used.  All examples of one graded answer come from one exam B, drawn per exam A.
 
-The graded answer and its own grade are never used, nor any answer by the same
-examinee.  Selection is deterministic: it depends only on the seed and the
-answer's id.
+The examples of one prompt come from **distinct examinees** and, except for ``same-question``, from
+distinct questions, as the authors draw them (``random.sample`` of the other LLMs and of the questions);
+with fewer candidates there are fewer examples.  The graded answer and its own grade are never used, nor
+any answer by the same examinee.  Selection is deterministic: it depends only on the seed and the
+answer's id (and, for exam B, the exam's id).
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from knockout.data._records import Answer, ItemSet
 from knockout.errors import ConfigError
 
 SHOT_SOURCES = ("same-question", "same-exam", "other-exam")
+#: An exam whose share of questions with figures is above this is image-heavy (other-exam shots avoid it).
+IMAGE_HEAVY = 0.25
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,24 @@ class Shot:
 def _rng(seed: int, answer_id: str) -> random.Random:
     digest = hashlib.sha256(f"{seed}:{answer_id}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def image_share(items: ItemSet, exam_id: str | None) -> float:
+    """The share of an exam's questions that have figures."""
+    qs = [q for q in items.questions.values() if q.exam_id == exam_id]
+    return sum(bool(q.images) for q in qs) / len(qs) if qs else 0.0
+
+
+def other_exam(items: ItemSet, candidates: list[Answer], exam_id: str | None, seed: int) -> str | None:
+    """Exam B for ``other-exam`` shots of exam A (``exam_id``): drawn from the candidates' exams that are
+    not image-heavy (else the least image-heavy), deterministically per seed and exam A."""
+    exams = sorted({str(items.question_of(a).exam_id) for a in candidates})
+    if not exams:
+        return None
+    share = {e: image_share(items, e) for e in exams}
+    lightest = min(share.values())
+    light = [e for e in exams if share[e] <= IMAGE_HEAVY + 1e-9] or [e for e in exams if share[e] == lightest]
+    return _rng(seed, f"exam-b:{exam_id}").choice(light)
 
 
 def select_shots(items: ItemSet, target: Answer, k: int, source: str, seed: int) -> list[Shot]:
@@ -54,9 +81,23 @@ def select_shots(items: ItemSet, target: Answer, k: int, source: str, seed: int)
         elif source == "same-exam":
             ok = aq.id != q.id and aq.exam_id == q.exam_id
         else:
-            ok = aq.exam_id != q.exam_id
+            ok = aq.exam_id != q.exam_id and aq.language == q.language
         if ok:
             candidates.append(a)
+    if source == "other-exam":
+        exam_b = other_exam(items, candidates, q.exam_id, seed)
+        candidates = [a for a in candidates if str(items.question_of(a).exam_id) == exam_b]
     rng = _rng(seed, target.id)
-    chosen = rng.sample(candidates, min(k, len(candidates)))
+    chosen: list[Answer] = []
+    examinees: set[str] = set()
+    questions: set[str] = set()
+    for a in rng.sample(candidates, len(candidates)):
+        who = a.examinee if a.examinee is not None else f"answer:{a.id}"
+        if who in examinees or (source != "same-question" and a.question_id in questions):
+            continue
+        chosen.append(a)
+        examinees.add(who)
+        questions.add(a.question_id)
+        if len(chosen) == k:
+            break
     return [Shot(a, float(a.human_score)) for a in chosen if a.human_score is not None]

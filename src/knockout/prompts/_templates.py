@@ -3,7 +3,8 @@
 A template file (TOML) has::
 
     name = "my-grader"
-    kind = "individual"            # or "pairwise", "sbs" (side-by-side verdict A/B/C/D)
+    kind = "individual"            # or "pairwise", "sbs" (side-by-side verdict A/B/C/D),
+                                   # "solve" (an examinee answers {question}: knockout solve)
     language = "en"
     parser = "score"               # a registered parser ("score", "pairwise", ...)
     citation = "where the prompt comes from"
@@ -70,8 +71,13 @@ DEFAULT_REMINDERS = {
         "Your reply could not be read as a verdict ({error}). Reply again and end with exactly one of "
         "[[A]], [[B]], [[C]] or [[D]]."
     ),
+    "solve": "Your reply was empty ({error}). Please answer the exam question above.",
 }
-DEFAULT_PARSERS = {"individual": "score", "pairwise": "pairwise", "sbs": "sbs"}
+DEFAULT_PARSERS = {"individual": "score", "pairwise": "pairwise", "sbs": "sbs", "solve": "answer"}
+#: ``--prompt`` names that pick a preset per question (language, reference) from a family, like ``auto``.
+FAMILIES = {
+    "sciex-system": "SciEx grading prompt as the authors' code sends it (system message), by language and --reference",
+}
 
 
 def placeholders(text: str) -> set[str]:
@@ -136,7 +142,8 @@ def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
             raise ConfigError(f"{where}: {part} uses unknown placeholder {names} (known: {known})")
     if t.parser not in parsers:
         raise ConfigError(f"{where}: unknown parser '{t.parser}' (known: {', '.join(parsers.names())})")
-    need = {"individual": {"answer"}, "pairwise": {"answer1", "answer2"}, "sbs": {"answer1", "answer2"}}.get(t.kind)
+    need = {"individual": {"answer"}, "pairwise": {"answer1", "answer2"}, "sbs": {"answer1", "answer2"},
+            "solve": {"question"}}.get(t.kind)
     if need is not None and not need <= t.fields:
         missing = ", ".join("{" + n + "}" for n in sorted(need - t.fields))
         raise ConfigError(f"{where}: a {t.kind} template must use {missing}")
@@ -220,12 +227,17 @@ def get_template(name_or_path: str) -> PromptTemplate:
     )
 
 
-def auto_preset(kind: str, *, language: str, task: str, reference: bool, shots: int) -> str:
-    """The paper preset that fits a question: MT, SciEx (few-shot) or knockout prompts."""
-    if task == "mt":
-        return f"knockout-{kind}-mt"
+def auto_preset(kind: str, *, language: str, task: str, reference: bool, shots: int, family: str = "auto") -> str:
+    """The paper preset that fits a question: MT, SciEx (few-shot) or knockout prompts; with ``family``
+    (:data:`FAMILIES`) the family's preset for the question's language and reference."""
     lang = "de" if language.lower().startswith("de") else "en"
     ref = "-ref" if reference else ""
+    if family != "auto":
+        if family not in FAMILIES or kind != "individual":
+            raise ConfigError(f"prompt family '{family}' is for individual grading (families: {', '.join(FAMILIES)})")
+        return f"{family}-{lang}{ref}"
+    if task == "mt":
+        return f"knockout-{kind}-mt"
     if shots > 0 and kind == "individual":
         return f"sciex-{lang}{ref}"
     return f"knockout-{kind}-{lang}{ref}"

@@ -16,6 +16,8 @@ _EXPORTS = {
     "analyse_verdicts": "knockout.reports._verdicts",
     "export_run": "knockout.reports._export",
     "export_rows": "knockout.reports._export",
+    "results_df": "knockout.reports._tidy",
+    "tidy_rows": "knockout.reports._tidy",
 }
 __all__ = [
     "LoadedRun",
@@ -27,7 +29,9 @@ __all__ = [
     "export_run",
     "load_run",
     "pick_run",
+    "results_df",
     "run_cost",
+    "tidy_rows",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -36,4 +40,5 @@ if TYPE_CHECKING:
     from knockout.reports._report import build_comparison, build_report
     from knockout.reports._runs import LoadedRun, load_run, pick_run, run_cost
     from knockout.reports._sbs_report import build_sbs_report
+    from knockout.reports._tidy import results_df, tidy_rows
     from knockout.reports._verdicts import analyse_verdicts

@@ -13,12 +13,15 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from knockout.errors import ConfigError
 from knockout.storage._store import MatchRow, RunRecord, Store
 
+#: the export of every reply (streamed row by row)
 FORMATS = ("csv", "jsonl")
+#: the tidy tables (knockout.reports._tidy)
+TIDY_FORMATS = ("csv", "jsonl", "parquet")
 
 
 def open_existing(db: Path) -> Store:
@@ -29,20 +32,25 @@ def open_existing(db: Path) -> Store:
     return Store(db)
 
 
-def replies_in(obj: Any) -> Iterator[str]:
-    """Every raw reply recorded anywhere in a result's details (depth first, in recorded order)."""
+def attempts_in(obj: Any) -> Iterator[dict[str, Any]]:
+    """Every attempt (a request's key, raw reply, cached, error) recorded anywhere in a result's details, in the
+    engine's call traces (depth first, in recorded order)."""
     if isinstance(obj, dict):
         attempts = obj.get("attempts")
         if isinstance(attempts, list):
-            for a in attempts:
-                if isinstance(a, dict) and isinstance(a.get("reply"), str):
-                    yield a["reply"]
+            yield from (a for a in attempts if isinstance(a, dict))
         for k, v in obj.items():
-            if k != "attempts":
-                yield from replies_in(v)
+            if k != "attempts" and isinstance(v, (dict, list)):
+                yield from attempts_in(v)
     elif isinstance(obj, list):
         for v in obj:
-            yield from replies_in(v)
+            if isinstance(v, (dict, list)):
+                yield from attempts_in(v)
+
+
+def replies_in(obj: Any) -> Iterator[str]:
+    """Every raw reply recorded anywhere in a result's details (depth first, in recorded order)."""
+    return (a["reply"] for a in attempts_in(obj) if isinstance(a.get("reply"), str))
 
 
 def expand(details: dict[str, Any], matches: dict[str, MatchRow]) -> dict[str, Any]:
@@ -57,41 +65,98 @@ def expand(details: dict[str, Any], matches: dict[str, MatchRow]) -> dict[str, A
     return {**details, "matches": full}
 
 
-def export_rows(store: Store, run: RunRecord) -> list[dict[str, Any]]:
+def iter_export_rows(store: Store, run: RunRecord) -> Iterator[dict[str, Any]]:
+    """One run's export rows, one at a time (results read from the store in pages)."""
     matches = {m.match_id: m for m in store.matches(run.id)}
-    rows = []
-    for r in store.results(run.id):
+    for r in store.iter_results(run.id):
         details = expand(r["details"], matches)
-        rows.append({"run_id": run.id, "kind": run.kind, "method": run.method, "judge": run.judge,
-                     "status": run.status, "simulated_judge": run.simulated, **r, "details": details,
-                     "replies": list(replies_in(details))})
-    return rows
+        yield {"run_id": run.id, "kind": run.kind, "method": run.method, "judge": run.judge,
+               "status": run.status, "simulated_judge": run.simulated, **r, "details": details,
+               "replies": list(replies_in(details))}
 
 
-def export_run(db: Path, run_id: str | None, fmt: str, *, partial: bool = False) -> tuple[RunRecord, int, str]:
-    """(run, number of rows, text) of one run's results: the run ``run_id`` or the latest run of any kind.
+def export_rows(store: Store, run: RunRecord) -> list[dict[str, Any]]:
+    return list(iter_export_rows(store, run))
 
-    A run that is not complete is refused unless ``partial`` (its rows then say its status)."""
-    from knockout.reports._runs import EXPORT_KINDS, pick_run
 
-    if fmt not in FORMATS:
-        raise ConfigError(f"unknown export format '{fmt}' ({' or '.join(FORMATS)})")
-    with open_existing(db) as store:
-        run = pick_run(store, db, run_id, EXPORT_KINDS)
-        if not run.complete and not partial:
-            n = len(store.results(run.id))
-            raise ConfigError(f"{db}: run {run.id} is {run.status} ({n} results written"
-                              f"{'; ' + run.error if run.error else ''}); pass --partial to export it anyway")
-        rows = export_rows(store, run)
+CSV_HEADER = ["run_id", "kind", "method", "judge", "status", "simulated_judge", "item_id", "question_id", "score",
+              "valid", "error", "replies"]
+
+
+def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
+    """The export of one run as text, a row at a time (JSON lines, or CSV with a header)."""
     if fmt == "jsonl":
-        return run, len(rows), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        for r in iter_export_rows(store, run):
+            yield json.dumps(r, ensure_ascii=False) + "\n"
+        return
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["run_id", "kind", "method", "judge", "status", "simulated_judge", "item_id", "question_id", "score",
-                "valid", "error", "replies"])
-    for r in rows:
+    w.writerow(CSV_HEADER)
+    for r in iter_export_rows(store, run):
         d = r["details"]
         w.writerow([run.id, run.kind, run.method, run.judge, run.status, int(run.simulated), r["item_id"],
                     r["question_id"], "" if r["score"] is None else r["score"], int(r["valid"]),
                     d.get("error") or "", " ||| ".join(r["replies"])])
+        yield buf.getvalue()
+        buf.seek(0)
+        buf.truncate()
+    if buf.tell():
+        yield buf.getvalue()
+
+
+def _pick_exportable(store: Store, db: Path, run_id: str | None, partial: bool) -> RunRecord:
+    from knockout.reports._runs import EXPORT_KINDS, pick_run
+
+    run = pick_run(store, db, run_id, EXPORT_KINDS)
+    if not run.complete and not partial:
+        n = store.count_results(run.id)
+        raise ConfigError(f"{db}: run {run.id} is {run.status} ({n} results written"
+                          f"{'; ' + run.error if run.error else ''}); pass --partial to export it anyway")
+    return run
+
+
+def export_to(db: Path, run_id: str | None, fmt: str, out: TextIO, *, partial: bool = False) -> tuple[RunRecord, int]:
+    """Write one run's export to ``out`` row by row (memory stays flat); (run, number of rows).
+
+    The run is ``run_id`` or the latest run of any kind; a run that is not complete is refused unless
+    ``partial`` (its rows then say its status)."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown export format '{fmt}' ({' or '.join(FORMATS)}; parquet writes the tidy table)")
+    with open_existing(db) as store:
+        run = _pick_exportable(store, db, run_id, partial)
+        out.writelines(export_lines(store, run, fmt))
+        return run, store.count_results(run.id)
+
+
+def export_run(db: Path, run_id: str | None, fmt: str, *, partial: bool = False) -> tuple[RunRecord, int, str]:
+    """(run, number of rows, text) of one run's results (:func:`export_to` into a string)."""
+    buf = io.StringIO()
+    run, rows = export_to(db, run_id, fmt, buf, partial=partial)
+    return run, rows, buf.getvalue()
+
+
+def export_tidy(db: Path, run_id: str | None, fmt: str, table: str | None, output: Path | None, *,
+                partial: bool = False) -> tuple[RunRecord, int, str | None]:
+    """One run's tidy table (:mod:`knockout.reports._tidy`): written to ``output`` as Parquet, or returned
+    as CSV/JSONL text.  (run, number of rows, text or None)."""
+    from knockout.reports._tidy import tidy_rows, write_parquet
+
+    if fmt not in TIDY_FORMATS:
+        raise ConfigError(f"unknown export format '{fmt}' ({', '.join(TIDY_FORMATS)})")
+    if fmt == "parquet" and output is None:
+        raise ConfigError("--format parquet writes a file: give --output FILE")
+    with open_existing(db) as store:
+        run = _pick_exportable(store, db, run_id, partial)
+        rows = tidy_rows(store, run, table)
+    if fmt == "parquet":
+        assert output is not None
+        write_parquet(rows, output)
+        return run, len(rows), None
+    if fmt == "jsonl":
+        return run, len(rows), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
     return run, len(rows), buf.getvalue()

@@ -7,6 +7,7 @@ import html
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
+from knockout.errors import ConfigError
 from knockout.reports._report import Table
 
 CSS = """
@@ -39,7 +40,26 @@ def figure_html(title: str, png: bytes) -> str:
             f"<figcaption>{e(title)}</figcaption></figure>\n")
 
 
-def page(title: str, tables: Sequence[Table], plots: Mapping[str, bytes], warnings: Sequence[str] = ()) -> str:
+def viewer_links(base: str, run_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(label, URL) of each run's page in the transcript viewer served at ``base`` (``knockout serve``, e.g.
+    ``http://127.0.0.1:8000``, or the app's public URL behind a proxy)."""
+    from urllib.parse import quote, urlsplit
+
+    parts = urlsplit(base.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"--viewer-url must be an http(s) URL of the web app, got {base!r}")
+    root = base.strip().rstrip("/")
+    return [(f"run {r}", f"{root}/runs/{quote(r, safe='')}") for r in run_ids]
+
+
+def links_html(links: Sequence[tuple[str, str]]) -> str:
+    items = "".join(f'<li><a href="{e(url)}">{e(label)}</a></li>' for label, url in links)
+    note = "every judge request and raw reply, in the web app's viewer (log in as a viewer or an organizer)"
+    return f'<h2>transcripts</h2><p class="note">{e(note)}</p><ul class="viewer">{items}</ul>\n'
+
+
+def page(title: str, tables: Sequence[Table], plots: Mapping[str, bytes], warnings: Sequence[str] = (),
+         links: Sequence[tuple[str, str]] = ()) -> str:
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -50,6 +70,8 @@ def page(title: str, tables: Sequence[Table], plots: Mapping[str, bytes], warnin
     parts += [f'<p class="warn">{e(w)}</p>' for w in warnings]
     if tables:
         parts.append(table_html(tables[0]))
+    if links:
+        parts.append(links_html(links))
     if plots:
         parts.append("<h2>plots</h2><div>")
         parts += [figure_html(k, v) for k, v in plots.items()]

@@ -58,7 +58,8 @@ def by_group(groups: list[dict[str, Any]], key: str) -> bytes:
     r = np.array([np.nan if g.get("pearson") is None else g["pearson"] for g in groups])
     lo = np.array([r[i] - g["pearson_ci"][0] if g.get("pearson_ci") else 0 for i, g in enumerate(groups)])
     hi = np.array([g["pearson_ci"][1] - r[i] if g.get("pearson_ci") else 0 for i, g in enumerate(groups)])
-    a1.bar(x, np.nan_to_num(r), yerr=[lo, hi], capsize=4, color="#4c72b0")
+    # a CI may miss its estimate by a rounding error: no negative bar
+    a1.bar(x, np.nan_to_num(r), yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], capsize=4, color="#4c72b0")
     a1.set_xticks(x, names, rotation=20)
     a1.set_ylabel("Pearson with humans")
     a1.set_title(f"agreement by {key}")
@@ -101,7 +102,8 @@ def cost_vs_agreement(cmp: dict[str, Any]) -> bytes:
             continue
         x = r["cost"]["tokens"] if use_tokens else r["cost"]["requests"]
         ci = q.get("pearson_ci") or [q["pearson"], q["pearson"]]
-        ax.errorbar([x], [q["pearson"]], yerr=[[q["pearson"] - ci[0]], [ci[1] - q["pearson"]]], fmt="o", capsize=4)
+        ax.errorbar([x], [q["pearson"]], yerr=[[max(0.0, q["pearson"] - ci[0])], [max(0.0, ci[1] - q["pearson"])]],
+                    fmt="o", capsize=4)
         ax.annotate(f"{r['run_id'][:6]} {r['label'][:40]}", (x, q["pearson"]), textcoords="offset points",
                     xytext=(6, 4), fontsize=7)
     ax.set_xlabel("judge tokens" if use_tokens else "judge requests")
@@ -145,4 +147,26 @@ def sbs_distribution(rep: dict[str, Any]) -> bytes:
     ax.set_ylabel("% of items")
     ax.set_title(f"verdicts by order (PBias@AB {m['pbias_ab'] if m['pbias_ab'] is None else round(m['pbias_ab'], 3)})")
     ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def group_deltas(cmp: dict[str, Any], key_section: dict[str, Any]) -> bytes:
+    """``compare --by``: each run minus the baseline per group, with the paired-bootstrap 95% CI."""
+    plt = _plt()
+    groups = [g for g in key_section["groups"] if g["group"] != "all"]
+    runs = cmp["runs"]
+    fig, ax = plt.subplots(figsize=(max(4.8, 1.1 * len(groups) + 2.4), 3.8))
+    x = np.arange(len(groups))
+    width = 0.7 / max(1, len(runs) - 1)
+    for k, r in enumerate(runs[1:]):
+        d = np.array([np.nan if g["deltas"][k]["delta"] is None else g["deltas"][k]["delta"] for g in groups])
+        lo = np.array([d[i] - g["deltas"][k]["ci"][0] if g["deltas"][k]["ci"] else 0 for i, g in enumerate(groups)])
+        hi = np.array([g["deltas"][k]["ci"][1] - d[i] if g["deltas"][k]["ci"] else 0 for i, g in enumerate(groups)])
+        pos = x + (k - (len(runs) - 2) / 2) * width
+        ax.errorbar(pos, d, yerr=[lo, hi], fmt="o", capsize=4, label=f"{r['run_id']} ({r['label']})"[:60])
+    ax.axhline(0, color="grey", lw=1, ls="--")
+    ax.set_xticks(x, [g["group"] for g in groups], rotation=30 if len(groups) > 5 else 0)
+    ax.set_ylabel(f"Pearson minus {runs[0]['run_id']}")
+    ax.set_title(f"difference to the baseline by {key_section['key']}")
+    ax.legend(fontsize=7, loc="best")
     return _png(fig)

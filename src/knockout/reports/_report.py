@@ -13,7 +13,7 @@ from typing import Any
 from knockout.errors import ConfigError
 from knockout.metrics._analysis import Analysis, analyse
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
-from knockout.metrics._comparison import paired_comparison
+from knockout.metrics._comparison import group_comparison, paired_comparison
 from knockout.reports._runs import LoadedRun
 
 
@@ -64,9 +64,57 @@ def pct(x: Any) -> str:
 # -- report -------------------------------------------------------------------------------------------------
 def build_report(run: LoadedRun, *, level: str = "question", by: Sequence[str] = (),
                  resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> tuple[dict[str, Any], Analysis]:
+    from knockout.metrics._bias import length_analysis, match_bias
+
     an = analyse(run.items, run.results, level=level, by=by, resamples=resamples, seed=seed)
-    report = {"run": run.header(), "cost": run.cost, "resamples": resamples, "seed": seed, **an.to_dict()}
+    report = {"run": run.header(), "cost": run.cost, "resamples": resamples, "seed": seed, **an.to_dict(),
+              "length": length_analysis(an.aligned, resamples=resamples, seed=seed),
+              "position": match_bias(run.items, run.matches)}
+    if run.run.kind == "jury":
+        from knockout.reports._export import open_existing
+        from knockout.reports._jury import grade_jury_section
+
+        with open_existing(run.store_path) as store:
+            report["jury"] = grade_jury_section(store, run.run, run.items, run.results, resamples=resamples,
+                                                seed=seed)
     return report, an
+
+
+def bias_tables(length: dict[str, Any] | None, position: dict[str, Any] | None) -> list[Table]:
+    """Length bias (every run) and position bias (pairwise methods) against the humans."""
+    tables = []
+    if length:
+        p = length["pairs"]
+        tables.append(_kv("length bias (answer length in words)", [
+            ("partial r(judge, length | human) [95% CI]", with_ci(length, "partial_r")),
+            ("r(judge, length) / r(human, length)",
+             f"{num(length['judge_length_r'])} / {num(length['human_length_r'])}"),
+            ("Pearson with humans: plain / length regressed out of the judge [95% CI]",
+             f"{num(length['pearson'])} / {with_ci(length, 'length_controlled_pearson')}"),
+            ("pairs of answers to one question won by the longer: judge / humans",
+             f"{pct(p['longer_wins'])} of {p['decided']} / {pct(p['longer_wins_human'])} of {p['decided_human']}"),
+            ("mean answer length", f"{length['mean_words']:.1f} words"),
+        ], "partial r > 0: longer answers get more than their human grade predicts; CIs: cluster bootstrap over "
+           "questions"))
+    if position:
+        q = position
+        rows = [
+            ("matches / valid games / tied games", f"{q['matches']} / {q['games']} / {q['ties']}"),
+            ("first-shown answer wins (decided games): judge / humans",
+             f"{pct(q['first_win_rate'])} of {q['decided_games']} / {pct(q['first_win_rate_human'])}"),
+            ("grade first minus second (share of max): judge / humans",
+             f"{num(q['first_minus_second'])} / {num(q['first_minus_second_human'])}"),
+            ("matches won by the longer answer: judge / humans",
+             f"{pct(q['longer_wins'])} of {q['decided_matches']} / {pct(q['longer_wins_human'])} of "
+             f"{q['decided_matches_human']}"),
+        ]
+        if q["debiased_matches"]:
+            rows += [("swap consistency (same winner in both orders)",
+                      f"{pct(q['swap_consistency'])} of {q['debiased_matches']} matches"),
+                     ("first-shown wins in both orders", pct(q["first_wins_both"]))]
+        tables.append(_kv("position bias (the run's pairwise matches)", rows,
+                          "an unbiased judge wins the first position as often as the humans' grades say"))
+    return tables
 
 
 def _kv(title: str, pairs: list[tuple[str, str]], note: str = "") -> Table:
@@ -182,6 +230,11 @@ def report_tables(report: dict[str, Any]) -> list[Table]:
                   num(p["kappa"]), num(p["kappa_quadratic"])] for p in hh["judge_vs_grader"]]
         tables.append(Table("human-human agreement (the ceiling) and the judge against each grader",
                             ["pair", "n", "Pearson [95% CI]", "Spearman", "kappa", "kappa (quadratic)"], rows))
+    tables += bias_tables(report.get("length"), report.get("position"))
+    if report.get("jury"):
+        from knockout.reports._jury import jury_tables
+
+        tables += jury_tables(report["jury"], report["cost"])
     cal = report.get("calibration")
     if cal:
         tables.append(Table("calibration: mean judge score per human score bin (normalised)",
@@ -193,9 +246,10 @@ def report_tables(report: dict[str, Any]) -> list[Table]:
 
 
 # -- compare ------------------------------------------------------------------------------------------------
-def build_comparison(runs: Sequence[LoadedRun], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
-                     ) -> dict[str, Any]:
-    """Methods x metrics with CIs and costs; paired tests of every run against the first (the baseline)."""
+def build_comparison(runs: Sequence[LoadedRun], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                     by: Sequence[str] = ()) -> dict[str, Any]:
+    """Methods x metrics with CIs and costs; paired tests of every run against the first (the baseline);
+    with ``by``, per group of each key: every run's Pearson and its difference to the baseline."""
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs")
     rows = []
@@ -213,7 +267,13 @@ def build_comparison(runs: Sequence[LoadedRun], *, resamples: int = DEFAULT_RESA
             continue
         paired.append({"run_id": r.run.id, "baseline": base.run.id,
                        **paired_comparison(base.items, r.results, base.results, resamples=resamples, seed=seed)})
-    return {"runs": rows, "paired": paired, "resamples": resamples, "seed": seed}
+    groups = []
+    keys = [k.strip() for k in by if k.strip()]
+    if keys and any(r.run.data_fingerprint != base.run.data_fingerprint for r in runs[1:]):
+        raise ConfigError("compare --by needs runs on the same item set (paired per group)")
+    for key in keys:
+        groups.append(group_comparison(base.items, [r.results for r in runs], key, resamples=resamples, seed=seed))
+    return {"runs": rows, "paired": paired, "resamples": resamples, "seed": seed, "by": groups}
 
 
 def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
@@ -238,4 +298,26 @@ def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
         p.rows.append([x["run_id"], x["baseline"], num(x["n"]), with_ci({"d": ql["delta"], "d_ci": ql["ci"]}, "d"),
                        pvalue(ql["p_bootstrap"]), num(ql.get("williams_t")), pvalue(ql.get("p_williams_two_sided")),
                        with_ci({"d": el.get("delta"), "d_ci": el.get("ci")}, "d")])
-    return [t, p]
+    return [t, p, *group_tables(cmp)]
+
+
+def group_tables(cmp: dict[str, Any]) -> list[Table]:
+    """One table per ``--by`` key: groups x (each run's Pearson, each run minus the baseline)."""
+    runs = cmp["runs"]
+    ids = [r["run_id"] for r in runs]
+    out = []
+    for sec in cmp.get("by", []):
+        cols = ["group", "answers", *(f"{i} Pearson [95% CI]" for i in ids)]
+        for i in ids[1:]:
+            cols += [f"{i} - {ids[0]} [95% CI]", "p"]
+        t = Table(f"by {sec['key']}: Pearson per group and the difference to the first run", cols,
+                  note="runs: " + "; ".join(f"{r['run_id']} = {r['label']}" for r in runs)
+                       + f". Differences: paired bootstrap over the group's questions ({cmp['resamples']} "
+                         "resamples), answers valid in both runs")
+        for g in sec["groups"]:
+            row = [g["group"], num(g["answers"]), *(with_ci(x, "pearson") for x in g["runs"])]
+            for d in g["deltas"]:
+                row += [with_ci({"d": d["delta"], "d_ci": d["ci"]}, "d"), pvalue(d["p_bootstrap"])]
+            t.rows.append(row)
+        out.append(t)
+    return out

@@ -11,7 +11,7 @@ from knockout.annotations import add_web_grades
 from knockout.data._records import ItemSet
 from knockout.errors import ConfigError
 from knockout.reports._export import open_existing
-from knockout.storage._store import RunRecord, Store
+from knockout.storage._store import MatchRow, RunRecord, Store
 
 
 @dataclass
@@ -23,6 +23,8 @@ class LoadedRun:
     cost: dict[str, Any]
     #: where the human grades came from: the input file's graders, the web app's (``web:<user>``), counts
     human_grades: dict[str, Any] = field(default_factory=dict)
+    #: the run's pairwise matches (both games with their grades), for the position-bias figures
+    matches: list[MatchRow] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -77,28 +79,37 @@ def run_cost(store: Store, run: RunRecord) -> dict[str, Any]:
     }
 
 
-KIND_NAMES = {"grade": "grade", "sbs": "side-by-side", "meta": "meta-evaluation"}
+KIND_NAMES = {"grade": "grade", "sbs": "side-by-side", "meta": "meta-evaluation", "jury": "jury"}
 #: what each command reads, in order of preference when no run id is given
 REPORT_KINDS = ("grade", "sbs")
 EXPORT_KINDS = ("grade", "sbs", "meta")
 
 
+def content_kind(run: RunRecord) -> str:
+    """What a run's results are: its kind, or for a jury the kind of its members (``grade`` or ``sbs``),
+    so that a jury's aggregate is read like a run of that kind."""
+    return str(run.config.get("of", "grade")) if run.kind == "jury" else run.kind
+
+
 def pick_run(store: Store, path: Path, run_id: str | None, kinds: tuple[str, ...]) -> RunRecord:
-    """The one way ``report``, ``compare`` and ``export`` pick a run: the run ``run_id`` (which must be of one
-    of ``kinds``), or else the latest run of the first of ``kinds`` the store holds."""
+    """The one way ``report``, ``compare`` and ``export`` pick a run: the run ``run_id`` (whose results must
+    be of one of ``kinds``), or else the latest run of the first of ``kinds`` the store holds (a member run
+    of a jury stands for its jury: the latest jury that lists it)."""
     runs = store.runs()
     if run_id is not None:
         found = store.get_run(run_id)
         if found is None:
             raise ConfigError(f"{path}: no run '{run_id}' (runs: {', '.join(r.id for r in runs) or 'none'})")
-        if found.kind not in kinds:
+        if content_kind(found) not in kinds:
             raise ConfigError(f"{path}: run {found.id} is a {KIND_NAMES.get(found.kind, found.kind)} run; this "
                               f"reads {' and '.join(KIND_NAMES.get(k, k) for k in kinds)} runs")
         return found
+    jury_of = {str(m.get("run_id")): r for r in runs if r.kind == "jury" for m in r.config.get("members", [])}
     for kind in kinds:
-        of_kind = [r for r in runs if r.kind == kind]
+        of_kind = [r for r in runs if content_kind(r) == kind]
         if of_kind:
-            return of_kind[-1]
+            latest = of_kind[-1]
+            return jury_of.get(latest.id, latest)
     raise ConfigError(f"{path}: no {' or '.join(KIND_NAMES.get(k, k) for k in kinds)} runs")
 
 
@@ -108,8 +119,9 @@ def find_run(path: Path, run_id: str | None = None, kinds: tuple[str, ...] = REP
         return pick_run(store, path, run_id, kinds)
 
 
-def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
-    """A run (default: the latest grade run) with its item-set snapshot, results and cost.
+def load_run(path: Path, run_id: str | None = None, *, details: bool = True) -> LoadedRun:
+    """A run (default: the latest grade run) with its item-set snapshot, results and cost (``details=False``:
+    each result's breakdown groups only, not its raw replies: what agreement reports read).
 
     The human grades are those of the snapshot (the input file) plus the grades entered in the web app on
     the same answers in the same store (:func:`knockout.annotations.add_web_grades`, graders ``web:<user>``)."""
@@ -118,13 +130,18 @@ def load_run(path: Path, run_id: str | None = None) -> LoadedRun:
         items = store.items_for_run(run.id)
         if items is None:
             raise ConfigError(f"{path}: run {run.id} has no stored item set (made by an older version?)")
-        results = store.results(run.id)
+        results = store.results(run.id, details=details)
         if not results:
             raise ConfigError(f"{path}: run {run.id} has no results (status {run.status})")
+        cost = run_cost(store, run)
+        if run.kind == "jury":
+            from knockout.reports._jury import jury_cost
+
+            cost = jury_cost(store, run, cost)
         items, human = add_web_grades(store, items)
-        return LoadedRun(Path(path), run, items, results, run_cost(store, run), human)
+        return LoadedRun(Path(path), run, items, results, cost, human, store.matches(run.id))
 
 
-def load_ref(ref: str) -> LoadedRun:
+def load_ref(ref: str, *, details: bool = True) -> LoadedRun:
     path, run_id = parse_ref(ref)
-    return load_run(path, run_id)
+    return load_run(path, run_id, details=details)

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from knockout.errors import ConfigError
+from knockout.metrics._bias import sbs_length
+from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
 from knockout.reports._export import open_existing
-from knockout.reports._report import Table, num
+from knockout.reports._report import Table, num, pct
 from knockout.reports._runs import run_cost
 from knockout.sbs._metrics import human_agreement, sbs_metrics
 from knockout.sbs._verdicts import CLASSES, INVALID
@@ -34,13 +36,9 @@ def confusion(human: list[str | None], judge: list[str]) -> dict[str, dict[str, 
     return out
 
 
-def build_sbs_report(path: Path, run: RunRecord) -> dict[str, Any]:
-    """The side-by-side report of one stored run (the ``knockout report --json`` object for sbs runs)."""
-    with open_existing(path) as store:
-        results = store.results(run.id)
-        cost = run_cost(store, run)
-    if not results:
-        raise ConfigError(f"{path}: run {run.id} has no results (status {run.status})")
+def verdict_lists(results: list[dict[str, Any]], path: Path, run_id: str
+                  ) -> tuple[dict[str, list[str]], list[str | None], list[dict[str, str]]]:
+    """(verdicts per order, ensembled human verdicts, annotators' verdicts) of a side-by-side run's results."""
     verdicts: dict[str, list[str]] = {o: [] for o in ORDERS}
     humans: list[str | None] = []
     annotations: list[dict[str, str]] = []
@@ -50,11 +48,31 @@ def build_sbs_report(path: Path, run: RunRecord) -> dict[str, Any]:
             for o in ORDERS:
                 verdicts[o].append(str(d["verdicts"][o]))
         except (KeyError, TypeError):
-            raise ConfigError(f"{path}: run {run.id}, item {r['item_id']}: no 'verdicts' field "
+            raise ConfigError(f"{path}: run {run_id}, item {r['item_id']}: no 'verdicts' field "
                               "(not a side-by-side result)") from None
         humans.append(d.get("human"))
         if d.get("human_verdicts"):
             annotations.append(dict(d["human_verdicts"]))
+    return verdicts, humans, annotations
+
+
+def build_sbs_report(path: Path, run: RunRecord, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+                     ) -> dict[str, Any]:
+    """The side-by-side report of one stored run (the ``knockout report --json`` object for sbs runs); a
+    side-by-side jury adds its ``jury`` section."""
+    jury = None
+    with open_existing(path) as store:
+        results = store.results(run.id)
+        cost = run_cost(store, run)
+        snapshot = store.items_for_run(run.id)
+        if results and run.kind == "jury":
+            from knockout.reports._jury import jury_cost, sbs_jury_section
+
+            cost = jury_cost(store, run, cost)
+            jury = sbs_jury_section(store, run, results, resamples=resamples, seed=seed)
+    if not results:
+        raise ConfigError(f"{path}: run {run.id} has no results (status {run.status})")
+    verdicts, humans, annotations = verdict_lists(results, path, run.id)
     cfg = run.config
     has_human = any(h is not None for h in humans)
     metrics = sbs_metrics(verdicts["swap0"], verdicts["swap1"], humans if has_human else None,
@@ -72,7 +90,10 @@ def build_sbs_report(path: Path, run: RunRecord) -> dict[str, Any]:
         "metrics": metrics,
         "confusion": {o: confusion(humans, verdicts[o]) for o in ORDERS} if has_human else None,
         "human_agreement": human_agreement(annotations) if annotations else {},
+        "length": sbs_length(snapshot, verdicts["swap0"], verdicts["swap1"], humans,
+                             [str(r["item_id"]) for r in results]) if snapshot is not None else None,
         "cost": cost,
+        **({"jury": jury} if jury is not None else {}),
     }
 
 
@@ -119,8 +140,18 @@ def sbs_tables(rep: dict[str, Any]) -> list[Table]:
                   note=f"Fleiss' kappa {num(ha.get('fleiss'))} over {ha.get('n_fleiss')} items")
         t.rows += [[k, num(v)] for k, v in ha["pairs"].items()]
         tables.append(t)
+    ln = rep.get("length")
+    if ln:
+        tables.append(Table("length: A/B verdicts preferring the longer answer (words)", ["who", "share", "verdicts"],
+                            [["judge (both orders)", pct(ln["longer_preferred"]), str(ln["verdicts"])],
+                             ["humans", pct(ln["longer_preferred_human"]), str(ln["human_verdicts"])]]))
+    if rep.get("jury"):
+        from knockout.reports._jury import jury_tables
+
+        tables += jury_tables(rep["jury"], rep["cost"])
     c = rep["cost"]
-    cost = Table("cost", ["requests", "live calls", "prompt tokens", "completion tokens", "judge s", "wall s"])
+    cost = Table("cost" + (" (the jury: its members added up)" if rep.get("jury") else ""),
+                 ["requests", "live calls", "prompt tokens", "completion tokens", "judge s", "wall s"])
     cost.rows.append([str(c["requests"]), str(c["live_calls"]), str(c["prompt_tokens"]),
                       str(c["completion_tokens"]), num(c["judge_s"], 1), num(c["wall_s"], 1)])
     tables.append(cost)

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from knockout.data._records import ItemSet
 from knockout.engine import Engine, Observer, Planned, Subject
+from knockout.engine._executors import make_executor, parse_executor
 from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
 from knockout.storage._store import MatchRow, ResultRow, Store
@@ -61,6 +62,8 @@ class RunContext:
     store: Store
     engines: dict[str, Engine]
     observer: Observer | None = None
+    #: where the engines send their misses (``execute_async``'s executor; runs a kind runs use it too)
+    executor: str | None = None
 
     @property
     def engine(self) -> Engine:
@@ -114,6 +117,10 @@ class Run(ABC, Generic[R]):
     def config(self) -> dict[str, Any]:
         """The configuration stored with the run (what reports and exports need to know)."""
 
+    def spec(self) -> str:
+        """The judge column of the run's row: the main judge's spec (a jury names its members)."""
+        return self.judges()["judge"].spec
+
     def snapshot(self) -> ItemSet | None:
         """The item set to store with the run (so reports need no data file), if the kind has one."""
         return None
@@ -130,20 +137,29 @@ class Run(ABC, Generic[R]):
         """Plan, ask the engine(s) in waves, write results through ``ctx``, return the report."""
 
 
-def check_run(run: Run[Any]) -> None:
+def check_run(run: Run[Any], executor: str | None = None) -> None:
     """Step 1 of the lifecycle: every check that needs no store (callers may run it before opening one)."""
     run.check()
-    if "judge" not in run.judges():
+    judges = run.judges()
+    if "judge" not in judges:
         raise ConfigError(f"{run.kind} run has no main judge")
     if run.format_retries < 0:
         raise ConfigError(f"format retries must be >= 0 (got {run.format_retries})")
     if run.concurrency is not None and run.concurrency < 1:
         raise ConfigError(f"concurrency must be >= 1 (got {run.concurrency})")
+    for j in judges.values():
+        j.check_params(run.params)
+    parse_executor(executor or "local")  # a bad executor spec fails here, before the run is written
 
 
-async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None) -> R:
-    """Run ``run`` through the store: the one lifecycle (module doc)."""
-    check_run(run)
+async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None,
+                        executor: str | None = None) -> R:
+    """Run ``run`` through the store: the one lifecycle (module doc).
+
+    ``executor`` says where the engines send the requests the store does not hold (``local``, the
+    default; ``ray``, ``ray://HOST:PORT``: Ray actors holding the judge); the store is written here
+    alone, whatever the executor."""
+    check_run(run, executor)
     judges = run.judges()
     run_id = run_id_for(run.identity())
     oracle = run.oracle()
@@ -157,16 +173,16 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         "judge_identity": main.identity(),
         "simulated_judge": any(j.simulated for j in judges.values()),
     }
-    store.start_run(run_id, kind=run.kind, method=run.method, judge=main.spec, config=config,
+    store.start_run(run_id, kind=run.kind, method=run.method, judge=run.spec(), config=config,
                     data_source=run.data_source,
                     data_fingerprint=store.save_items(snapshot) if snapshot is not None else None)
-    engines = {
-        role: Engine(j, store, params=run.params, concurrency=run.concurrency, format_retries=run.format_retries,
-                     run_id=run_id, observer=observer)
-        for role, j in judges.items()
-    }
-    ctx = RunContext(run_id, store, engines, observer)
+    engines: dict[str, Engine] = {}
     try:
+        for role, j in judges.items():
+            engines[role] = Engine(j, store, params=run.params, concurrency=run.concurrency,
+                                   format_retries=run.format_retries, run_id=run_id, observer=observer,
+                                   executor=make_executor(executor, j, store, run_id))
+        ctx = RunContext(run_id, store, engines, observer, executor)
         report = await run.execute(ctx)
         store.finish_run(run_id, report.summary())
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -175,6 +191,9 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
     except BaseException as exc:
         store.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
+    finally:
+        for e in engines.values():
+            await e.executor.aclose()
     return report
 
 
@@ -192,12 +211,13 @@ async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
 
 
-def execute(run: Run[R], store: Store, *, observer: Observer | None = None, close_judges: bool = True) -> R:
+def execute(run: Run[R], store: Store, *, observer: Observer | None = None, close_judges: bool = True,
+            executor: str | None = None) -> R:
     """Synchronous :func:`execute_async`; closes the run's judges afterwards unless told not to."""
 
     async def main() -> R:
         try:
-            return await execute_async(run, store, observer=observer)
+            return await execute_async(run, store, observer=observer, executor=executor)
         finally:
             if close_judges:
                 for j in {id(j): j for j in run.judges().values()}.values():

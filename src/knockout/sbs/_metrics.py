@@ -28,6 +28,7 @@ Choices where the paper's formula is ambiguous (tested in tests/test_sbs_metrics
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -175,3 +176,94 @@ def sbs_metrics(
         mpcc_delta=_absdiff(mpcc["swap0"], mpcc["swap1"]),
     )
     return out
+
+
+# -- bootstrap intervals (items resampled) ------------------------------------------------------------------
+#: the figures :func:`bootstrap_intervals` gives an interval for; MPCC and its relatives have none, because
+#: their sliding windows run over the benchmark order, which a resample of items does not keep
+BOOTSTRAPPED = ("kappa", "accuracy", "pbias_ab", "con_abcd", "pcon_ab")
+
+
+def _kappa_codes(j: np.ndarray, h: np.ndarray, k: int) -> float:
+    """Cohen's kappa of two aligned integer-coded label arrays over ``k`` labels (NaN where undefined)."""
+    n = len(j)
+    if n == 0:
+        return math.nan
+    m = np.bincount(j * k + h, minlength=k * k).reshape(k, k).astype(float)
+    po = np.trace(m) / n
+    pe = float((m.sum(axis=1) * m.sum(axis=0)).sum()) / (n * n)
+    present = (m.sum(axis=1) + m.sum(axis=0)) > 0
+    if present.sum() < 2 or pe >= 1.0:
+        return math.nan
+    return float((po - pe) / (1 - pe))
+
+
+def _figures(c0: np.ndarray, c1: np.ndarray, ch: np.ndarray, has_h: np.ndarray) -> np.ndarray:
+    """[kappa mean, accuracy mean, PBias@AB, Con@ABCD, PCon@AB] on coded verdicts (A..E = 0..4)."""
+    a, b, e = 0, 1, 4
+    out = np.full(5, math.nan)
+    if has_h.any():
+        hh = ch[has_h]
+        k0, k1 = _kappa_codes(c0[has_h], hh, 5), _kappa_codes(c1[has_h], hh, 5)
+        out[0] = (k0 + k1) / 2
+        out[1] = (np.mean(c0[has_h] == hh) + np.mean(c1[has_h] == hh)) / 2
+    ab0, ab1 = (c0 == a) | (c0 == b), (c1 == a) | (c1 == b)
+    if ab0.any() and ab1.any():  # display terms: swap 0 as is, swap 1 with A and B traded
+        out[2] = np.mean(c0[ab0] == a) + np.mean(c1[ab1] == b) - 1.0
+    if len(c0):
+        out[3] = np.mean((c0 == c1) & (c0 != e))
+    denom = np.sum(ab0 | ab1)
+    if denom:
+        out[4] = np.sum((c0 == c1) & ab0) / denom
+    return out
+
+
+def bootstrap_intervals(swap0: Verdicts, swap1: Verdicts, human: Sequence[str | None] | None = None, *,
+                        resamples: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict[str, list[float] | None]:
+    """95% percentile intervals of :data:`BOOTSTRAPPED` (kappa and accuracy: mean of the orders, against the
+    human verdict) from resampling items with replacement (seeded)."""
+    from knockout.metrics._bootstrap import percentile_intervals
+
+    code = {c: i for i, c in enumerate(ALL_CLASSES)}
+    c0 = np.array([code.get(v, 4) for v in swap0], dtype=int)
+    c1 = np.array([code.get(v, 4) for v in swap1], dtype=int)
+    hs = list(human) if human is not None else [None] * len(c0)
+    ch = np.array([code.get(h, 4) if h is not None else 0 for h in hs], dtype=int)
+    has_h = np.array([h is not None for h in hs], dtype=bool)
+    n = len(c0)
+    if not resamples or n < 3:
+        return {k: None for k in BOOTSTRAPPED}
+    rng = np.random.default_rng(seed)
+    samples = np.full((resamples, 5), np.nan)
+    for b in range(resamples):
+        idx = rng.integers(0, n, n)
+        samples[b] = _figures(c0[idx], c1[idx], ch[idx], has_h[idx])
+    ivs = percentile_intervals(samples, alpha)
+    return {k: (None if iv.low is None or iv.high is None else [iv.low, iv.high])
+            for k, iv in zip(BOOTSTRAPPED, ivs, strict=True)}
+
+
+def paired_kappa(a: tuple[Verdicts, Verdicts], b: tuple[Verdicts, Verdicts], human: Sequence[str | None], *,
+                 resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Kappa (mean of orders) of run ``b`` minus run ``a`` on the same items, with a paired bootstrap
+    interval and two-sided p-value (the same resampled items for both runs)."""
+    from knockout.metrics._bootstrap import paired_bootstrap
+
+    code = {c: i for i, c in enumerate(ALL_CLASSES)}
+    keep = [i for i, h in enumerate(human) if h is not None]
+    hh = np.array([code[str(human[i])] for i in keep], dtype=int)
+
+    def coded(vs: Verdicts) -> np.ndarray:
+        return np.array([code.get(vs[i], 4) for i in keep], dtype=int)
+
+    a0, a1, b0, b1 = coded(a[0]), coded(a[1]), coded(b[0]), coded(b[1])
+
+    def stat(x0: np.ndarray, x1: np.ndarray) -> Any:
+        def f(idx: np.ndarray) -> float | None:
+            v = (_kappa_codes(x0[idx], hh[idx], 5) + _kappa_codes(x1[idx], hh[idx], 5)) / 2
+            return None if math.isnan(v) else v
+        return f
+
+    r = paired_bootstrap(stat(b0, b1), stat(a0, a1), np.arange(len(keep)), resamples=resamples, seed=seed)
+    return {"n": len(keep), "delta": r.delta, "ci": None if r.low is None else [r.low, r.high],
+            "p_bootstrap": r.p_value}

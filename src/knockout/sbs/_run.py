@@ -240,14 +240,15 @@ def sbs_run_id(items: list[SbsItem], judge: Judge, cfg: SbsConfig, *, source: st
 
 async def run_sbs_async(
     items: list[SbsItem], judge: Judge, store: Store, cfg: SbsConfig, *, source: str,
-    observer: Observer | None = None,
+    observer: Observer | None = None, executor: str | None = None,
 ) -> SbsReport:
-    return await execute_async(SbsRun(items, judge, cfg, source=source), store, observer=observer)
+    return await execute_async(SbsRun(items, judge, cfg, source=source), store, observer=observer,
+                               executor=executor)
 
 
 def run_sbs(
     items: list[SbsItem], judge: Judge, store: Store, cfg: SbsConfig, *, source: str,
-    observer: Observer | None = None,
+    observer: Observer | None = None, executor: str | None = None,
 ) -> SbsReport:
     """Synchronous :func:`run_sbs_async` (also inside a running event loop); closes the judge."""
-    return execute(SbsRun(items, judge, cfg, source=source), store, observer=observer)
+    return execute(SbsRun(items, judge, cfg, source=source), store, observer=observer, executor=executor)

@@ -324,6 +324,60 @@ def _v11(db: sqlite3.Connection) -> None:
     _script(db, V11_WEB_IMAGES)
 
 
+V35_BATCHES = """
+CREATE TABLE IF NOT EXISTS batches (
+    id TEXT PRIMARY KEY,
+    run_id TEXT,
+    judge TEXT NOT NULL,
+    status TEXT NOT NULL,
+    requests INTEGER NOT NULL,
+    error TEXT,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_requests (
+    batch_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    PRIMARY KEY (batch_id, key)
+);
+CREATE INDEX IF NOT EXISTS batch_requests_key ON batch_requests(key);
+"""
+
+
+def _v35(db: sqlite3.Connection) -> None:
+    """Provider batch jobs (openai-batch, anthropic-batch): each batch's id and request keys, recorded before
+    waiting, so that a killed run polls the same batch instead of submitting it again."""
+    _script(db, V35_BATCHES)
+
+
+V36_BLOBS = """
+CREATE TABLE IF NOT EXISTS blobs (
+    hash BLOB PRIMARY KEY,
+    z INTEGER NOT NULL,
+    data BLOB NOT NULL
+) WITHOUT ROWID
+"""
+
+
+def _v36(db: sqlite3.Connection) -> None:
+    """Requests stored once by content: message contents and generation parameters in ``blobs`` (keyed by
+    a 16-byte SHA-256 prefix, zlib-compressed where that pays), ``calls.request`` refers to them.  Rows
+    written before keep their full request JSON and stay readable as they are; item-set snapshots written
+    from now on are zlib-compressed (older ones stay JSON text)."""
+    _script(db, V36_BLOBS)
+
+
+V40_BY_QUESTION = """
+CREATE INDEX IF NOT EXISTS results_by_question ON results(run_id, question_id);
+CREATE INDEX IF NOT EXISTS matches_by_question ON matches(run_id, question_id);
+"""
+
+
+def _v40(db: sqlite3.Connection) -> None:
+    """One question's results and matches without reading the whole run (the transcript viewer's pages)."""
+    _script(db, V40_BY_QUESTION)
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "baseline: the schema of knockout 0.1 (calls, call_log, itemsets, runs, results, web tables)", _v1),
     Migration(2, "matches stored once in their own table; runs.error", _v2),
@@ -331,6 +385,9 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "in-flight request leases; runs.owner", _v4),
     Migration(10, "web: server-side sessions and failed logins (web_sessions, web_login_failures)", _v10),
     Migration(11, "web: question figures copied at import (web_images)", _v11),
+    Migration(35, "provider batch jobs and their request keys (batches, batch_requests)", _v35),
+    Migration(36, "requests stored once by content (blobs); compressed item-set snapshots", _v36),
+    Migration(40, "indexes of results and matches by (run, question)", _v40),
 ]
 
 

@@ -12,6 +12,8 @@ Tables (the schema and its versions: :mod:`knockout.storage._migrations`)
               results refer to them by ``match_id``.
 ``itemsets``  snapshots of the item sets runs were made on (questions, answers, human grades), keyed by
               fingerprint, so reports need no data file.
+``batches``   provider batch jobs (``openai-batch``, ``anthropic-batch``) with their request keys
+              (``batch_requests``), recorded before waiting: a killed run polls the same batch again.
 ``inflight``  a lease per request being sent (key, owning process, expiry): a second process on the same
               store waits for the reply instead of sending the request again; a lease whose process is gone
               (on this host) or whose time ran out is taken over.
@@ -25,16 +27,18 @@ or call :meth:`close`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from knockout.data._records import ItemSet
+from knockout.data._records import Answer, ItemSet, Question
 from knockout.engine._cache import CallRecord
 from knockout.errors import ConfigError
 from knockout.storage._migrations import migrate
@@ -97,6 +101,51 @@ class MatchRow:
     games: list[dict[str, Any]]
 
 
+#: marks a ``calls.request`` whose contents are in ``blobs`` (schema step 36)
+REQUEST_V2 = "blobs@"
+ITEMS_V2 = b"knockout-items-jsonl\n"
+
+
+def pack_items(items: ItemSet) -> bytes:
+    """An item set as zlib-compressed JSON lines (a header, then one line per question and per answer),
+    built record by record (no whole-set JSON in memory)."""
+    z = zlib.compressobj(6)
+    parts = [z.compress(ITEMS_V2 + json.dumps({"source": items.source}, ensure_ascii=False).encode() + b"\n")]
+    for q in items.questions.values():
+        parts.append(z.compress(b'{"q":' + q.model_dump_json().encode() + b"}\n"))
+    for a in items.answers:
+        parts.append(z.compress(b'{"a":' + a.model_dump_json().encode() + b"}\n"))
+    parts.append(z.flush())
+    return b"".join(parts)
+
+
+def unpack_items(data: bytes) -> ItemSet:
+    """The item set :func:`pack_items` wrote, read line by line."""
+    d = zlib.decompressobj()
+    questions: list[Question] = []
+    answers: list[Answer] = []
+    source = "<store>"
+    tail = b""
+    header = True
+    for i in range(0, len(data), 1 << 20):
+        tail += d.decompress(data[i:i + (1 << 20)])
+        *lines, tail = tail.split(b"\n")
+        for line in lines:
+            if header:
+                if line + b"\n" != ITEMS_V2:
+                    raise ConfigError("an item-set snapshot in an unknown format")
+                header = False
+                continue
+            rec = json.loads(line)
+            if "a" in rec:
+                answers.append(Answer.model_validate(rec["a"]))
+            elif "q" in rec:
+                questions.append(Question.model_validate(rec["q"]))
+            else:
+                source = str(rec.get("source", source))
+    return ItemSet(questions, answers, source=source)
+
+
 #: Seconds a command waits for a store that another process is writing before it gives up with an error.
 BUSY_TIMEOUT_S = 30.0
 
@@ -125,6 +174,7 @@ class Store:
         except BaseException:
             self.db.close()
             raise
+        self._blobs_seen: set[bytes] = set()
 
     def close(self) -> None:
         self.db.close()
@@ -166,7 +216,7 @@ class Store:
                 key,
                 str(identity.get("backend")),
                 str(identity.get("model")),
-                json.dumps(request, ensure_ascii=False),
+                self._compact_request(request),
                 record.reply,
                 json.dumps(record.parsed, ensure_ascii=False),
                 record.prompt_tokens,
@@ -177,6 +227,46 @@ class Store:
                 time.time(),
             ),
         )
+
+    # -- content-addressed blobs (request contents, parameters) ----------------------------
+    def put_blob(self, data: bytes) -> str:
+        """Store ``data`` once by content (zlib-compressed where that saves a tenth); its hash (hex)."""
+        digest = hashlib.sha256(data).digest()[:16]
+        if digest not in self._blobs_seen:
+            packed, z = data, 0
+            if len(data) >= 64:
+                small = zlib.compress(data, 6)
+                if len(small) < 0.9 * len(data):
+                    packed, z = small, 1
+            self.db.execute("INSERT OR IGNORE INTO blobs (hash, z, data) VALUES (?,?,?)", (digest, z, packed))
+            if len(self._blobs_seen) > 100_000:
+                self._blobs_seen.clear()
+            self._blobs_seen.add(digest)
+        return digest.hex()
+
+    def get_blob(self, ref: str) -> bytes:
+        row = self.db.execute("SELECT z, data FROM blobs WHERE hash = ?", (bytes.fromhex(ref),)).fetchone()
+        if row is None:
+            raise ConfigError(f"{self.path}: the store lacks blob {ref} (damaged store?)")
+        return zlib.decompress(row[1]) if row[0] else bytes(row[1])
+
+    def _compact_request(self, request: dict[str, Any]) -> str:
+        """A request as stored: each message's content and the parameters as blob references."""
+        messages = [{**{k: v for k, v in m.items() if k != "content"},
+                     "content@": self.put_blob(str(m.get("content", "")).encode())}
+                    for m in request.get("messages", [])]
+        params = self.put_blob(json.dumps(request.get("params", {}), sort_keys=True).encode())
+        return json.dumps({REQUEST_V2: 1, "messages": messages, "params@": params}, ensure_ascii=False)
+
+    def request_of(self, stored: str) -> dict[str, Any]:
+        """The full request (messages with their contents, parameters) of a stored ``calls.request``; rows
+        written before the blobs (schema step 36) hold it whole."""
+        data: dict[str, Any] = json.loads(stored)
+        if REQUEST_V2 not in data:
+            return data
+        messages = [{**{k: v for k, v in m.items() if k != "content@"},
+                     "content": self.get_blob(m["content@"]).decode()} for m in data["messages"]]
+        return {"messages": messages, "params": json.loads(self.get_blob(data["params@"]))}
 
     def set_parsed(self, key: str, parsed: Any) -> None:
         self.db.execute("UPDATE calls SET parsed = ? WHERE key = ?", (json.dumps(parsed), key))
@@ -230,8 +320,49 @@ class Store:
             "latency_s, images_dropped, created FROM calls ORDER BY created"
         )
         cols = [d[0] for d in cur.description]
-        for row in cur:
-            yield dict(zip(cols, row, strict=True))
+        for row in cur.fetchall():
+            call = dict(zip(cols, row, strict=True))
+            call["request"] = json.dumps(self.request_of(call["request"]), ensure_ascii=False)
+            yield call
+
+    # -- provider batch jobs (the batch executor's ledger) -------------------------------
+    def open_batches(self, keys: list[str]) -> dict[str, str]:
+        """For each of ``keys`` recorded in a batch that has not failed: that batch's id (the latest)."""
+        out: dict[str, str] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            rows = self.db.execute(
+                f"SELECT r.key, r.batch_id FROM batch_requests r JOIN batches b ON b.id = r.batch_id "
+                f"WHERE b.status != 'failed' AND r.key IN ({','.join('?' * len(chunk))}) ORDER BY b.created",
+                chunk).fetchall()
+            out.update({k: b for k, b in rows})
+        return out
+
+    def put_batch(self, batch_id: str, run_id: str | None, judge: str, keys: list[str]) -> None:
+        """Record a submitted batch with its request keys, in one transaction (before waiting for it)."""
+        now = time.time()
+        with self.transaction():
+            self.db.execute("INSERT OR REPLACE INTO batches (id, run_id, judge, status, requests, created, updated) "
+                            "VALUES (?,?,?,?,?,?,?)", (batch_id, run_id, judge, "submitted", len(keys), now, now))
+            self.db.executemany("INSERT OR IGNORE INTO batch_requests (batch_id, key) VALUES (?,?)",
+                                [(batch_id, k) for k in keys])
+
+    def end_batch(self, batch_id: str, status: str, error: str | None = None) -> None:
+        self.db.execute("UPDATE batches SET status = ?, error = ?, updated = ? WHERE id = ?",
+                        (status, error, time.time(), batch_id))
+
+    def drop_batch_requests(self, batch_id: str, keys: list[str]) -> None:
+        with self.transaction():
+            self.db.executemany("DELETE FROM batch_requests WHERE batch_id = ? AND key = ?",
+                                [(batch_id, k) for k in keys])
+
+    def batches(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """The batch jobs recorded (for one run, or all): id, run, judge, status, requests, error."""
+        sql = "SELECT id, run_id, judge, status, requests, error, created FROM batches"
+        rows = self.db.execute(sql + (" WHERE run_id = ?" if run_id else "") + " ORDER BY created",
+                               (run_id,) if run_id else ()).fetchall()
+        return [dict(zip(("id", "run_id", "judge", "status", "requests", "error", "created"), r, strict=True))
+                for r in rows]
 
     # -- runs --------------------------------------------------------------------------
     def start_run(
@@ -301,16 +432,21 @@ class Store:
 
     # -- item sets ---------------------------------------------------------------------
     def save_items(self, items: ItemSet) -> str:
+        """Snapshot ``items`` once (by fingerprint; a stored set is not serialised again), as compressed
+        JSON lines written and read record by record."""
         fp = items.fingerprint()
-        self.db.execute(
-            "INSERT OR IGNORE INTO itemsets (fingerprint, source, data, created) VALUES (?,?,?,?)",
-            (fp, items.source, json.dumps(items.to_dict(), ensure_ascii=False), time.time()),
-        )
+        if self.db.execute("SELECT 1 FROM itemsets WHERE fingerprint = ?", (fp,)).fetchone() is None:
+            self.db.execute("INSERT OR IGNORE INTO itemsets (fingerprint, source, data, created) VALUES (?,?,?,?)",
+                            (fp, items.source, pack_items(items), time.time()))
         return fp
 
     def load_items(self, fingerprint: str) -> ItemSet | None:
         row = self.db.execute("SELECT data FROM itemsets WHERE fingerprint = ?", (fingerprint,)).fetchone()
-        return ItemSet.from_dict(json.loads(row[0])) if row else None
+        if row is None:
+            return None
+        if isinstance(row[0], bytes):
+            return unpack_items(row[0])
+        return ItemSet.from_dict(json.loads(row[0]))  # a snapshot written before schema step 36
 
     def items_for_run(self, run_id: str) -> ItemSet | None:
         run = self.get_run(run_id)
@@ -339,15 +475,38 @@ class Store:
     ) -> None:
         self.put_results(run_id, [ResultRow(item_id, question_id, score, valid, details)])
 
-    def results(self, run_id: str) -> list[dict[str, Any]]:
-        cur = self.db.execute(
-            "SELECT item_id, question_id, score, valid, details FROM results WHERE run_id = ? ORDER BY rowid",
-            (run_id,),
-        )
-        return [
-            {"item_id": r[0], "question_id": r[1], "score": r[2], "valid": bool(r[3]), "details": json.loads(r[4])}
-            for r in cur
-        ]
+    def results(self, run_id: str, *, details: bool = True, question_id: str | None = None,
+                item_id: str | None = None) -> list[dict[str, Any]]:
+        """A run's results in the order written; only one question's, or one item's, when given;
+        ``details=False`` reads only the breakdown groups of each result's details (what an agreement report
+        needs), not the raw replies."""
+        return list(self.iter_results(run_id, details=details, question_id=question_id, item_id=item_id))
+
+    def iter_results(self, run_id: str, *, details: bool = True, question_id: str | None = None,
+                     item_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """A run's results one by one, in the order written (read in pages, not all at once)."""
+        column = "details" if details else "json_object('groups', json_extract(details, '$.groups'))"
+        where, args = "run_id = ?", [run_id]
+        for col, value in (("question_id", question_id), ("item_id", item_id)):
+            if value is not None:
+                where += f" AND {col} = ?"
+                args.append(value)
+        last = 0
+        while True:
+            rows = self.db.execute(
+                f"SELECT rowid, item_id, question_id, score, valid, {column} FROM results WHERE {where} "
+                "AND rowid > ? ORDER BY rowid LIMIT 5000", (*args, last)).fetchall()
+            if not rows:
+                return
+            for r in rows:
+                d = json.loads(r[5])
+                if not details and d.get("groups") is None:
+                    d = {}
+                yield {"item_id": r[1], "question_id": r[2], "score": r[3], "valid": bool(r[4]), "details": d}
+            last = rows[-1][0]
+
+    def count_results(self, run_id: str) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()[0])
 
     def put_matches(self, run_id: str, rows: Iterable[MatchRow]) -> None:
         """Write a batch of matches (a wave's) in one transaction."""
@@ -359,8 +518,11 @@ class Store:
                   json.dumps(m.games, ensure_ascii=False)) for m in rows],
             )
 
-    def matches(self, run_id: str) -> list[MatchRow]:
+    def matches(self, run_id: str, *, question_id: str | None = None) -> list[MatchRow]:
+        """The run's matches by step (round), in the order written; only one question's when given."""
+        where, args = ("run_id = ?", [run_id]) if question_id is None else (
+            "run_id = ? AND question_id = ?", [run_id, question_id])
         cur = self.db.execute(
-            "SELECT match_id, question_id, a, b, step, valid, partial, games FROM matches WHERE run_id = ? "
-            "ORDER BY step, rowid", (run_id,))
+            f"SELECT match_id, question_id, a, b, step, valid, partial, games FROM matches WHERE {where} "
+            "ORDER BY step, rowid", args)
         return [MatchRow(r[0], r[1], r[2], r[3], int(r[4]), bool(r[5]), bool(r[6]), json.loads(r[7])) for r in cur]

@@ -1,8 +1,9 @@
 """The grading and annotation web app (FastAPI, server-rendered Jinja2 pages, no JavaScript).
 
 ``create_app(db, settings)`` serves one store; the routes live in ``_routes_auth`` (login, logout,
-password), ``_routes_exams`` (overview, exams, grading, figures, question info) and ``_routes_pairs``
-(side-by-side annotation).  What is wired here (see docs/web.md):
+password), ``_routes_exams`` (overview, exams, grading, figures, question info), ``_routes_pairs``
+(side-by-side annotation) and ``_routes_runs`` (the read-only transcript viewer of judge runs).  What is
+wired here (see docs/web.md):
 
 * every response: a Content-Security-Policy without any script, ``nosniff``, ``DENY`` framing, no caching;
 * every POST: a body of at most ``max_body_bytes`` (413 otherwise), an ``Origin`` (or, without one, a
@@ -23,7 +24,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from knockout.storage._store import Store
-from knockout.web import _routes_auth, _routes_exams, _routes_pairs
+from knockout.web import _routes_auth, _routes_exams, _routes_pairs, _routes_runs
 from knockout.web._auth import HashSlots
 from knockout.web._deps import HERE, LoginRequired, Throttled, WebSettings, page, root
 
@@ -164,6 +165,6 @@ def create_app(db: str | Path, settings: WebSettings | None = None) -> FastAPI:
         return response
 
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    for module in (_routes_auth, _routes_exams, _routes_pairs):
+    for module in (_routes_auth, _routes_exams, _routes_pairs, _routes_runs):
         app.include_router(module.router)
     return app

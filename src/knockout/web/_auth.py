@@ -2,7 +2,7 @@
 
 Tables (schema in :mod:`knockout.storage._migrations`)
 ------
-``web_users``           graders and organizers: name, argon2id password hash, role.
+``web_users``           graders, organizers and viewers: name, argon2id password hash, role.
 ``web_sessions``        one row per logged-in browser: ``id`` is the SHA-256 of the cookie's random token
                         (256 bits; the token itself is never stored), the user, the session's CSRF token,
                         creation, expiry and last use.  Deleted on logout; all of a user's rows are deleted
@@ -27,7 +27,9 @@ from knockout.annotations import Assignments
 from knockout.errors import ConfigError
 from knockout.storage._store import Store
 
-ROLES = ("grader", "organizer")
+#: grader: grades / annotates what is assigned; organizer: sees and decides everything; viewer: reads the
+#: judge runs of the store (transcript viewer), nothing else
+ROLES = ("grader", "organizer", "viewer")
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
 MAX_NAME = 128
@@ -59,6 +61,11 @@ class User:
     @property
     def is_organizer(self) -> bool:
         return self.role == "organizer"
+
+    @property
+    def sees_runs(self) -> bool:
+        """May read the judge runs (the transcript viewer): viewers and organizers."""
+        return self.role in ("viewer", "organizer")
 
 
 class Accounts:

@@ -1,10 +1,18 @@
-"""The project's own JSONL format: one ``{"type": "question" | "answer", ...}`` object per line."""
+"""JSONL: the project's own format, one ``{"type": "question" | "answer", ...}`` object per line; or a
+*flat* file, one answer per line with its question's fields on the line and no ``type`` (the shape of
+most exported grades), read like a CSV file with the same column mapping (:mod:`.table`).
+
+A file is flat when its first record has no ``type`` field but an ``answer`` or ``question`` field (the
+default column names), or when ``columns`` is given.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from knockout.data._formats.metaeval import is_metaeval_row
+from knockout.data._formats.table import load_rows
 from knockout.data._io import build, first_json_line, item_set, iter_json_lines, resolve_image
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import InputError
@@ -18,10 +26,22 @@ def sniff(path: Path) -> bool:
     return not is_metaeval_row(first_json_line(path))
 
 
-def load(path: Path) -> ItemSet:
+def is_flat(record: dict[str, object]) -> bool:
+    """A flat record: no ``type``, and a question or an answer field of a table row (typed records have
+    ``text`` instead)."""
+    return "type" not in record and ("answer" in record or "question" in record)
+
+
+def load(path: Path, *, columns: Mapping[str, str] | str | None = None) -> ItemSet:
+    """Option ``columns`` (flat files): our field -> the records' key, as for CSV."""
+    records = list(iter_json_lines(path))
+    if columns is not None or (records and is_flat(records[0][1])):
+        header = dict.fromkeys(k for _, obj in records for k in obj)
+        return load_rows(((f"line {n}", obj) for n, obj in records), header, columns=columns, path=path,
+                         header_where=f"line {records[0][0]}" if records else "line 1", columns_in="any record")
     questions: list[Question] = []
     answers: list[Answer] = []
-    for n, obj in iter_json_lines(path):
+    for n, obj in records:
         where = f"line {n}"
         kind = obj.pop("type", None)
         if kind == "question":
@@ -47,7 +67,8 @@ def load(path: Path) -> ItemSet:
             answers.append(build(Answer, obj, file=path, record=where, rename=rename))
         else:
             raise InputError(
-                f"unknown record type {kind!r} (expected 'question' or 'answer')",
+                f"unknown record type {kind!r} (expected 'question' or 'answer'; a flat file, one answer per "
+                "line, has no 'type' and an 'answer' or 'question' field on its first line, or a column map)",
                 file=str(path),
                 record=where,
                 field="type",

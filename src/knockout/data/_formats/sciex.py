@@ -126,7 +126,11 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
     info_file = folder / INFO
     if not info_file.is_file():
         raise InputError(f"missing {INFO} beside the exam (it holds MaximumPoints)", file=str(info_file))
-    infos = {q["Index"]: q for q in _questions(info_file, read_json(info_file))}
+    from knockout.sciex._german import exam_info
+
+    info_obj = read_json(info_file)
+    infos = {q["Index"]: q for q in _questions(info_file, info_obj)}
+    exam_level = exam_info(info_obj, file=str(info_file))  # totals, student results, grade boundaries
 
     questions: dict[str, Question] = {}
     for q in _questions(exam_file, read_json(exam_file)):
@@ -155,7 +159,8 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
             "images": [
                 resolve_image(f, folder, file=exam_file, record=where, field="Figures") for f in _figures(q)
             ],
-            "meta": {"index": idx, "average_student_points": avg_points},
+            "meta": {"index": idx, "average_student_points": avg_points,
+                     **({"exam_info": exam_level} if exam_level else {})},
         }
         questions[idx] = build(
             Question,

@@ -1,0 +1,89 @@
+"""Embedded judge throughput: one request at a time against parallel sequences (continuous batching with
+prompt-prefix reuse), on the same prompts.
+
+    nice -n 10 python bench/embedded_throughput.py [--questions 3] [--answers 4] [--parallel 4] [--max-tokens 48]
+
+The 0.5B GGUF (knockout[embedded-small]) grades ``--questions`` x ``--answers`` answers with the English
+individual prompt (the prompts of one question share their instructions and question text), first through
+``llamacpp:qwen2.5-coder-0.5b`` (llama-cpp-python, one call at a time) and then through
+``llamacpp:qwen2.5-coder-0.5b?parallel=N`` (one context decoding N sequences together).  Prints calls/s,
+completion tokens/s and, for the parallel mode, the prompt tokens reused from a slot's KV cache.  The
+machine's load average is printed too: on a shared 2-core machine, the numbers move with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from knockout.data._records import Answer, ItemSet, Question  # noqa: E402
+from knockout.judges import GenParams, make_judge  # noqa: E402
+from knockout.judges._base import JudgeRequest  # noqa: E402
+from knockout.methods._base import MethodOptions  # noqa: E402
+from knockout.prompts._builder import PromptBuilder  # noqa: E402
+
+TOPICS = ["what a hash table is", "why TCP needs a handshake", "what a deadlock is", "how binary search works"]
+
+
+def requests(nq: int, na: int, max_tokens: int) -> list[JudgeRequest]:
+    qs = [Question(id=f"q{i}", text=f"Explain {TOPICS[i % len(TOPICS)]}.", max_points=4) for i in range(nq)]
+    ans = [Answer(id=f"q{i}a{j}", question_id=f"q{i}", text=f"Answer {j}: it is about {TOPICS[(i + j) % 4]}.")
+           for i in range(nq) for j in range(na)]
+    items = ItemSet(qs, ans)
+    builder = PromptBuilder(items, "individual", MethodOptions())
+    params = GenParams(max_tokens=max_tokens, temperature=0.1)
+    return [JudgeRequest(builder.individual(a)[1], params) for a in items]
+
+
+async def measure(spec: str, reqs: list[JudgeRequest], concurrency: int) -> tuple[float, int, dict[str, int]]:
+    judge = make_judge(spec)
+    await judge.complete(reqs[0])  # load the model (and warm the context) before timing
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(r: JudgeRequest) -> int:
+        async with sem:
+            return (await judge.complete(r)).completion_tokens
+
+    t0 = time.perf_counter()
+    tokens = sum(await asyncio.gather(*(one(r) for r in reqs)))
+    wall = time.perf_counter() - t0
+    from knockout.judges._llamacpp import _DECODERS
+
+    stats = dict(next(iter(_DECODERS.values())).stats) if _DECODERS and "parallel" in spec else {}
+    return wall, tokens, stats
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--questions", type=int, default=3)
+    ap.add_argument("--answers", type=int, default=4)
+    ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    a = ap.parse_args()
+    reqs = requests(a.questions, a.answers, a.max_tokens)
+    base = f"llamacpp:qwen2.5-coder-0.5b?threads={a.threads}"
+    rows = []
+    for name, spec, conc in (("one at a time", base, 1),
+                             (f"parallel={a.parallel}", f"{base}&parallel={a.parallel}", 2 * a.parallel)):
+        load = os.getloadavg()[0]
+        wall, tokens, stats = asyncio.run(measure(spec, reqs, conc))
+        rows.append((name, wall, tokens, stats, load))
+    print(f"0.5B GGUF, {len(reqs)} prompts ({a.questions} questions x {a.answers} answers), max_tokens "
+          f"{a.max_tokens}, {a.threads} threads")
+    print(f"{'mode':<16} {'wall s':>7} {'calls/s':>8} {'tok/s':>7} {'vs one':>7} {'reused prompt tok':>18} {'load':>5}")
+    for name, wall, tokens, stats, load in rows:
+        reused = f"{stats['reused_tokens']}/{stats['prompt_tokens']}" if stats else "-"
+        print(f"{name:<16} {wall:>7.1f} {len(reqs) / wall:>8.3f} {tokens / wall:>7.1f} {rows[0][1] / wall:>6.2f}x "
+              f"{reused:>18} {load:>5.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""Tables of answers: one row per answer, the question's fields repeated on each row.
+
+The one reading of such rows, whatever holds them: CSV (:mod:`.csvfile`), a flat JSONL file
+(:mod:`.jsonl`, records without ``type``), Parquet (:mod:`.parquet`), a pandas DataFrame or a Hugging
+Face dataset (:mod:`.frames`).  Every source gives rows as ``(where, {column: value})`` and the same
+column mapping applies (``columns``: our field -> the source's column).  Values may be text (CSV) or
+typed (JSON numbers, Parquet columns, DataFrame cells): numbers are accepted where text is expected
+for ids and texts (``question_id`` 7 is ``"7"``), and a missing value (None, NaN, pandas' NA, an empty
+string) is an empty cell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from knockout.data._io import build, item_set, shorten, to_number
+from knockout.data._records import Answer, ItemSet, Question
+from knockout.errors import ConfigError, InputError
+
+QUESTION_FIELDS = ("question_id", "question", "reference", "max_points", "language", "difficulty", "exam_id")
+ANSWER_FIELDS = ("answer_id", "examinee", "answer", "human_score")
+FIELDS = QUESTION_FIELDS + ANSWER_FIELDS
+#: A JSON object of grades ``{grader: score}`` (JSONL, Parquet struct/map, DataFrame dict cells).
+SCORES_FIELD = "human_scores"
+REQUIRED = ("question_id", "question", "answer")
+GRADER_PREFIX = "human_score:"
+# Our field name -> the Question / Answer model field it fills.
+MODEL_FIELD = {"question_id": "id", "question": "text", "answer_id": "id", "answer": "text"}
+
+Row = tuple[str, Mapping[str, Any]]
+
+
+def check_field(field: str) -> None:
+    if field not in FIELDS and field != SCORES_FIELD and not (
+        field.startswith(GRADER_PREFIX) and len(field) > len(GRADER_PREFIX)
+    ):
+        raise ConfigError(
+            f"unknown column field '{field}' (known: {', '.join(FIELDS)}, {SCORES_FIELD}, {GRADER_PREFIX}<grader>)"
+        )
+
+
+def parse_column_map(spec: str) -> dict[str, str]:
+    """``"answer=Response,human_score:ta=Grade TA"`` -> ``{"answer": "Response", "human_score:ta": ...}``."""
+    mapping: dict[str, str] = {}
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        field, sep, column = (x.strip() for x in part.partition("="))
+        if not sep or not field or not column:
+            raise ConfigError(f"bad column mapping '{part}' (expected field=column)")
+        check_field(field)
+        mapping[field] = column
+    return mapping
+
+
+def column_map(columns: Mapping[str, str] | str | None) -> dict[str, str]:
+    mapping = parse_column_map(columns) if isinstance(columns, str) else dict(columns or {})
+    for f in mapping:
+        check_field(f)
+    return mapping
+
+
+def is_missing(value: Any) -> bool:
+    """None, NaN, pandas' NA/NaT, or a blank string."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, float):
+        return math.isnan(value)
+    try:  # pandas.NA, numpy.nan in an object column, NaT: not equal to themselves, or refusing to say
+        return bool(value != value)
+    except (TypeError, ValueError):
+        return True
+
+
+def plain(value: Any) -> Any:
+    """numpy scalars as Python scalars (DataFrame and Parquet cells)."""
+    item = getattr(value, "item", None)
+    if item is not None and not isinstance(value, (str, bytes, list, dict)) and getattr(value, "ndim", 1) == 0:
+        return item()
+    return value
+
+
+def as_text(value: Any, *, file: Path, record: str, field: str) -> str | None:
+    """A cell as text: strings stripped, integers (also integral floats, as pandas stores ids with gaps)
+    written without a decimal point; None for a missing value."""
+    value = plain(value)
+    if is_missing(value):
+        return None
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    raise InputError(f"expected text, got {type(value).__name__} {shorten(repr(value))}", file=str(file),
+                     record=record, field=field)
+
+
+def as_number(value: Any, *, file: Path, record: str, field: str) -> float | None:
+    value = plain(value)
+    if is_missing(value):
+        return None
+    if isinstance(value, bool):
+        raise InputError(f"expected a number, got {value!r}", file=str(file), record=record, field=field)
+    return to_number(value, file=file, record=record, field=field)
+
+
+def _blank(value: Any) -> bool:
+    value = plain(value)
+    return len(value) == 0 if isinstance(value, (dict, list, tuple)) else is_missing(value)
+
+
+def _grades(value: Any, *, file: Path, record: str, field: str) -> dict[str, float]:
+    """A ``human_scores`` cell: an object / dict / Parquet map (list of key-value pairs) of grader -> score."""
+    value = plain(value)
+    if _blank(value):
+        return {}
+    if isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
+        value = dict(value)
+    if not isinstance(value, dict):
+        raise InputError(f"expected an object of grader: score, got {shorten(repr(value))}", file=str(file),
+                         record=record, field=field)
+    out: dict[str, float] = {}
+    for grader, score in value.items():
+        x = as_number(score, file=file, record=record, field=f"{field}.{grader}")
+        if x is not None:
+            out[str(grader)] = x
+    return out
+
+
+def load_rows(rows: Iterable[Row], header: Iterable[str], *, columns: Mapping[str, str] | str | None,
+              path: Path, source: str | None = None, header_where: str = "header",
+              columns_in: str = "the header") -> ItemSet:
+    """The item set of ``rows`` (``(where, {column: value})``), whose columns are ``header``.
+
+    Errors name ``path`` (or ``source``, for data that is not a file), the row's ``where`` (a missing
+    column: ``header_where``) and the source's column."""
+    mapping = column_map(columns)
+    names = list(dict.fromkeys(str(h).strip() for h in header))
+    index = set(names)
+    col = {f: mapping.get(f, f) for f in (*FIELDS, SCORES_FIELD)}
+    graders = {f[len(GRADER_PREFIX):]: c for f, c in mapping.items() if f.startswith(GRADER_PREFIX)}
+    mapped = set(mapping.values())
+    for h in names:  # columns already named human_score:<grader> need no mapping
+        if h.startswith(GRADER_PREFIX) and h not in mapped:
+            graders.setdefault(h[len(GRADER_PREFIX):], h)
+    if col["human_score"] in index:
+        graders.setdefault("human", col["human_score"])
+    file = Path(source) if source else path
+    for f in (*REQUIRED, *mapping):
+        c = mapping.get(f, f)
+        if c not in index:
+            raise InputError(f"no column '{c}' (for field '{f}') in {columns_in}", file=str(file),
+                             record=header_where, field=c)
+    qrename = {MODEL_FIELD.get(f, f): col[f] for f in QUESTION_FIELDS}
+    arename = {MODEL_FIELD.get(f, f): col[f] for f in ANSWER_FIELDS}
+    arename |= {"question_id": col["question_id"], **{f"human_scores.{g}": c for g, c in graders.items()}}
+
+    questions: dict[str, tuple[str, dict[str, Any]]] = {}
+    built: list[Question] = []
+    answers: list[Answer] = []
+    for where, cells in rows:
+        if all(_blank(v) for v in cells.values()):
+            continue
+
+        def text(f: str, cells: Mapping[str, Any] = cells, where: str = where) -> str | None:
+            return as_text(cells.get(col[f]), file=file, record=where, field=col[f])
+
+        qid = text("question_id") or ""
+        q: dict[str, Any] = {"id": qid}
+        for f in QUESTION_FIELDS[1:]:
+            if f == "max_points":
+                x = as_number(cells.get(col[f]), file=file, record=where, field=col[f])
+                if x is not None:
+                    q[f] = x
+            elif (value := text(f)) is not None:
+                q[MODEL_FIELD.get(f, f)] = value
+        if qid in questions:  # later rows may leave question cells empty, but must not contradict
+            first_where, first = questions[qid]
+            for k, v in q.items():
+                if first.get(k) != v:
+                    raise InputError(f"question '{qid}' differs from its first row ({first_where})", file=str(file),
+                                     record=where, field=qrename[k])
+        else:
+            questions[qid] = (where, q)
+            built.append(build(Question, q, file=file, record=where, rename=qrename))
+        examinee = text("examinee")
+        scores: dict[str, float] = {}
+        if col[SCORES_FIELD] in index:
+            scores |= _grades(cells.get(col[SCORES_FIELD]), file=file, record=where, field=col[SCORES_FIELD])
+        for g, c in graders.items():
+            x = as_number(cells.get(c), file=file, record=where, field=c)
+            if x is not None:
+                scores[g] = x
+        a = {
+            "id": text("answer_id") or f"{qid}/{examinee or where.replace(' ', '')}",
+            "question_id": qid,
+            "examinee": examinee,
+            "text": text("answer") or "",
+            "human_scores": scores,
+        }
+        answers.append(build(Answer, a, file=file, record=where, rename=arename))
+    return item_set(built, answers, file)

@@ -1,0 +1,122 @@
+"""Where the engine sends the requests it did not find in the cache: an *executor*.
+
+The engine keeps everything that must stay exact in the driver (cache look-ups, leases, storing each
+reply the moment it arrives, parsing, retries, accounting); an executor only turns one request into one
+completion, somewhere:
+
+* :class:`LocalExecutor` (default): the judge's own ``complete`` in this process;
+* :class:`knockout.engine._ray.RayExecutor` (``--executor ray[://ADDRESS]``): Ray actors that each hold
+  a judge (an embedded GGUF per worker, or a client of an OpenAI-compatible endpoint per worker);
+* :class:`knockout.engine._batch.BatchExecutor`: chosen by a judge that talks to a provider's batch API
+  (``openai-batch``, ``anthropic-batch``): the requests of a wave become one batch job.
+
+An executor spec is ``local``, ``ray``, ``ray://HOST:PORT`` (Ray client) or ``ray:auto``, with options
+after ``?`` (``ray?workers=2&cpus=1``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
+
+from knockout.errors import ConfigError
+from knockout.judges._base import Completion, Judge, JudgeRequest
+from knockout.judges._options import parse_query
+
+if TYPE_CHECKING:
+    from knockout.engine._cache import Cache
+
+
+class Executor(ABC):
+    """Turns a request (with its cache key) into a completion; raises on a failed request."""
+
+    #: requests in flight the executor can take (None: the judge's default)
+    concurrency: int | None = None
+
+    @abstractmethod
+    async def complete(self, key: str, request: JudgeRequest) -> Completion:
+        """Send one request.  ``key`` is its cache key (a batch maps its results back by it)."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release workers, clients, jobs."""
+
+
+class LocalExecutor(Executor):
+    """The judge's own ``complete``, in this process."""
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+
+    async def complete(self, key: str, request: JudgeRequest) -> Completion:
+        return await self.judge.complete(request)
+
+
+def parse_executor(spec: str) -> tuple[str, str | None, dict[str, str]]:
+    """``local`` | ``ray`` | ``ray://HOST:PORT`` | ``ray:auto`` (options after ``?``) -> (kind, address,
+    options)."""
+    spec = spec.strip()
+    head, _, query = spec.partition("?")
+    options = parse_query(query, f"executor '{spec}'")
+    if head in ("", "local"):
+        if options:
+            raise ConfigError(f"executor 'local' takes no options (got {', '.join(options)})")
+        return "local", None, {}
+    if head == "ray":
+        address = None
+    elif head.startswith("ray://"):
+        address = head
+    elif head.startswith("ray:"):
+        address = head[4:] or None
+    else:
+        raise ConfigError(f"unknown executor '{spec}' (local, ray, ray://HOST:PORT or ray:ADDRESS)")
+    ray_options(options)  # checked here, before a run is started
+    return "ray", address, options
+
+
+#: the Ray executor's options: name -> smallest value
+RAY_OPTIONS = {"workers": 1, "cpus": 0, "gpus": 0, "per_worker": 1}
+
+
+def ray_options(options: dict[str, str]) -> dict[str, int]:
+    """The Ray executor's options as integers, or a ConfigError naming the option."""
+    unknown = sorted(set(options) - set(RAY_OPTIONS))
+    if unknown:
+        raise ConfigError(f"unknown executor option(s) {', '.join(unknown)} for ray "
+                          f"(accepted: {', '.join(RAY_OPTIONS)})")
+    out: dict[str, int] = {}
+    for name, raw in options.items():
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(f"executor option {name}={raw!r} must be an integer") from None
+        if value < RAY_OPTIONS[name]:
+            raise ConfigError(f"executor option {name} must be >= {RAY_OPTIONS[name]} (got {value})")
+        out[name] = value
+    return out
+
+
+def make_executor(spec: str | None, judge: Judge, cache: Cache, run_id: str | None) -> Executor:
+    """The executor for ``judge``: a batch judge's own batch executor, else the one ``spec`` names."""
+    batch = getattr(judge, "batch_api", None)
+    kind, address, options = parse_executor(spec or "local")
+    if batch is not None:
+        if kind != "local":
+            raise ConfigError(f"judge {judge.spec} submits batch jobs to its provider; it takes no executor "
+                              f"(got '{spec}')")
+        from knockout.engine._batch import BatchExecutor
+
+        return BatchExecutor(judge, cache, run_id)
+    if kind == "ray":
+        from knockout.engine._ray import RayExecutor
+
+        return RayExecutor(judge, address=address, options=options)
+    return LocalExecutor(judge)
+
+
+def judge_recipe(judge: Judge) -> tuple[type[Judge], str, dict[str, Any]]:
+    """What rebuilds ``judge`` elsewhere (a Ray worker): its class, model and options (secrets in clear)."""
+    from pydantic import SecretStr
+
+    opts = {k: (v.get_secret_value() if isinstance(v, SecretStr) else v)
+            for k, v in judge.options.model_dump().items() if k in judge.options.model_fields_set}
+    return type(judge), judge.model, opts

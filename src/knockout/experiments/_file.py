@@ -1,0 +1,198 @@
+"""Experiment files: one TOML file names the data, the judges, the prompt, the methods and the comparison.
+
+See docs/experiments.md for the format.  Every field is checked before anything runs; an error names the
+file, the table and the field (``InputError``, exit code 2).  Relative paths (``data.path``, ``store``) are
+taken from ``root``, itself relative to the experiment file's folder (default: that folder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from knockout.errors import InputError
+from knockout.jury._members import MemberSpec, member_from_table, read_toml
+
+Strict = ConfigDict(extra="forbid")
+
+
+class DataSpec(BaseModel):
+    model_config = Strict
+
+    path: str
+    #: grading: the loader (auto, jsonl, csv, saf, sciex, mqm, ...) and its options
+    format: str = "auto"
+    options: dict[str, Any] = Field(default_factory=dict)
+    #: grading: the first N questions, each with its first M answers; sbs and meta: the first N items
+    limit: int | None = Field(default=None, ge=1)
+    answers_per_question: int | None = Field(default=None, ge=1)
+    #: side-by-side sources
+    tie: Literal["C", "D"] = "C"
+    candidate: Literal["first", "second"] = "first"
+    #: meta-evaluation: the field with the human label
+    human: str = "label"
+
+
+class PromptSpec(BaseModel):
+    """Grading: the prompt options every method uses (a judge's ``prompt`` goes over ``prompt``)."""
+
+    model_config = Strict
+
+    prompt: str = "auto"
+    reference: bool = False
+    shots: int = Field(default=0, ge=0)
+    shot_source: str = "same-question"
+    seed: int = 0
+
+
+class MethodSpec(BaseModel):
+    model_config = Strict
+
+    name: str | None = None
+    method: str = "individual"
+    debias: bool = False
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    def label(self) -> str:
+        return self.name or (self.method + ("-d" if self.debias else ""))
+
+
+class SbsPromptSpec(BaseModel):
+    model_config = Strict
+
+    name: str | None = None
+    prompt: str = "I"
+    debate: str = "none"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    def label(self) -> str:
+        return self.name or (self.prompt + ("" if self.debate == "none" else f" +{self.debate}"))
+
+
+class SbsSpec(BaseModel):
+    model_config = Strict
+
+    window: int = Field(default=20, ge=1)
+    stride: int = Field(default=5, ge=1)
+
+
+class FrameworkSpec(BaseModel):
+    model_config = Strict
+
+    name: str | None = None
+    framework: str = "jdeval"
+    draws: int = Field(default=3, ge=1)
+    both_orders: bool = False
+    rounds: int = Field(default=5, ge=1)
+    max_criteria: int | None = None
+    truncate: int | None = None
+    k: float = 4.0
+    shuffles: int = Field(default=200, ge=1)
+    self_name: str | None = None
+    seed: int = 0
+
+    def label(self) -> str:
+        return self.name or self.framework
+
+
+class JurySpec(BaseModel):
+    """Grading and sbs: also run the judges as a jury (one jury per method, or per prompt)."""
+
+    model_config = Strict
+
+    aggregate: str | None = None
+    trim: int = Field(default=1, ge=0)
+    name: str = "jury"
+
+
+class CompareSpec(BaseModel):
+    model_config = Strict
+
+    #: grading: the method (by name) the others are tested against (default: the first)
+    baseline: str | None = None
+    by: list[str] = Field(default_factory=list)
+    resamples: int = Field(default=1000, ge=0)
+    seed: int = 0
+
+
+class Experiment(BaseModel):
+    model_config = Strict
+
+    title: str = ""
+    kind: Literal["grade", "sbs", "meta"] = "grade"
+    root: str = "."
+    store: str | None = None
+    data: DataSpec
+    params: dict[str, Any] = Field(default_factory=dict)
+    judges: list[dict[str, Any]] = Field(min_length=1)
+    prompt: PromptSpec = Field(default_factory=PromptSpec)
+    methods: list[MethodSpec] = Field(default_factory=list)
+    prompts: list[SbsPromptSpec] = Field(default_factory=list)
+    sbs: SbsSpec = Field(default_factory=SbsSpec)
+    frameworks: list[FrameworkSpec] = Field(default_factory=list)
+    jury: JurySpec | None = None
+    compare: CompareSpec = Field(default_factory=CompareSpec)
+    concurrency: int | None = Field(default=None, ge=1)
+    format_retries: int | None = Field(default=None, ge=0)
+
+
+class ExperimentFile:
+    """A checked experiment: the parsed file, its members and its resolved paths."""
+
+    def __init__(self, path: Path, exp: Experiment, members: list[MemberSpec]) -> None:
+        self.path = path
+        self.exp = exp
+        self.members = members
+        self.root = (path.parent / exp.root).resolve()
+
+    def resolve(self, p: str) -> Path:
+        q = Path(p).expanduser()
+        return q if q.is_absolute() else self.root / q
+
+    @property
+    def data_path(self) -> Path:
+        return self.resolve(self.exp.data.path)
+
+    def store_path(self, override: Path | None = None) -> Path:
+        if override is not None:
+            return override
+        if self.exp.store:
+            return self.resolve(self.exp.store)
+        return Path(f"{self.path.stem}.db")
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(x) for x in loc) or "(file)"
+
+
+def read_experiment(path: Path) -> ExperimentFile:
+    """Parse and check an experiment file (module doc)."""
+    file = str(path)
+    data = read_toml(path)
+    try:
+        exp = Experiment.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        raise InputError(msg, file=file, field=_field(err["loc"])) from None
+    members = [member_from_table(t, file=file, record=f"judges[{i}]") for i, t in enumerate(exp.judges)]
+    parts = {"grade": ("methods", exp.methods), "sbs": ("prompts", exp.prompts), "meta": ("frameworks", exp.frameworks)}
+    key, listed = parts[exp.kind]
+    if not listed:
+        raise InputError(f"a {exp.kind} experiment lists its {key} as [[{key}]] tables", file=file, field=key)
+    for other, (k, v) in parts.items():
+        if other != exp.kind and v:
+            raise InputError(f"[[{k}]] belongs to a {other} experiment (this one is kind = \"{exp.kind}\")",
+                             file=file, field=k)
+    labels = [x.label() for x in listed]  # type: ignore[attr-defined]
+    dup = next((n for i, n in enumerate(labels) if n in labels[:i]), None)
+    if dup is not None:
+        raise InputError(f"two {key} are named '{dup}' (give each a distinct name)", file=file, field=key)
+    if exp.compare.baseline is not None and exp.compare.baseline not in labels:
+        raise InputError(f"no {key} named '{exp.compare.baseline}' (names: {', '.join(labels)})", file=file,
+                         field="compare.baseline")
+    if exp.jury is not None and len(members) < 2:
+        raise InputError("a jury needs at least two judges", file=file, field="jury")
+    return ExperimentFile(path, exp, members)

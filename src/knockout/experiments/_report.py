@@ -1,0 +1,109 @@
+"""The comparison an experiment prints, computed from the store alone once its parts have run.
+
+* grading: the layout of Table 1 of the knockout paper — methods as rows, judges (and the jury) as columns,
+  question-level Pearson with its 95% cluster-bootstrap CI in each cell (and an exam-level table when the
+  items have examinees) — then, per judge, ``knockout compare`` of the methods against the baseline method
+  (paired bootstrap and Williams' test), with the ``compare.by`` tables;
+* side-by-side: ``knockout compare`` of every part (Titova et al.'s Tables 1 and 3-6 layout);
+* meta-evaluation: per framework and meta-judge, the judgements, the ranking's top, Kendall's tau with the
+  human ranking and the cost.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from knockout.experiments._file import ExperimentFile
+from knockout.experiments._run import Part
+from knockout.reports._report import Table, comparison_tables, num, transpose, with_ci
+
+
+def experiment_report(ef: ExperimentFile, parts: list[Part], store: Path) -> dict[str, Any]:
+    exp = ef.exp
+    cmp = exp.compare
+    head = {"experiment": exp.title or ef.path.stem, "file": str(ef.path), "kind": exp.kind, "store": str(store),
+            "parts": [{"row": p.row, "column": p.column, "run_id": p.run_id, "status": p.status} for p in parts]}
+    if exp.kind == "sbs":
+        from knockout.reports._runs import find_run
+        from knockout.reports._sbs_compare import build_sbs_comparison
+
+        refs = [(store, find_run(store, p.run_id)) for p in parts]
+        return {**head, "comparison": build_sbs_comparison(refs, resamples=cmp.resamples, seed=cmp.seed)}
+    if exp.kind == "meta":
+        return {**head, "meta": [{"row": p.row, "column": p.column, "run_id": p.run_id, **_meta_row(p.summary)}
+                                 for p in parts]}
+    from knockout.metrics._analysis import analyse
+    from knockout.reports._report import build_comparison
+    from knockout.reports._runs import load_run
+
+    rows = list(dict.fromkeys(p.row for p in parts))
+    cols = list(dict.fromkeys(p.column for p in parts))
+    loaded = {(p.row, p.column): load_run(store, p.run_id) for p in parts}
+    cells: dict[str, dict[str, Any]] = {r: {} for r in rows}
+    for (r, c), lr in loaded.items():
+        d = analyse(lr.items, lr.results, resamples=cmp.resamples, seed=cmp.seed).to_dict()
+        cells[r][c] = {"run_id": lr.run.id, "question_level": d["question_level"], "exam_level": d["exam_level"],
+                       "invalid": d["invalid"]}
+    baseline = cmp.baseline or rows[0]
+    order = [baseline, *(r for r in rows if r != baseline)]
+    comparisons = {}
+    if len(rows) > 1:
+        for c in cols:
+            comparisons[c] = build_comparison([loaded[(r, c)] for r in order], resamples=cmp.resamples, seed=cmp.seed,
+                                              by=cmp.by)
+    return {**head, "rows": rows, "columns": cols, "baseline": baseline, "cells": cells,
+            "comparisons": comparisons, "resamples": cmp.resamples}
+
+
+def _meta_row(s: dict[str, Any]) -> dict[str, Any]:
+    tau = s.get("kendall_tau") or {}
+    return {"framework": s.get("framework"), "judge": s.get("judge"), "judgements": s.get("judgements"),
+            "valid": s.get("valid"), "invalid": s.get("invalid"),
+            "ranking": [r["evaluator"] for r in s.get("ranking", [])],
+            "human_ranking": [r["evaluator"] for r in
+                              ((s.get("human") or {}).get("all_items") or {}).get("ranking", [])],
+            "kendall_tau": tau.get("tau"), "kendall_p": tau.get("p_value"),
+            "judge_calls": s.get("judge_calls"), "cache_hits": s.get("cache_hits"),
+            "tokens": int(s.get("prompt_tokens", 0)) + int(s.get("completion_tokens", 0))}
+
+
+def experiment_tables(rep: dict[str, Any]) -> list[Table]:
+    title = rep["experiment"]
+    if rep["kind"] == "sbs":
+        from knockout.reports._sbs_compare import sbs_comparison_tables
+
+        tables = sbs_comparison_tables(rep["comparison"])
+        tables[0].title = f"{title}: {tables[0].title}"
+        return tables
+    if rep["kind"] == "meta":
+        t = Table(f"{title}: meta-evaluation", ["framework", "meta-judge", "run", "judgements (invalid)",
+                                                "meta ranking", "human ranking", "Kendall tau (p)", "live calls"])
+        for m in rep["meta"]:
+            t.rows.append([m["row"], m["column"], m["run_id"], f"{m['judgements']} ({m['invalid']})",
+                           " > ".join(m["ranking"]), " > ".join(m["human_ranking"]) or "-",
+                           f"{num(m['kendall_tau'])} ({num(m['kendall_p'])})", num(m["judge_calls"])])
+        return [t]
+    cols = rep["columns"]
+    t = Table(f"{title}: Pearson with the human scores (question level) [95% CI]", ["method", *cols],
+              note=f"CIs: cluster bootstrap over questions, {rep['resamples']} resamples; the layout of Table 1 of "
+                   "the knockout paper (methods x judges)")
+    for r in rep["rows"]:
+        t.rows.append([r, *(with_ci(rep["cells"][r][c]["question_level"], "pearson") + _inv(rep["cells"][r][c])
+                            if c in rep["cells"][r] else "-" for c in cols)])
+    tables = [t]
+    if any(cell.get("exam_level") for row in rep["cells"].values() for cell in row.values()):
+        e = Table(f"{title}: Pearson of the exam totals [95% CI]", ["method", *cols])
+        for r in rep["rows"]:
+            e.rows.append([r, *(with_ci(rep["cells"][r][c].get("exam_level"), "pearson") if c in rep["cells"][r]
+                                else "-" for c in cols)])
+        tables.append(e)
+    for c, cmp in rep["comparisons"].items():
+        for i, x in enumerate(comparison_tables(cmp)):
+            x.title = f"{c}: {x.title}"
+            tables.append(transpose(x) if i < 2 and len(x.rows) <= 4 else x)  # few methods: metrics as rows
+    return tables
+
+
+def _inv(cell: dict[str, Any]) -> str:
+    return f" ({cell['invalid']} invalid)" if cell.get("invalid") else ""

@@ -1,0 +1,207 @@
+"""Length and position bias of a judge, measured against the humans on the same answers.
+
+**Length** (every grading run; the length of an answer is its number of whitespace-separated words):
+
+* ``partial_r``: the partial correlation of the judge's normalised score with the length, controlling for
+  the human's normalised score: Pearson between the residuals of judge ~ human and of length ~ human
+  (ordinary least squares with an intercept, numpy).  0: the judge rewards length no more than the humans'
+  grades explain; > 0: longer answers get more than their human grade predicts.
+* ``judge_length_r``, ``human_length_r``: the plain Pearson of each with the length, for context.
+* ``length_controlled_pearson``: Pearson with the human scores after regressing the length out of the
+  judge's score (judge ~ length by OLS; the residuals plus the judge's mean).  Against the report's plain
+  Pearson: a large drop means part of the agreement ran through length.  (It also removes whatever part
+  of the humans' judgement length carries, so it is a conservative figure.)
+* ``pairs``: every two answers to the same question with different lengths (scores normalised): the
+  share of the pairs the judge decides (different scores) that go to the longer answer, next to the same
+  share for the humans on the pairs they decide.
+
+**Pairwise methods** (from the run's stored matches; a match's grades are the mean of its valid games):
+``matches.longer_wins`` vs ``matches.longer_wins_human``: the same two shares on the matches played;
+**position**: ``first_win_rate`` = the share of the decided games (one order of a match, both grades
+readable, grades different) that the answer shown first wins, next to ``first_win_rate_human`` (of the
+valid games whose two answers the humans graded differently, the share whose first answer they graded
+higher: what an unbiased judge that agreed with them would give); ``first_minus_second``: the mean
+grade of the first-shown answer minus the second's (normalised), next to the humans'; **swap
+consistency** (debiased runs): of the matches whose two orders both gave readable grades, the share
+whose two orders name the same winner (or both a tie); ``first_wins_both`` the share where the answer
+shown first won in both orders (a winner decided by position alone).
+
+Intervals: 95% cluster bootstrap over questions (as every correlation of the report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from knockout.data._records import Answer, ItemSet
+from knockout.metrics._analysis import Aligned, ci_pair, finite_or_none, pearson_np
+from knockout.metrics._bootstrap import Interval, bootstrap
+from knockout.storage._store import MatchRow
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def _residuals(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """y minus its OLS fit on [1, x]."""
+    a = np.column_stack([np.ones(len(x)), x])
+    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    return np.asarray(y - a @ coef)
+
+
+def _length_stats(j: np.ndarray, h: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """[partial r (judge, length | human), length-controlled Pearson]."""
+    if len(j) < 4 or np.ptp(n) == 0:
+        return np.full(2, np.nan)
+    partial = pearson_np(_residuals(j, h), _residuals(n, h))
+    controlled = pearson_np(_residuals(j, n) + j.mean(), h)
+    return np.array([partial, controlled])
+
+
+def _share(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def _longer_share(pairs: Sequence[tuple[float, float, int, int]]) -> dict[str, Any]:
+    """Of (score_x, score_y, length_x, length_y) pairs with different lengths, the share of the decided
+    ones (different scores) the longer wins."""
+    won = [float((sx > sy) == (nx > ny)) for sx, sy, nx, ny in pairs if nx != ny and sx != sy]
+    return {"share": _share(won), "decided": len(won)}
+
+
+def length_analysis(al: Aligned, *, resamples: int, seed: int) -> dict[str, Any] | None:
+    """The length figures of the module doc over the aligned answers (judge valid, human present)."""
+    if len(al) < 4:
+        return None
+    n = np.array([words(r.answer.text) for r in al.rows], dtype=float)
+    j, h = al.judge_norm, al.human_norm
+    vals = _length_stats(j, h, n)
+    cis = bootstrap(lambda s: _length_stats(j[s], h[s], n[s]), al.question, resamples=resamples, seed=seed) \
+        if resamples else [Interval(None, None, 0)] * 2
+    by_q: dict[str, list[int]] = {}
+    for i, r in enumerate(al.rows):
+        by_q.setdefault(r.question.id, []).append(i)
+    judge_pairs, human_pairs = [], []
+    for idx in by_q.values():
+        for x in range(len(idx)):
+            for y in range(x + 1, len(idx)):
+                a, b = idx[x], idx[y]
+                judge_pairs.append((j[a], j[b], int(n[a]), int(n[b])))
+                human_pairs.append((h[a], h[b], int(n[a]), int(n[b])))
+    jp, hp = _longer_share(judge_pairs), _longer_share(human_pairs)
+    return {
+        "n": len(al), "unit": "words",
+        "mean_words": float(n.mean()),
+        "partial_r": finite_or_none(vals[0]), "partial_r_ci": ci_pair(cis[0]),
+        "judge_length_r": finite_or_none(pearson_np(j, n)),
+        "human_length_r": finite_or_none(pearson_np(h, n)),
+        "length_controlled_pearson": finite_or_none(vals[1]), "length_controlled_pearson_ci": ci_pair(cis[1]),
+        "pearson": finite_or_none(pearson_np(j, h)),
+        "pairs": {"longer_wins": jp["share"], "decided": jp["decided"], "longer_wins_human": hp["share"],
+                  "decided_human": hp["decided"]},
+    }
+
+
+def _game_scores(game: dict[str, Any]) -> tuple[float, float] | None:
+    s = game.get("scores")
+    if not isinstance(s, list | tuple) or len(s) != 2 or s[0] is None or s[1] is None:
+        return None
+    return float(s[0]), float(s[1])
+
+
+def match_bias(items: ItemSet, matches: Sequence[MatchRow]) -> dict[str, Any] | None:
+    """Position and length figures of a pairwise run's matches (module doc); None without matches."""
+    if not matches:
+        return None
+    ids = {a.id for a in items}
+
+    def ans(aid: str) -> Answer | None:
+        return items.answer(aid) if aid in ids else None
+
+    first_wins: list[float] = []
+    first_wins_h: list[float] = []
+    diff: list[float] = []
+    diff_h: list[float] = []
+    games = ties = 0
+    consistent: list[float] = []
+    first_both: list[float] = []
+    longer: list[tuple[float, float, int, int]] = []
+    longer_h: list[tuple[float, float, int, int]] = []
+    for m in matches:
+        got: dict[str, list[float]] = {m.a: [], m.b: []}
+        winners: list[int] = []  # per valid game: +1 a won, -1 b won, 0 tie
+        firsts: list[bool] = []  # per valid decided game: did the first-shown win
+        for g in m.games:
+            sc = _game_scores(g)
+            first, second = str(g.get("first")), str(g.get("second"))
+            if sc is None or first not in got or second not in got:
+                continue
+            games += 1
+            s1, s2 = sc
+            got[first].append(s1)
+            got[second].append(s2)
+            a1, a2 = ans(first), ans(second)
+            mp = items.question_of(a1).max_points if a1 is not None else 1.0
+            diff.append((s1 - s2) / mp)
+            if a1 is not None and a2 is not None and a1.human_score is not None and a2.human_score is not None:
+                diff_h.append((a1.human_score - a2.human_score) / mp)
+                if a1.human_score != a2.human_score:
+                    first_wins_h.append(float(a1.human_score > a2.human_score))
+            if s1 == s2:
+                ties += 1
+            else:
+                first_wins.append(float(s1 > s2))
+                firsts.append(s1 > s2)
+            sa = s1 if first == m.a else s2
+            sb = s2 if first == m.a else s1
+            winners.append(int(np.sign(sa - sb)))
+        if len(m.games) == 2 and len(winners) == 2:
+            consistent.append(float(winners[0] == winners[1]))
+            first_both.append(float(len(firsts) == 2 and all(firsts)))
+        aa, ab = ans(m.a), ans(m.b)
+        if got[m.a] and got[m.b] and aa is not None and ab is not None:
+            na, nb = words(aa.text), words(ab.text)
+            longer.append((float(np.mean(got[m.a])), float(np.mean(got[m.b])), na, nb))
+            if aa.human_score is not None and ab.human_score is not None:
+                longer_h.append((aa.human_score, ab.human_score, na, nb))
+    lj, lh = _longer_share(longer), _longer_share(longer_h)
+    return {
+        "matches": len(matches), "games": games, "ties": ties,
+        "first_win_rate": _share(first_wins), "decided_games": len(first_wins),
+        "first_win_rate_human": _share(first_wins_h),
+        "first_minus_second": _share(diff), "first_minus_second_human": _share(diff_h),
+        "swap_consistency": _share(consistent), "debiased_matches": len(consistent),
+        "first_wins_both": _share(first_both),
+        "longer_wins": lj["share"], "decided_matches": lj["decided"],
+        "longer_wins_human": lh["share"], "decided_matches_human": lh["decided"],
+    }
+
+
+def sbs_length(items: ItemSet, swap0: Sequence[str], swap1: Sequence[str], humans: Sequence[str | None],
+               ids: Sequence[str]) -> dict[str, Any] | None:
+    """Side-by-side: the share of the judge's A/B verdicts (both orders) that prefer the longer of the two
+    answers, next to the humans' share on their A/B verdicts (items whose answers differ in length)."""
+    by_id = {a.id: a for a in items}
+    judge: list[float] = []
+    human: list[float] = []
+    for item, v0, v1, h in zip(ids, swap0, swap1, humans, strict=True):
+        c, b = by_id.get(f"{item}/candidate"), by_id.get(f"{item}/baseline")
+        if c is None or b is None:
+            continue
+        nc, nb = words(c.text), words(b.text)
+        if nc == nb:
+            continue
+        cand_longer = nc > nb
+        for v in (v0, v1):
+            if v in ("A", "B"):
+                judge.append(float((v == "A") == cand_longer))
+        if h in ("A", "B"):
+            human.append(float((h == "A") == cand_longer))
+    if not judge and not human:
+        return None
+    return {"unit": "words", "longer_preferred": _share(judge), "verdicts": len(judge),
+            "longer_preferred_human": _share(human), "human_verdicts": len(human)}
