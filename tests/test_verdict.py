@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
 
 import pytest
 
 import knockout
 from knockout._verdict import META_SPELLING, Verdict
+from knockout.annotations import SHOWN, VERDICT_LABELS, Assignments, PairAnnotations
+from knockout.data._records import PairItem
+from knockout.storage._migrations import applied, version
+from knockout.storage._store import Store
 
 
 def test_exported_and_values_are_the_stored_strings() -> None:
@@ -57,3 +63,47 @@ def test_parse_rejects(bad: object) -> None:
 
 def test_meta_spelling_round_trips() -> None:
     assert all(Verdict.parse(s) is v for v, s in META_SPELLING.items())
+
+
+# -- the annotations' verdicts: stored as the enum's values, old spellings migrated by schema step 12 ----
+def _old_store(path: Path) -> None:
+    """A store whose pair verdicts were written by knockout before step 12 (both_good / both_bad)."""
+    Store(path).close()
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("DELETE FROM schema_migrations WHERE version = 12")
+        db.execute("PRAGMA user_version = 11")
+        for pair, shown, swapped, verdict in (("p1", "both_good", 0, "both_good"), ("p2", "both_bad", 1, "both_bad"),
+                                              ("p3", "left", 1, "B")):
+            db.execute("INSERT INTO pair_verdicts (pairset, pair_id, annotator, shown, swapped, verdict, comment, "
+                       "version, created, updated) VALUES ('s', ?, 'ann', ?, ?, ?, '', 1, 0, 0)",
+                       (pair, shown, swapped, verdict))
+    db.close()
+
+
+def test_migration_12_rewrites_old_pair_verdicts(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _old_store(path)
+    with Store(path) as store:
+        assert 12 in applied(store.db) and version(store.db) >= 12
+        got = {v["pair_id"]: v["verdict"] for v in PairAnnotations(store).verdicts("s")}
+    assert got == {"p1": Verdict.C, "p2": Verdict.D, "p3": Verdict.B}
+    assert all(type(v) is Verdict for v in got.values())
+    raw = sqlite3.connect(path).execute("SELECT verdict FROM pair_verdicts ORDER BY pair_id").fetchall()
+    assert raw == [("C",), ("D",), ("B",)]
+
+
+def test_pair_annotation_produces_members(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.db") as store:
+        ann = PairAnnotations(store)
+        ann.import_pairs([PairItem(id=f"p{i}", question="q", answer_a="a", answer_b="b") for i in range(4)], "s",
+                         overlap=1)
+        Assignments(store).assign("u", "pairset", "s")
+        want = {}
+        for view, choice in zip(ann.queue("s", "u"), SHOWN, strict=True):
+            ann.save_verdict(view, "s", "u", choice, base_version=0)
+            want[view.pair.id] = SHOWN[choice].swap() if view.swapped else SHOWN[choice]
+        got = {v["pair_id"]: v["verdict"] for v in ann.verdicts("s")}
+    assert got == want and {Verdict.C, Verdict.D} <= set(got.values())
+    assert all(type(v) is Verdict for v in got.values())
+    assert VERDICT_LABELS[Verdict.C] == "both good"
