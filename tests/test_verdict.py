@@ -12,6 +12,8 @@ import knockout
 from knockout._verdict import META_SPELLING, Verdict
 from knockout.annotations import SHOWN, VERDICT_LABELS, Assignments, PairAnnotations
 from knockout.data._records import PairItem
+from knockout.meta._parsers import parse_better, parse_debate
+from knockout.meta._verdicts import load_verdicts
 from knockout.storage._migrations import applied, version
 from knockout.storage._store import Store
 
@@ -107,3 +109,30 @@ def test_pair_annotation_produces_members(tmp_path: Path) -> None:
     assert got == want and {Verdict.C, Verdict.D} <= set(got.values())
     assert all(type(v) is Verdict for v in got.values())
     assert VERDICT_LABELS[Verdict.C] == "both good"
+
+
+# -- meta-evaluation: verdicts read as members, the verdict set's identity unchanged ----------------------
+def _verdict_files(folder: Path) -> None:
+    labels = ["1", "2", "0", "1", "2"]
+    for evaluator, winners in {"judgeA": ["1", "2", "0", "", "AnswerA"], "judgeB": ["2", "2", "tie", "1", "b"]}.items():
+        with (folder / f"merged_eval_results_{evaluator}_pairwise.jsonl").open("w") as f:
+            for i, w in enumerate(winners):
+                f.write(json.dumps({"question": f"q{i}", "answer1": "x", "answer2": "y", "winner": w,
+                                    "explanation": "e", "label": labels[i]}) + "\n")
+
+
+def test_meta_verdicts_are_members_and_the_fingerprint_is_unchanged(tmp_path: Path) -> None:
+    _verdict_files(tmp_path)
+    vs = load_verdicts(tmp_path)
+    assert [i.human for i in vs.items] == [Verdict.A, Verdict.B, Verdict.TIE, Verdict.A, Verdict.B]
+    assert [i.assessments["judgeA"].verdict for i in vs.items] == [Verdict.A, Verdict.B, Verdict.TIE, None, Verdict.A]
+    assert all(type(i.human) is Verdict for i in vs.items)
+    # the value written by knockout before Verdict (it is part of meta run ids)
+    assert vs.fingerprint() == "ee57f2a86fef04bb"
+
+
+def test_meta_judge_parsers_give_members() -> None:
+    reply = "<Better_answer>AnswerB</Better_answer><Better_assistant>equally good</Better_assistant>"
+    value = parse_better(reply).value
+    assert value == {"winner": Verdict.TIE, "answer": Verdict.B} and type(value["winner"]) is Verdict
+    assert parse_debate("<Better_assistant>Assistant1</Better_assistant>").value["winner"] is Verdict.A

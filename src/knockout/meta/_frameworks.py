@@ -27,6 +27,7 @@ from itertools import combinations
 from typing import Any
 
 from knockout._registry import Registry
+from knockout._verdict import Verdict
 from knockout.engine import Engine, Outcome, Subject, Task
 from knockout.errors import ConfigError
 from knockout.judges._base import Message
@@ -157,7 +158,9 @@ def meta_oracle(vs: VerdictSet) -> Callable[[Subject], dict[str, Any]]:
 
 
 def _score(value: str | None) -> float | None:
-    return {"1": 1.0, "2": 0.0, "0": 0.5}.get(value or "")
+    """The first assessment's result from the meta-judge's winner (A 1, B 0, TIE 0.5; older stored
+    replies' ``1``/``2``/``0`` read the same)."""
+    return Verdict.parse(value).score_first() if value else None
 
 
 class Framework:
