@@ -12,8 +12,14 @@ import knockout
 from knockout._verdict import META_SPELLING, Verdict
 from knockout.annotations import SHOWN, VERDICT_LABELS, Assignments, PairAnnotations
 from knockout.data._records import PairItem
+from knockout.engine import Outcome
+from knockout.jury._aggregate import majority, table8
 from knockout.meta._parsers import parse_better, parse_debate
 from knockout.meta._verdicts import load_verdicts
+from knockout.methods._match import Game, Match
+from knockout.sbs._data import SbsItem
+from knockout.sbs._ensemble import ensemble
+from knockout.sbs._verdicts import parse_sbs, to_candidate
 from knockout.storage._migrations import applied, version
 from knockout.storage._store import Store
 
@@ -136,3 +142,32 @@ def test_meta_judge_parsers_give_members() -> None:
     value = parse_better(reply).value
     assert value == {"winner": Verdict.TIE, "answer": Verdict.B} and type(value["winner"]) is Verdict
     assert parse_debate("<Better_assistant>Assistant1</Better_assistant>").value["winner"] is Verdict.A
+
+
+# -- pairwise matches, side-by-side and jury producers ----------------------------------------------------
+def _game(first: str, second: str, scores: tuple[float, float] | None) -> Game:
+    return Game(first, second, Outcome(scores, scores is not None, []))
+
+
+def test_match_verdicts() -> None:
+    assert _game("a", "b", (4.0, 2.0)).verdict is Verdict.A and _game("a", "b", None).verdict is Verdict.E
+    # debiased: b shown first in the second game; a's mean 3.5 against b's 3.0
+    m = Match("a", "b", [_game("a", "b", (4.0, 2.0)), _game("b", "a", (4.0, 3.0))], step=1)
+    assert m.verdict is Verdict.A and m.result_for("a") == 1.0 and m.result_for("b") == 0.0
+    tie = Match("a", "b", [_game("a", "b", (3.0, 3.0))], step=1)
+    assert tie.verdict is Verdict.TIE and tie.result_for("b") == 0.5
+    bad = Match("a", "b", [_game("a", "b", None)], step=1)
+    assert bad.verdict is Verdict.E and bad.result_for("a") is None
+
+
+def test_sbs_and_jury_producers_give_members() -> None:
+    assert type(parse_sbs("Final verdict: [[c]]").value) is Verdict
+    assert parse_sbs("answer: b").value is Verdict.B  # a lower-case label is read as its class
+    assert to_candidate("A", 1) is Verdict.B and to_candidate(Verdict.C, 1) is Verdict.C
+    assert ensemble(["A", "B", "C"]) is Verdict.C and ensemble(["A", "A"]) is Verdict.A
+    assert majority(["A", "A", "E"]) is Verdict.A and majority(["A", "B"]) is None
+    assert table8(["B", "C", "C", "E"]) is Verdict.B  # Table 8: B C C -> B
+    item = SbsItem(id="1", question="q", candidate="c", baseline="b", human_verdicts={"x": "A", "y": "A", "z": "D"})
+    assert item.human is Verdict.A and all(type(v) is Verdict for v in item.human_verdicts.values())
+    with pytest.raises(ValueError, match="must be A, B, C or D"):
+        SbsItem(id="1", question="q", candidate="c", baseline="b", human_verdicts={"x": "E"})
