@@ -196,7 +196,7 @@ def order_rows(store: Store, run: RunRecord, items: ItemSet) -> list[dict[str, A
                 "prompt": d.get("prompt"), "debate": d.get("debate"),
                 "verdict": verdict, "display": (d.get("display") or {}).get(key), "human": human,
                 "agrees_with_human": None if human is None or verdict is None else verdict == human,
-                "valid": bool(call.get("valid", verdict not in (None, "E"))), "error": call.get("error"),
+                "valid": bool(call.get("valid", verdict not in (None, Verdict.E))), "error": call.get("error"),
                 "question_chars": len(q.text) if q else None,
                 "candidate_chars": len(texts["candidate"].text) if "candidate" in texts else None,
                 "baseline_chars": len(texts["baseline"].text) if "baseline" in texts else None,
