@@ -36,6 +36,9 @@ VERDICT_LABELS = {v: v.label for v in VERDICTS}
 #: What the annotator clicks (by screen position) -> verdict as shown (left = the answer shown first);
 #: :func:`verdict_from_shown` swaps it back when B was shown on the left.
 SHOWN = {"left": Verdict.A, "right": Verdict.B, "both_good": Verdict.C, "both_bad": Verdict.D}
+#: The buttons' words, by choice.
+CHOICE_LABELS = {"left": "Left is better", "right": "Right is better",
+                 "both_good": Verdict.C.label.capitalize(), "both_bad": Verdict.D.label.capitalize()}
 DEFAULT_OVERLAP = 3
 #: The largest overlap (annotators per pair) a pair set may ask for.
 MAX_OVERLAP = 1000
