@@ -224,7 +224,7 @@ class _Debate:
     draw: Draw
     turns: list[dict[str, Any]] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
-    winner: str | None = None
+    winner: Verdict | None = None
     done: bool = False
     error: str | None = None
 
@@ -292,7 +292,7 @@ class MDEval(Framework):
                 if not o.valid:
                     deb.done, deb.error = True, o.error
                 elif o.value["winner"] is not None:
-                    deb.done, deb.winner = True, o.value["winner"]
+                    deb.done, deb.winner = True, Verdict.parse(o.value["winner"])
                 else:
                     deb.turns.append({"round": rnd + 1, "speaker": "Judge", "text": o.value["question"]})
         return [self._judgement(deb) for deb in debates]
