@@ -57,7 +57,7 @@ def test_load_folder_names_alignment_and_missing_verdicts(tmp_path: Path) -> Non
     vs = load_verdicts(write_verdicts(tmp_path / "v"))
     assert vs.kind == "pairwise" and vs.evaluators == ["fair", "good", "poor"] and len(vs.items) == 6
     item = vs.items[2]
-    assert item.human == "1" and item.assessments["poor"].verdict is None and item.meta["question_id"] == "1"
+    assert item.human == "A" and item.assessments["poor"].verdict is None and item.meta["question_id"] == "1"
     base = an.baseline(vs)
     assert base["good"]["accuracy"] == 1.0
     assert base["fair"]["accuracy"] == pytest.approx(4 / 6)
@@ -110,15 +110,15 @@ def test_parsers_are_registered_and_strict() -> None:
     for name in ("meta-better", "meta-debate", "meta-score", "meta-criteria", "meta-argument"):
         assert name in parsers
     ok = "<Better_answer>\nAnswerB\n</Better_answer>\n<Better_assistant>\nAssistant2\n</Better_assistant>"
-    assert parse_better(ok).value == {"winner": "2", "answer": "2"}
-    assert parse_better("**Better_assistant:** equally good").value == {"winner": "0", "answer": None}
-    assert parse_better("<Better_assistant>Assistant1").value["winner"] == "1"  # cut by the token limit
+    assert parse_better(ok).value == {"winner": "B", "answer": "B"}
+    assert parse_better("**Better_assistant:** equally good").value == {"winner": "TIE", "answer": None}
+    assert parse_better("<Better_assistant>Assistant1").value["winner"] == "A"  # cut by the token limit
     echo = "<Better_assistant>\n(your final judgement for which assistant is better:choose Assistant1 or " \
            "Assistant2 or equally good)\n</Better_assistant>"
     assert not parse_better(echo).ok
     assert not parse_better("Assistant1 is better").ok
     assert parse_debate("<Question>Why B?</Question>").value == {"winner": None, "question": "Why B?"}
-    assert parse_debate("<Better_assistant>Assistant1</Better_assistant>").value["winner"] == "1"
+    assert parse_debate("<Better_assistant>Assistant1</Better_assistant>").value["winner"] == "A"
     assert not parse_debate("I need to think").ok
     s = parse_score("<Score_for_story>2</Score_for_story><Score_for_Assistant>4</Score_for_Assistant>", 5)
     assert s.value == {"score": 4.0, "own": 2.0}

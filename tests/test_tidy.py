@@ -72,7 +72,7 @@ def test_matches_table(store_path: tuple[Path, dict[str, str]]) -> None:
     m = results_df(db, ids["knockout"], table="matches")
     assert len(m) == 4 * 5  # N - 1 matches per question
     assert (m["orders"] == 2).all() and m[["score_a_ab", "score_a_ba", "score_b_ab", "score_b_ba"]].notna().all().all()
-    assert set(m["winner"]) <= {"a", "b", "tie"} and "agrees_with_human" in m and "longer_won" in m
+    assert set(m["winner"]) <= {"A", "B", "TIE"} and "agrees_with_human" in m and "longer_won" in m
     with pytest.raises(ConfigError, match="orders"):
         results_df(db, ids["knockout"], table="orders")
 

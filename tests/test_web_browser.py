@@ -198,7 +198,7 @@ def test_annotator_completes_five_items_and_agreement_updates(server: tuple[str,
         got = {v["pair_id"]: v["verdict"] for v in ann.verdicts("sbs") if v["annotator"] == "alice"}
     finally:
         store.close()
-    expected = {p: "A" if p in {"p0", "p1", "p2"} else "both_bad" for p in got}
+    expected = {p: "A" if p in {"p0", "p1", "p2"} else "D" for p in got}
     assert len(got) == 5 and got == expected
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from knockout import Verdict
 from knockout.annotations import (
+    SHOWN,
     Assignments,
     ExamGrades,
     PairAnnotations,
@@ -146,7 +148,9 @@ def test_verdict_mapping() -> None:
     assert verdict_from_shown("left", False) == "A"
     assert verdict_from_shown("left", True) == "B"
     assert verdict_from_shown("right", True) == "A"
-    assert verdict_from_shown("both_bad", True) == "both_bad"
+    assert verdict_from_shown("both_bad", True) is Verdict.D
+    assert verdict_from_shown("both_good", False) is Verdict.C
+    assert all(isinstance(verdict_from_shown(s, w), Verdict) for s in SHOWN for w in (False, True))
     with pytest.raises(InputError):
         verdict_from_shown("A", False)
 
@@ -173,6 +177,8 @@ def test_allocation_overlap_and_stored_order(store: Store) -> None:
     ann.save_verdict(view, "s", "u1", "left", base_version=0)
     v = ann.verdict("s", view.pair.id, "u1")
     assert v is not None and v["verdict"] == ("B" if view.swapped else "A") and v["swapped"] == int(view.swapped)
+    ann.save_verdict(view, "s", "u1", "both_good", base_version=1)
+    assert ann.verdict("s", view.pair.id, "u1")["verdict"] == Verdict.C  # type: ignore[index]
     with pytest.raises(StaleWrite):
         ann.save_verdict(view, "s", "u1", "right", base_version=0)
     ann.set_overlap("s", 4)

@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "from_dataframe": "knockout.data._loaders",
     "from_dataset": "knockout.data._loaders",
     "write_jsonl": "knockout.data._writer",
+    "Verdict": "knockout._verdict",
     # errors
     "ConfigError": "knockout.errors",
     "InputError": "knockout.errors",
@@ -113,6 +114,7 @@ __all__ = [
     "SolveConfig",
     "SolveRun",
     "Store",
+    "Verdict",
     "__version__",
     "analyse",
     "build_comparison",
@@ -149,6 +151,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
+    from knockout._verdict import Verdict
     from knockout.data._loaders import from_dataframe, from_dataset, load_items
     from knockout.data._records import Answer, ItemSet, PairItem, Question
     from knockout.data._writer import write_jsonl

@@ -36,6 +36,7 @@ from knockout.annotations._export import (
 )
 from knockout.annotations._files import ImageFiles, ImportedImages, files_dir
 from knockout.annotations._pairs import (
+    CHOICE_LABELS,
     DEFAULT_OVERLAP,
     MAX_OVERLAP,
     SHOWN,
@@ -48,6 +49,7 @@ from knockout.annotations._pairs import (
 )
 
 __all__ = [
+    "CHOICE_LABELS",
     "DEFAULT_OVERLAP",
     "DIFFICULTIES",
     "EXPORTS",

@@ -7,8 +7,10 @@ Tables (schema in :mod:`knockout.storage._migrations`)
 ``pair_views``     per annotator and pair: the position in that annotator's queue and whether the answers
                    were shown swapped (B on the left), drawn with a seed per annotator.
 ``pair_verdicts``  one row per (pair, annotator): the class chosen as shown (left / right / both_good /
-                   both_bad), the swap flag and the verdict mapped back to the pair (A / B / ...);
-                   versioned like the grades.
+                   both_bad: the buttons, by screen position), the swap flag and the verdict mapped back
+                   to the pair, a :class:`knockout.Verdict` (A, B, C = both good, D = both bad; stores
+                   written before schema step 12 held ``both_good`` / ``both_bad``, which step 12
+                   rewrote); versioned like the grades.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from knockout._verdict import Verdict
 from knockout.annotations._assignments import Assignments
 from knockout.annotations._common import rows, versioned_write
 from knockout.data._records import PairItem
@@ -27,11 +30,15 @@ from knockout.errors import ConfigError, InputError
 from knockout.metrics._kappa import rater_agreement
 from knockout.storage._store import Store
 
-#: The four side-by-side classes (A = ``answer_a`` better, B = ``answer_b`` better).
-VERDICTS = ("A", "B", "both_good", "both_bad")
-VERDICT_LABELS = {"A": "A better", "B": "B better", "both_good": "both good", "both_bad": "both bad"}
-#: What the annotator clicks (by screen position) -> verdict when not swapped / swapped.
-SHOWN = {"left": ("A", "B"), "right": ("B", "A"), "both_good": ("both_good",) * 2, "both_bad": ("both_bad",) * 2}
+#: The four side-by-side classes (A = ``answer_a`` better, B = ``answer_b`` better, C both good, D both bad).
+VERDICTS = (Verdict.A, Verdict.B, Verdict.C, Verdict.D)
+VERDICT_LABELS = {v: v.label for v in VERDICTS}
+#: What the annotator clicks (by screen position) -> verdict as shown (left = the answer shown first);
+#: :func:`verdict_from_shown` swaps it back when B was shown on the left.
+SHOWN = {"left": Verdict.A, "right": Verdict.B, "both_good": Verdict.C, "both_bad": Verdict.D}
+#: The buttons' words, by choice.
+CHOICE_LABELS = {"left": "Left is better", "right": "Right is better",
+                 "both_good": Verdict.C.label.capitalize(), "both_bad": Verdict.D.label.capitalize()}
 DEFAULT_OVERLAP = 3
 #: The largest overlap (annotators per pair) a pair set may ask for.
 MAX_OVERLAP = 1000
@@ -52,11 +59,11 @@ class PairView:
         return self.pair.answer_a if self.swapped else self.pair.answer_b
 
 
-def verdict_from_shown(shown: str, swapped: bool) -> str:
+def verdict_from_shown(shown: str, swapped: bool) -> Verdict:
     """Map the class chosen on screen back to the pair: ``left`` with B shown on the left is ``B``."""
     if shown not in SHOWN:
         raise InputError(f"unknown choice '{shown[:40]}' (known: {', '.join(SHOWN)})", field="choice")
-    return SHOWN[shown][int(swapped)]
+    return SHOWN[shown].swap() if swapped else SHOWN[shown]
 
 
 def check_overlap(overlap: int) -> int:
@@ -192,7 +199,10 @@ class PairAnnotations:
             if value is not None:
                 sql += f" AND {column} = ?"
                 args.append(value)
-        return rows(self.db.execute(sql + " ORDER BY pairset, pair_id, annotator", args))
+        found = rows(self.db.execute(sql + " ORDER BY pairset, pair_id, annotator", args))
+        for r in found:
+            r["verdict"] = Verdict(r["verdict"])
+        return found
 
     def agreement(self, pairset: str) -> dict[str, Any]:
         """Cohen's kappa for every annotator pair (on the pairs both judged) and Fleiss' kappa over the pairs

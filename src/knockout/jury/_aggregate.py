@@ -17,10 +17,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from knockout._registry import Registry
+from knockout._verdict import Verdict
 from knockout.errors import ConfigError
 
 ScoreAggregate = Callable[[Sequence[float], int], float]
-VerdictAggregate = Callable[[Sequence[str]], str | None]
+VerdictAggregate = Callable[[Sequence[str]], Verdict | None]
 
 
 def mean(scores: Sequence[float], trim: int = 0) -> float:
@@ -39,20 +40,25 @@ def trimmed(scores: Sequence[float], trim: int = 1) -> float:
     return float(np.mean(s))
 
 
-def majority(verdicts: Sequence[str]) -> str | None:
+def _valid(verdicts: Sequence[str]) -> list[Verdict]:
+    """The side-by-side classes A-D among ``verdicts`` (E and anything else left out)."""
+    return [Verdict(v) for v in verdicts if v in (Verdict.A, Verdict.B, Verdict.C, Verdict.D)]
+
+
+def majority(verdicts: Sequence[str]) -> Verdict | None:
     """The verdict of a strict majority of the valid verdicts (A-D), else None."""
-    valid = [v for v in verdicts if v in ("A", "B", "C", "D")]
+    valid = _valid(verdicts)
     if not valid:
         return None
     top, n = Counter(valid).most_common(1)[0]
     return top if 2 * n > len(valid) else None
 
 
-def table8(verdicts: Sequence[str]) -> str | None:
+def table8(verdicts: Sequence[str]) -> Verdict | None:
     """Titova et al.'s Table 8 for three valid verdicts; the strict majority otherwise."""
     from knockout.sbs._ensemble import ensemble
 
-    valid = [v for v in verdicts if v in ("A", "B", "C", "D")]
+    valid = _valid(verdicts)
     return ensemble(valid) if valid else None
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from knockout._verdict import Verdict
 from knockout.data._records import ItemSet
 from knockout.engine import Done, Event, Observer, Planned
 from knockout.errors import ConfigError
@@ -49,10 +50,10 @@ class JurySbsDetails(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    verdicts: dict[str, str]
-    human: str | None
-    human_verdicts: dict[str, str]
-    members: dict[str, dict[str, str]]
+    verdicts: dict[str, Verdict]
+    human: Verdict | None
+    human_verdicts: dict[str, Verdict]
+    members: dict[str, dict[str, Verdict]]
     error: str | None = None
 
 
@@ -284,8 +285,8 @@ class JuryRun(Run[JuryReport]):
         agg = verdict_aggregates.get(self.aggregate)
         first = report.member_reports[0]
         rows: list[ResultRow] = []
-        orders: dict[str, list[str]] = {"swap0": [], "swap1": []}
-        humans: list[str | None] = []
+        orders: dict[str, list[Verdict]] = {"swap0": [], "swap1": []}
+        humans: list[Verdict | None] = []
         for i, iv in enumerate(first.items):
             members = {label: {f"swap{s}": rep.items[i].verdict(s) for s in (0, 1)}
                        for label, rep in zip(self.labels, report.member_reports, strict=True)}

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from knockout._verdict import Verdict
 from knockout.meta._frameworks import Judgement
 from knockout.meta._verdicts import VerdictSet
 from knockout.metrics._agreement import pearson
@@ -164,6 +165,6 @@ def meta_answer_accuracy(judgements: Sequence[Judgement], vs: VerdictSet) -> dic
     """The meta-judge's own choice of the better answer (its <Better_answer>) against the human label
     (the study's "post accuracy", Table 3)."""
     human = {i.id: i.human for i in vs.items}
-    pairs = [(j.details.get("answer"), human.get(j.item)) for j in judgements if j.valid]
-    pairs = [(a, h) for a, h in pairs if a is not None and h is not None]
+    pairs = [(Verdict.parse(a), h) for j in judgements if j.valid
+             if (a := j.details.get("answer")) is not None and (h := human.get(j.item)) is not None]
     return {"accuracy": sum(a == h for a, h in pairs) / len(pairs) if pairs else None, "n": len(pairs)}

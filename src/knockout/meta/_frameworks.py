@@ -27,6 +27,7 @@ from itertools import combinations
 from typing import Any
 
 from knockout._registry import Registry
+from knockout._verdict import Verdict
 from knockout.engine import Engine, Outcome, Subject, Task
 from knockout.errors import ConfigError
 from knockout.judges._base import Message
@@ -157,7 +158,9 @@ def meta_oracle(vs: VerdictSet) -> Callable[[Subject], dict[str, Any]]:
 
 
 def _score(value: str | None) -> float | None:
-    return {"1": 1.0, "2": 0.0, "0": 0.5}.get(value or "")
+    """The first assessment's result from the meta-judge's winner (A 1, B 0, TIE 0.5; older stored
+    replies' ``1``/``2``/``0`` read the same)."""
+    return Verdict.parse(value).score_first() if value else None
 
 
 class Framework:
@@ -221,7 +224,7 @@ class _Debate:
     draw: Draw
     turns: list[dict[str, Any]] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
-    winner: str | None = None
+    winner: Verdict | None = None
     done: bool = False
     error: str | None = None
 
@@ -289,7 +292,7 @@ class MDEval(Framework):
                 if not o.valid:
                     deb.done, deb.error = True, o.error
                 elif o.value["winner"] is not None:
-                    deb.done, deb.winner = True, o.value["winner"]
+                    deb.done, deb.winner = True, Verdict.parse(o.value["winner"])
                 else:
                     deb.turns.append({"round": rnd + 1, "speaker": "Judge", "text": o.value["question"]})
         return [self._judgement(deb) for deb in debates]

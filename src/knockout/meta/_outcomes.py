@@ -3,9 +3,9 @@
 A row names two players and the winner.  Player fields: ``evaluator_1``/``evaluator_2`` (or
 ``model_a``/``model_b``, Chatbot Arena style).  ``winner``: ``Assistant1``, ``1``, ``A``,
 ``model_a`` or the first player's name (first wins); ``Assistant2``, ``2``, ``B``, ``model_b`` or
-the second player's name (second wins); ``equally good``, ``0``, ``tie``, ``tie (bothbad)`` (tie).
-A ``winner`` of ``null``, ``""`` or ``invalid`` is a match without a valid outcome: skipped and
-counted.  JSONL or CSV.
+the second player's name (second wins); ``equally good``, ``0``, ``tie``, ``tie (bothbad)`` (tie):
+the spellings :meth:`knockout.Verdict.parse` reads.  A ``winner`` of ``null``, ``""``, ``invalid`` or
+``E`` is a match without a valid outcome: skipped and counted.  JSONL or CSV.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from knockout._verdict import Verdict
 from knockout.errors import InputError
 from knockout.meta._frameworks import Judgement
 from knockout.meta._verdicts import read_rows
 from knockout.metrics._elo import Match
 
 PLAYER_FIELDS = (("evaluator_1", "evaluator_2"), ("model_a", "model_b"))
-_FIRST = {"assistant1", "assistant 1", "1", "a", "model_a"}
-_SECOND = {"assistant2", "assistant 2", "2", "b", "model_b"}
-_TIE = {"equally good", "0", "tie", "tie (bothbad)", "draw", "0.5"}
 _WINNER_NAMES = {1.0: "Assistant1", 0.0: "Assistant2", 0.5: "equally good"}
 
 
@@ -47,23 +45,32 @@ def load_matches(path: str | Path) -> tuple[list[Match], int]:
             raise InputError(f"a player cannot meet itself ({a})", file=str(p), record=record, field=fields[1])
         w = row.get("winner")
         key = "" if w is None else str(w).strip()
-        low = key.lower()
-        if low in ("", "invalid", "none", "null"):
+        verdict = _winner(key, a, b)
+        if verdict is Verdict.E:
             skipped += 1
             continue
-        if low in _FIRST or key == a:
-            s = 1.0
-        elif low in _SECOND or key == b:
-            s = 0.0
-        elif low in _TIE:
-            s = 0.5
-        else:
+        if verdict is None:
             raise InputError(f"winner must be Assistant1, Assistant2, equally good (or 1, 2, 0, or a player's "
                              f"name), got {w!r}", file=str(p), record=record, field="winner")
-        matches.append((a, b, s))
+        matches.append((a, b, verdict.score_first() or 0.0))
     if not matches:
         raise InputError("no match with a valid outcome", file=str(p))
     return matches, skipped
+
+
+def _winner(key: str, first: str, second: str) -> Verdict | None:
+    """The outcome named by ``key`` (a verdict spelling or a player's name; empty or ``null``: E)."""
+    if key.lower() in ("", "null"):
+        return Verdict.E
+    try:
+        verdict: Verdict | None = Verdict.parse(key)
+    except ValueError:
+        verdict = None
+    if verdict in (Verdict.A, Verdict.B, Verdict.E):
+        return verdict
+    if key in (first, second):
+        return Verdict.A if key == first else Verdict.B
+    return Verdict.TIE if verdict is not None else None
 
 
 def outcome_rows(judgements: Sequence[Judgement], *, run_id: str, meta_judge: str) -> list[dict[str, Any]]:

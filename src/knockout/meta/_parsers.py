@@ -9,7 +9,7 @@ a choice naming both sides is an error, which the engine answers with a format r
 the end, an invalid result.
 
 * ``meta-better`` — ``<Better_assistant>Assistant1 | Assistant2 | equally good</Better_assistant>``
-  → ``{"winner": "1"|"2"|"0", "answer": "1"|"2"|"0"|None}`` (``answer``: the meta-judge's own
+  → ``{"winner": A|B|TIE, "answer": A|B|TIE|None}`` (:class:`knockout.Verdict`; ``answer``: the meta-judge's own
   ``<Better_answer>``, AnswerA/AnswerB/equally good, when readable).
 * ``meta-debate`` — a final ``<Better_assistant>`` as above, or a ``<Question>`` for the debaters
   → ``{"winner": ..., "question": None}`` or ``{"winner": None, "question": "..."}``.
@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from knockout._verdict import Verdict
 from knockout.prompts._parsers import COPIED, NUM, Copies, Parsed, to_float
 
 MAX_CRITERIA = 5
@@ -47,8 +48,8 @@ def _tag(text: str, name: str, copies: Copies) -> str | None:
     return lines[-1].group(1).strip() if lines else None
 
 
-def _choice(value: str, one: str, two: str) -> str | None:
-    """"1", "2" or "0" from a choice such as "Assistant1", "AnswerB", "equally good"; None if unclear."""
+def _choice(value: str, one: str, two: str) -> Verdict | None:
+    """A, B or TIE from a choice such as "Assistant1", "AnswerB", "equally good"; None if unclear."""
     v = value.lower()
     if _PLACEHOLDER.match(v):
         return None
@@ -57,14 +58,14 @@ def _choice(value: str, one: str, two: str) -> str | None:
     tie = re.search(r"equal|\btie\b|\bboth\b|\bneither\b", v) is not None
     if has1 + has2 + tie != 1:
         return None
-    return "1" if has1 else "2" if has2 else "0"
+    return Verdict.A if has1 else Verdict.B if has2 else Verdict.TIE
 
 
 _ASSISTANT = (r"assistant\s*_?\s*1\b|assistant\s*_?\s*one\b", r"assistant\s*_?\s*2\b|assistant\s*_?\s*two\b")
 _ANSWER = (r"answer\s*_?\s*a\b|answer\s*_?\s*1\b", r"answer\s*_?\s*b\b|answer\s*_?\s*2\b")
 
 
-def _winner(text: str, copies: Copies) -> tuple[str | None, str | None]:
+def _winner(text: str, copies: Copies) -> tuple[Verdict | None, str | None]:
     """(winner, error) from the Better_assistant tag."""
     raw = _tag(text, "Better_assistant", copies)
     if raw is None:
@@ -75,7 +76,7 @@ def _winner(text: str, copies: Copies) -> tuple[str | None, str | None]:
     return w, None
 
 
-def _answer(text: str, copies: Copies) -> str | None:
+def _answer(text: str, copies: Copies) -> Verdict | None:
     raw = _tag(text, "Better_answer", copies)
     return None if raw is None else _choice(raw, *_ANSWER)
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from knockout._verdict import Verdict
 from knockout.data._io import EMPTY_ANSWER
 from knockout.meta._verdicts import Assessment, MetaItem
 from knockout.prompts._templates import PromptTemplate, fmt_points, get_template, render
 
 DEFAULT_TRUNCATE = 2000
-_VERDICT_TEXT = {"1": "AnswerA", "2": "AnswerB", "0": "equally good"}
+_VERDICT_TEXT = {Verdict.A: "AnswerA", Verdict.B: "AnswerB", Verdict.TIE: "equally good"}
 
 
 def truncate(text: str, limit: int) -> str:

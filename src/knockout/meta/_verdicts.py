@@ -10,7 +10,8 @@ Three inputs give a :class:`VerdictSet`:
   each graded answer one pointwise item (score, and the judge's last reply as its explanation).
 
 Row fields.  Pairwise: ``question``, ``answer1``, ``answer2``, ``winner`` (``1``, ``2``, ``0`` = tie;
-``verdict`` is accepted too), ``explanation``.  Pointwise: ``text``, ``score``, ``explanation``.
+``verdict`` is accepted too; read as :class:`knockout.Verdict` ``A``, ``B``, ``TIE``), ``explanation``.
+Pointwise: ``text``, ``score``, ``explanation``.
 Optional: ``item`` (the item id; without it items are aligned by position), ``question_id``, and the
 human label (field ``label`` unless ``human_field`` names another).  Items are aligned across
 evaluators by id (or position), and the alignment is checked: the same position must hold the same
@@ -31,16 +32,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from knockout._verdict import META_SPELLING, Verdict
 from knockout.data._io import iter_json_lines, read_text, to_number
 from knockout.errors import InputError
 
 Kind = Literal["pairwise", "pointwise"]
 _FILE_NAME = re.compile(r"^merged_(?:eval_results|scores)_(.+?)_(?:pairwise|pointwise)$")
-_VERDICTS = {
-    "0": "0", "tie": "0", "equally good": "0", "equal": "0", "draw": "0",
-    "1": "1", "a": "1", "answer1": "1", "answera": "1", "answer 1": "1", "answer a": "1",
-    "2": "2", "b": "2", "answer2": "2", "answerb": "2", "answer 2": "2", "answer b": "2",
-}  # fmt: skip
+#: The verdicts a pairwise evaluator can give (no quality: a tie is TIE, not C or D).
+PAIRWISE = tuple(META_SPELLING)
 _VERDICT_FIELDS = ("winner", "verdict")
 POINTWISE_TASKS = ("summeval", "openmeva", "text")
 
@@ -51,7 +50,7 @@ class Assessment:
 
     evaluator: str
     explanation: str
-    verdict: str | None = None  # "1", "2", "0" (tie); None: the evaluator gave none
+    verdict: Verdict | None = None  # A, B or TIE; None: the evaluator gave none
     score: float | None = None  # None: the evaluator gave none
 
     @property
@@ -69,7 +68,7 @@ class MetaItem:
     answer1: str = ""
     answer2: str = ""
     text: str = ""  # pointwise: the text that was scored
-    human: str | float | None = None  # pairwise: "0"/"1"/"2"; pointwise: a score
+    human: Verdict | float | None = None  # pairwise: A, B or TIE; pointwise: a score
     task: str = "text"  # pointwise: summeval | openmeva | text (chooses the paper's prompt)
     max_score: float = 5.0  # pointwise scale (1..max_score for Likert data)
     assessments: dict[str, Assessment] = field(default_factory=dict)
@@ -93,10 +92,14 @@ class VerdictSet:
         return any(i.human is not None for i in self.items)
 
     def fingerprint(self) -> str:
+        """The verdicts' identity (part of a meta run's id); verdicts hash in the data's own spelling
+        (``1``/``2``/``0``), as before :class:`knockout.Verdict`, so run ids stay what they were."""
         h = hashlib.sha256(self.kind.encode())
         for i in self.items:
             d = asdict(i)
-            d["assessments"] = {k: asdict(v) for k, v in sorted(i.assessments.items())}
+            d["human"] = _legacy(i.human)
+            d["assessments"] = {k: {**asdict(v), "verdict": _legacy(v.verdict)}
+                                for k, v in sorted(i.assessments.items())}
             h.update(json.dumps(d, sort_keys=True, default=str).encode())
         return h.hexdigest()[:16]
 
@@ -126,15 +129,22 @@ def _text(row: dict[str, Any], key: str, *, file: Path, record: str, required: b
     return value if isinstance(value, str) else json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
-def parse_verdict(value: object, *, file: Path, record: str, field: str) -> str | None:
-    """``1``/``2``/``0`` (and ``A``, ``AnswerB``, ``tie``, ``equally good``...); empty → None."""
+def _legacy(value: object) -> object:
+    return META_SPELLING[value] if isinstance(value, Verdict) and value in META_SPELLING else value
+
+
+def parse_verdict(value: object, *, file: Path, record: str, field: str) -> Verdict | None:
+    """``1``/``2``/``0`` (and ``A``, ``AnswerB``, ``tie``, ``equally good``...) as A, B, TIE; empty → None."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    key = str(value).strip().lower()
-    if isinstance(value, bool) or key not in _VERDICTS:
+    try:
+        verdict = Verdict.parse(value)
+    except ValueError:
+        verdict = Verdict.E
+    if verdict not in PAIRWISE:
         raise InputError(f"verdict must be 1, 2 or 0 (tie), got {value!r}", file=str(file), record=record,
                          field=field)
-    return _VERDICTS[key]
+    return verdict
 
 
 def _score(value: object, *, file: Path, record: str, field: str) -> float | None:

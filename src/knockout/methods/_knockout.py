@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knockout._verdict import Verdict
 from knockout.data._records import ItemSet
 from knockout.methods._base import KnockoutDetails, MethodOptions
 from knockout.methods._match import (
@@ -65,11 +66,11 @@ class Bracket:
 
     def decide(self, m: Match, first: str, second: str) -> tuple[str, str]:
         """The answer that advances from match ``m`` (``first`` before ``second`` in the pairing), and why."""
-        s1, s2 = m.score_of(first), m.score_of(second)
-        if s1 is not None and s2 is not None:
-            if s1 > s2:
+        verdict = m.verdict if first == m.a else m.verdict.swap()  # A: first is better
+        if verdict.is_valid:
+            if verdict is Verdict.A:
                 return first, "higher grade"
-            if s2 > s1:
+            if verdict is Verdict.B:
                 return second, "higher grade"
             return second, "tie: second of the pair (Algorithm 1)"
         m1, m2 = self._mean_so_far(first), self._mean_so_far(second)

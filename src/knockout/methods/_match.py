@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
+from knockout._verdict import Verdict
 from knockout.data._records import ItemSet
 from knockout.engine import Outcome, Subject, Task
 from knockout.errors import ConfigError
@@ -84,6 +85,12 @@ class Game:
             return None
         return s[0] if answer_id == self.first else s[1]
 
+    @property
+    def verdict(self) -> Verdict:
+        """A (the answer shown first got the higher grade), B, TIE (equal grades) or E (no readable grades)."""
+        s = self.scores
+        return Verdict.E if s is None else Verdict.from_scores(*s)
+
     def details(self) -> dict[str, Any]:
         """Order, grades and the raw replies (every attempt) of this game."""
         return {"first": self.first, "second": self.second, "scores": self.scores, **self.outcome.details()}
@@ -122,13 +129,15 @@ class Match:
         got = [s for g in self.games if (s := g.score_of(answer_id)) is not None]
         return sum(got) / len(got) if got else None
 
+    @property
+    def verdict(self) -> Verdict:
+        """A (``a``'s mean grade is higher), B (``b``'s), TIE (equal) or E (an invalid match)."""
+        return Verdict.from_scores(self.score_of(self.a), self.score_of(self.b))
+
     def result_for(self, answer_id: str) -> float | None:
         """1 (won), 0.5 (tie) or 0 (lost) for ``answer_id``; None for an invalid match."""
-        other = self.b if answer_id == self.a else self.a
-        mine, theirs = self.score_of(answer_id), self.score_of(other)
-        if mine is None or theirs is None:
-            return None
-        return 1.0 if mine > theirs else 0.5 if mine == theirs else 0.0
+        v = self.verdict
+        return (v if answer_id == self.a else v.swap()).score_first()
 
     def ref_for(self, answer_id: str) -> MatchRef:
         """What ``answer_id``'s result keeps of this match (the match is stored once, in ``matches``)."""
@@ -254,7 +263,7 @@ def better(a: str, b: str) -> Generator[list[IdPair], list[Match], bool]:
     Only a strict win counts: a tie or an invalid match keeps the current order.
     """
     (m,) = yield [(a, b)]
-    return m.result_for(a) == 1.0
+    return m.verdict is Verdict.A
 
 
 # -- per-answer results -----------------------------------------------------------------

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from knockout._verdict import Verdict
 from knockout.data._records import Answer, ItemSet
 from knockout.metrics._analysis import Aligned, ci_pair, finite_or_none, pearson_np
 from knockout.metrics._bootstrap import Interval, bootstrap
@@ -197,10 +198,10 @@ def sbs_length(items: ItemSet, swap0: Sequence[str], swap1: Sequence[str], human
             continue
         cand_longer = nc > nb
         for v in (v0, v1):
-            if v in ("A", "B"):
-                judge.append(float((v == "A") == cand_longer))
-        if h in ("A", "B"):
-            human.append(float((h == "A") == cand_longer))
+            if v in (Verdict.A, Verdict.B):
+                judge.append(float((v == Verdict.A) == cand_longer))
+        if h in (Verdict.A, Verdict.B):
+            human.append(float((h == Verdict.A) == cand_longer))
     if not judge and not human:
         return None
     return {"unit": "words", "longer_preferred": _share(judge), "verdicts": len(judge),

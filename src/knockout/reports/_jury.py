@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from knockout._verdict import Verdict
 from knockout.data._records import ItemSet
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, bootstrap
 from knockout.reports._report import Table, num, with_ci
@@ -142,8 +143,8 @@ def sbs_jury_section(store: Store, run: RunRecord, results: list[dict[str, Any]]
 
     rows, labels, member_verdicts = member_rows(store, run, member)
     jury_metrics, _ = figures(results)
-    units = np.array([[None if x == "E" else x for o in ("swap0", "swap1") for x in v[o]] for v in member_verdicts],
-                     dtype=object)
+    units = np.array([[None if x == Verdict.E else x for o in ("swap0", "swap1") for x in v[o]]
+                      for v in member_verdicts], dtype=object)
     pairs = []
     for i in range(len(labels)):
         for j in range(i + 1, len(labels)):

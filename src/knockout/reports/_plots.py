@@ -9,6 +9,7 @@ import numpy as np
 
 from knockout.errors import ConfigError
 from knockout.metrics._analysis import Analysis
+from knockout.sbs._verdicts import ALL_CLASSES
 
 
 def _plt() -> Any:
@@ -133,7 +134,7 @@ def sbs_distribution(rep: dict[str, Any]) -> bytes:
     """Side-by-side: share of each verdict class per order (and the human verdicts), grouped bars."""
     plt = _plt()
     m = rep["metrics"]
-    classes = ["A", "B", "C", "D", "E"]
+    classes = list(ALL_CLASSES)
     series = [("swap 0 (candidate first)", m["distribution"]["swap0"]),
               ("swap 1 (baseline first)", m["distribution"]["swap1"])]
     if "human_distribution" in m:

@@ -29,7 +29,7 @@ ORDER_LABEL = {"swap0": "swap 0 (candidate first)", "swap1": "swap 1 (baseline f
 
 def confusion(human: list[str | None], judge: list[str]) -> dict[str, dict[str, int]]:
     """``{human class: {judge class: count}}`` over the items with a human verdict."""
-    out = {h: {j: 0 for j in (*CLASSES, INVALID)} for h in CLASSES}
+    out: dict[str, dict[str, int]] = {h: {j: 0 for j in (*CLASSES, INVALID)} for h in CLASSES}
     for h, j in zip(human, judge, strict=True):
         if h is not None and h in out:
             out[h][j if j in out[h] else INVALID] += 1

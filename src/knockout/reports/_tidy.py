@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from knockout._verdict import Verdict
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.reports._export import attempts_in
@@ -160,16 +161,16 @@ def match_rows(store: Store, run: RunRecord, items: ItemSet) -> list[dict[str, A
         g = _game_scores(m)
         sa, sb = _mean(g["score_a_ab"], g["score_a_ba"]), _mean(g["score_b_ab"], g["score_b_ba"])
         ha, hb = a.human_score, b.human_score
-        winner = None if sa is None or sb is None else "tie" if sa == sb else ("a" if sa > sb else "b")
-        human_winner = None if ha is None or hb is None else "tie" if ha == hb else ("a" if ha > hb else "b")
+        winner = Verdict.from_scores(sa, sb) if sa is not None and sb is not None else None
+        human_winner = Verdict.from_scores(ha, hb) if ha is not None and hb is not None else None
         rows.append({**base, **question_cols(q), "match_id": m.match_id, "step": m.step, "a": m.a, "b": m.b,
                      "examinee_a": a.examinee, "examinee_b": b.examinee, "valid": m.valid, "partial": m.partial,
                      "orders": len(m.games), **g, "score_a": sa, "score_b": sb, "winner": winner,
                      "human_a": ha, "human_b": hb, "human_winner": human_winner,
                      "agrees_with_human": None if winner is None or human_winner is None else winner == human_winner,
                      "chars_a": len(a.text), "chars_b": len(b.text),
-                     "longer_won": None if winner in (None, "tie") or len(a.text) == len(b.text)
-                     else (winner == "a") == (len(a.text) > len(b.text)),
+                     "longer_won": None if winner in (None, Verdict.TIE) or len(a.text) == len(b.text)
+                     else (winner is Verdict.A) == (len(a.text) > len(b.text)),
                      **tokens.of(m.games)})
     return rows
 
@@ -195,7 +196,7 @@ def order_rows(store: Store, run: RunRecord, items: ItemSet) -> list[dict[str, A
                 "prompt": d.get("prompt"), "debate": d.get("debate"),
                 "verdict": verdict, "display": (d.get("display") or {}).get(key), "human": human,
                 "agrees_with_human": None if human is None or verdict is None else verdict == human,
-                "valid": bool(call.get("valid", verdict not in (None, "E"))), "error": call.get("error"),
+                "valid": bool(call.get("valid", verdict not in (None, Verdict.E))), "error": call.get("error"),
                 "question_chars": len(q.text) if q else None,
                 "candidate_chars": len(texts["candidate"].text) if "candidate" in texts else None,
                 "baseline_chars": len(texts["baseline"].text) if "baseline" in texts else None,

@@ -4,7 +4,8 @@ A verdict file is JSONL (one object per line) or CSV (a header row); a folder me
 and ``*.csv`` under it, one evaluator per file.  Two kinds:
 
 * ``pairwise``: the verdict and the human label are one of ``0`` (tie), ``1`` (first answer better),
-  ``2`` (second better), as in the meta-evaluation study and ``load_pairs``.  Accuracy is plain equality
+  ``2`` (second better), as in the meta-evaluation study and ``load_pairs``, read as
+  :class:`knockout.Verdict` ``TIE``, ``A``, ``B``.  Accuracy is plain equality
   of verdict and label; a tie is a label like the others (a tie verdict on a tied pair is correct, a tie
   verdict on a non-tied pair is wrong).  Also reported: the accuracy with invalid verdicts counted as
   wrong (``accuracy_all``), the accuracy on the pairs the humans did not call a tie, and Cohen's kappa.
@@ -31,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from knockout._verdict import META_SPELLING, Verdict
 from knockout.data._io import iter_json_lines, natural_key, read_text
 from knockout.errors import ConfigError, InputError
 from knockout.metrics._analysis import ci_pair, correlations_np, finite_or_none
@@ -40,7 +42,7 @@ from knockout.reports._report import Table, num, with_ci
 
 KINDS = ("auto", "pairwise", "score")
 NON_INTEGER = ("keep", "exclude", "round")
-PAIR_LABELS = ("0", "1", "2")
+PAIR_LABELS = (Verdict.TIE, Verdict.A, Verdict.B)
 SHOW_INVALID = 5
 #: Verdict fields tried, in order, when none is given.
 VERDICT_FIELDS = ("verdict", "winner", "score", "judge_score", "prediction")
@@ -82,13 +84,12 @@ def as_number(v: Any) -> float | None:
     return None
 
 
-def as_label(v: Any) -> str | None:
-    """A pairwise label '0', '1' or '2' (numbers such as 1.0 accepted), else None."""
+def as_label(v: Any) -> Verdict | None:
+    """A pairwise label '0', '1' or '2' (numbers such as 1.0 accepted) as TIE, A or B, else None."""
     x = as_number(v)
-    if x is None or not float(x).is_integer():
+    if x is None or not float(x).is_integer() or str(int(x)) not in META_SPELLING.values():
         return None
-    s = str(int(x))
-    return s if s in PAIR_LABELS else None
+    return Verdict.parse(str(int(x)))
 
 
 def _evaluator(path: Path) -> str:
@@ -159,13 +160,13 @@ def analyse_file(path: Path, human_field: str, verdict_field: str | None = None,
     if kind == "pairwise":
         v_arr, h_arr = np.array(verdicts, dtype=object), np.array(labels, dtype=object)
         hit = (v_arr == h_arr).astype(float) if len(v_arr) else np.array([])
-        non_tie = h_arr != "0"
+        non_tie = h_arr != Verdict.TIE
         out.update({
             "accuracy": float(hit.mean()) if len(hit) else None,
             "accuracy_all": float(hit.sum() / (len(hit) + len(invalid))) if len(hit) + len(invalid) else None,
             "accuracy_without_human_ties": float(hit[non_tie].mean()) if non_tie.any() else None,
             "human_ties": int((~non_tie).sum()),
-            "verdict_ties": int((v_arr == "0").sum()),
+            "verdict_ties": int((v_arr == Verdict.TIE).sum()),
             "kappa": cohen_kappa(list(v_arr), list(h_arr), labels=list(PAIR_LABELS)),
         })
         if resamples and len(hit) >= 3:

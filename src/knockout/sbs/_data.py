@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from knockout._verdict import Verdict
 from knockout.data._formats.metaeval import load_pairs
 from knockout.data._io import EMPTY_ANSWER, build, iter_json_lines
 from knockout.data._records import Answer, ItemSet, PairItem, Question
@@ -46,7 +47,7 @@ class SbsItem(BaseModel):
     reference: str | None = None
     candidate_system: str | None = None
     baseline_system: str | None = None
-    human_verdicts: dict[str, str] = Field(default_factory=dict)
+    human_verdicts: dict[str, Verdict] = Field(default_factory=dict)
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("id", "question")
@@ -56,23 +57,28 @@ class SbsItem(BaseModel):
             raise ValueError("must not be empty")
         return v
 
-    @field_validator("human_verdicts")
+    @field_validator("human_verdicts", mode="before")
     @classmethod
-    def _classes(cls, v: dict[str, str]) -> dict[str, str]:
-        for who, verdict in v.items():
+    def _classes(cls, v: Any) -> Any:
+        for who, verdict in (v.items() if isinstance(v, dict) else ()):
             if verdict not in CLASSES:
-                raise ValueError(f"verdict of '{who}' must be A, B, C or D, got {verdict!r}")
+                raise ValueError(f"verdict of '{who}' must be A, B, C or D, got {str(verdict)!r}")
         return v
 
     @property
-    def human(self) -> str | None:
+    def human(self) -> Verdict | None:
         """The annotators' verdicts ensembled into one (Table 8 for three), or None."""
         return ensemble(self.human_verdicts[k] for k in sorted(self.human_verdicts))
 
 
 def _from_pair(p: PairItem, *, tie: str, candidate: str) -> SbsItem:
     first = candidate == "first"
-    mapping = {"0": tie, "1": "A" if first else "B", "2": "B" if first else "A"}
+
+    def verdict(source: str) -> Verdict:  # "1"/"2"/"0" of the pair -> candidate terms
+        v = Verdict.parse(source)
+        v = Verdict(tie) if v.is_tie else v
+        return v if first else v.swap()
+
     return SbsItem(
         id=p.id,
         question=p.question,
@@ -81,7 +87,7 @@ def _from_pair(p: PairItem, *, tie: str, candidate: str) -> SbsItem:
         reference=p.reference,
         candidate_system=p.system_a if first else p.system_b,
         baseline_system=p.system_b if first else p.system_a,
-        human_verdicts={k: mapping[v] for k, v in p.human_verdicts.items()},
+        human_verdicts={k: verdict(v) for k, v in p.human_verdicts.items()},
         meta={**p.meta, "candidate_position_in_source": 1 if first else 2},
     )
 

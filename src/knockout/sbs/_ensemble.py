@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from knockout._verdict import Verdict
 from knockout.errors import InputError
 from knockout.sbs._verdicts import CLASSES
 
@@ -32,18 +33,19 @@ TABLE8_DIGITS: dict[str, int] = {
     "123": 3, "124": 4, "134": 1, "234": 2,
 }  # fmt: skip
 
-TABLE8: dict[tuple[str, str, str], str] = {
+TABLE8: dict[tuple[Verdict, Verdict, Verdict], Verdict] = {
     (CLASSES[int(k[0]) - 1], CLASSES[int(k[1]) - 1], CLASSES[int(k[2]) - 1]): CLASSES[v - 1]
     for k, v in TABLE8_DIGITS.items()
 }
 
 
-def ensemble(verdicts: Iterable[str]) -> str | None:
+def ensemble(verdicts: Iterable[str]) -> Verdict | None:
     """One verdict (A-D) from several annotators' verdicts (A-D); Table 8 for three."""
-    vs = list(verdicts)
-    for v in vs:
+    given = list(verdicts)
+    for v in given:
         if v not in CLASSES:
-            raise InputError(f"annotator verdict must be one of {', '.join(CLASSES)}, got {v!r}")
+            raise InputError(f"annotator verdict must be one of {', '.join(CLASSES)}, got {str(v)!r}")
+    vs = [Verdict(v) for v in given]
     if len(vs) == 3:
         a, b, c = sorted(vs)
         return TABLE8[(a, b, c)]

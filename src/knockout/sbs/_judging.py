@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from knockout._verdict import Verdict
 from knockout.engine import Engine, Outcome, Subject, Task
 from knockout.errors import ConfigError
 from knockout.judges._base import Message
@@ -29,10 +30,10 @@ PROMPTS = {
 #: What the scripted (simulated) judge is told about an item, from the human verdict (candidate terms):
 #: (candidate quality, baseline quality) on 0..1; unknown without a human verdict.
 QUALITY: dict[str | None, tuple[float | None, float | None]] = {
-    "A": (0.8, 0.3),
-    "B": (0.3, 0.8),
-    "C": (0.8, 0.8),
-    "D": (0.25, 0.25),
+    Verdict.A: (0.8, 0.3),
+    Verdict.B: (0.3, 0.8),
+    Verdict.C: (0.8, 0.8),
+    Verdict.D: (0.25, 0.25),
     None: (None, None),
 }
 
@@ -84,11 +85,11 @@ class Job:
 class OrderResult:
     """The verdict of one order: ``display`` as the judge said it (E if invalid or failed)."""
 
-    display: str
+    display: Verdict
     failed: bool = False
     details: dict[str, Any] = field(default_factory=dict)
 
-    def candidate(self, swap: int) -> str:
+    def candidate(self, swap: int) -> Verdict:
         return to_candidate(self.display, swap)
 
     @property
@@ -117,7 +118,7 @@ def task_for(job: Job, t: PromptTemplate, messages: list[Message] | None = None,
 
 
 def order_result(o: Outcome, **extra: Any) -> OrderResult:
-    return OrderResult(display=str(o.value) if o.valid else INVALID, failed=o.failed,
+    return OrderResult(display=Verdict(str(o.value)) if o.valid else INVALID, failed=o.failed,
                        details={**o.details(), **extra})
 
 

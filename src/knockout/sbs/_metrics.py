@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from knockout._verdict import Verdict
 from knockout.metrics._agreement import pearson
 from knockout.metrics._kappa import cohen_kappa, rater_agreement
 from knockout.sbs._verdicts import ALL_CLASSES, INVALID, SWAPS, to_display
@@ -54,11 +55,11 @@ def mean_distribution(*dists: dict[str, float]) -> dict[str, float]:
 
 
 def merge_ties(verdicts: Verdicts) -> list[str]:
-    """C and D (both good, both bad) merged into one class "T" (tie), for the 3-class kappa."""
-    return ["T" if v in ("C", "D") else v for v in verdicts]
+    """C and D (both good, both bad) merged into one class TIE, for the 3-class kappa."""
+    return [Verdict.TIE if v in (Verdict.C, Verdict.D) else v for v in verdicts]
 
 
-def human_agreement(annotations: Sequence[dict[str, str]]) -> dict[str, Any]:
+def human_agreement(annotations: Sequence[Mapping[str, str]]) -> dict[str, Any]:
     """Cohen's kappa per annotator pair (items both rated) and Fleiss' kappa (items all rated)."""
     ag = rater_agreement({str(i): a for i, a in enumerate(annotations)}, fleiss_over="all-raters")
     return {
@@ -72,8 +73,8 @@ def human_agreement(annotations: Sequence[dict[str, str]]) -> dict[str, Any]:
 def median(verdicts: Verdicts) -> float | None:
     """The paper's "median" of a set of verdicts: (#A + #C) / (#A + #B + 2 #C); None if undefined."""
     c = Counter(verdicts)
-    denom = c["A"] + c["B"] + 2 * c["C"]
-    return (c["A"] + c["C"]) / denom if denom else None
+    denom = c[Verdict.A] + c[Verdict.B] + 2 * c[Verdict.C]
+    return (c[Verdict.A] + c[Verdict.C]) / denom if denom else None
 
 
 def window_medians(verdicts: Verdicts, window: int, stride: int) -> list[float | None]:
@@ -97,10 +98,10 @@ def pbias_ab(swap0: Verdicts, swap1: Verdicts) -> float | None:
     """PBias@AB from verdicts in candidate terms (converted to display terms here)."""
     total = 0.0
     for swap, vs in zip(SWAPS, (swap0, swap1), strict=True):
-        display = [to_display(v, swap) for v in vs if v in ("A", "B")]
+        display = [to_display(v, swap) for v in vs if v in (Verdict.A, Verdict.B)]
         if not display:
             return None
-        total += display.count("A") / len(display)
+        total += display.count(Verdict.A) / len(display)
     return total - 1.0
 
 
@@ -114,7 +115,7 @@ def con_abcd(swap0: Verdicts, swap1: Verdicts) -> float | None:
 
 def pcon_ab(swap0: Verdicts, swap1: Verdicts) -> float | None:
     """Among items with an A/B verdict in at least one order, the share with the same A/B in both."""
-    ab = ("A", "B")
+    ab = (Verdict.A, Verdict.B)
     denom = sum(a in ab or b in ab for a, b in zip(swap0, swap1, strict=True))
     if not denom:
         return None
@@ -224,7 +225,7 @@ def bootstrap_intervals(swap0: Verdicts, swap1: Verdicts, human: Sequence[str | 
     human verdict) from resampling items with replacement (seeded)."""
     from knockout.metrics._bootstrap import percentile_intervals
 
-    code = {c: i for i, c in enumerate(ALL_CLASSES)}
+    code: dict[str, int] = {c: i for i, c in enumerate(ALL_CLASSES)}
     c0 = np.array([code.get(v, 4) for v in swap0], dtype=int)
     c1 = np.array([code.get(v, 4) for v in swap1], dtype=int)
     hs = list(human) if human is not None else [None] * len(c0)
@@ -249,7 +250,7 @@ def paired_kappa(a: tuple[Verdicts, Verdicts], b: tuple[Verdicts, Verdicts], hum
     interval and two-sided p-value (the same resampled items for both runs)."""
     from knockout.metrics._bootstrap import paired_bootstrap
 
-    code = {c: i for i, c in enumerate(ALL_CLASSES)}
+    code: dict[str, int] = {c: i for i, c in enumerate(ALL_CLASSES)}
     keep = [i for i, h in enumerate(human) if h is not None]
     hh = np.array([code[str(human[i])] for i in keep], dtype=int)
 

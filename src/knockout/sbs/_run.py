@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from knockout._registry import Registry
+from knockout._verdict import Verdict
 from knockout.engine import Engine, Observer
 from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
@@ -73,10 +74,10 @@ class SbsDetails(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    verdicts: dict[str, str]
-    display: dict[str, str]
-    human: str | None
-    human_verdicts: dict[str, str]
+    verdicts: dict[str, Verdict]
+    display: dict[str, Verdict]
+    human: Verdict | None
+    human_verdicts: dict[str, Verdict]
     prompt: str
     debate: str
     error: str | None
@@ -88,7 +89,7 @@ class ItemVerdicts:
     item: SbsItem
     orders: list[OrderResult]  # swap 0, swap 1
 
-    def verdict(self, swap: int) -> str:
+    def verdict(self, swap: int) -> Verdict:
         return self.orders[swap].candidate(swap)
 
     def typed(self, prompt: str, debate: str) -> SbsDetails:

@@ -8,7 +8,8 @@ dropped).
 A judge answers in *display* terms (``A`` = the first response shown).  Every item is judged in two
 orders: swap 0 shows the candidate first, swap 1 the baseline first.  :func:`to_candidate` maps a
 display verdict back to candidate/baseline terms (in swap 1, ``A`` and ``B`` trade places; ``C``, ``D``
-and ``E`` are symmetric).
+and ``E`` are symmetric).  The classes are members of :class:`knockout.Verdict`, the verdict vocabulary
+every part of knockout shares.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from knockout._verdict import Verdict
 from knockout.prompts._parsers import COPIED, Copies, Parsed, unecho
 
-CLASSES = ("A", "B", "C", "D")
-INVALID = "E"
+CLASSES = (Verdict.A, Verdict.B, Verdict.C, Verdict.D)
+INVALID = Verdict.E
 ALL_CLASSES = (*CLASSES, INVALID)
 SWAPS = (0, 1)  # 0: candidate first; 1: baseline first
 
@@ -56,15 +58,15 @@ def parse_sbs(text: str, max_points: float = 1.0, shown: Sequence[str] = ()) -> 
     bracketed = list(_BRACKETED.finditer(clean))
     own = copies.own(bracketed)
     if own:
-        return Parsed(value=own[-1].group(1).upper())
+        return Parsed(value=Verdict(own[-1].group(1).upper()))
     for pattern in (_ALONE, _LEADING):
         m = pattern.match(clean)
         if m:
-            return Parsed(value=m.group(1))
+            return Parsed(value=Verdict(m.group(1)))
     labelled = list(_LABELLED.finditer(clean))
     own = copies.own(labelled)
     if own:
-        return Parsed(value=own[-1].group(1))
+        return Parsed(value=Verdict(own[-1].group(1).upper()))
     if bracketed or labelled:
         return Parsed(error=COPIED)
     if re.search(r"\[\[\s*selected answer\s*\]\]", clean, re.I):
@@ -72,13 +74,12 @@ def parse_sbs(text: str, max_points: float = 1.0, shown: Sequence[str] = ()) -> 
     return Parsed(error="no verdict A, B, C or D found in the reply")
 
 
-def to_candidate(display: str, swap: int) -> str:
+def to_candidate(display: str, swap: int) -> Verdict:
     """A display-order verdict in candidate terms (A = candidate better, B = baseline better)."""
-    if swap == 1 and display in ("A", "B"):
-        return "B" if display == "A" else "A"
-    return display
+    verdict = Verdict(display)
+    return verdict.swap() if swap == 1 else verdict
 
 
-def to_display(candidate: str, swap: int) -> str:
+def to_display(candidate: str, swap: int) -> Verdict:
     """The inverse of :func:`to_candidate` (the mapping is its own inverse)."""
     return to_candidate(candidate, swap)

@@ -367,6 +367,13 @@ def _v36(db: sqlite3.Connection) -> None:
     _script(db, V36_BLOBS)
 
 
+def _v12(db: sqlite3.Connection) -> None:
+    """Side-by-side annotations in the one verdict vocabulary (:class:`knockout.Verdict`): the verdicts
+    ``both_good`` / ``both_bad`` written before are ``C`` / ``D`` (``A`` and ``B`` already were)."""
+    for old, new in (("both_good", "C"), ("both_bad", "D")):
+        db.execute("UPDATE pair_verdicts SET verdict = ? WHERE verdict = ?", (new, old))
+
+
 V40_BY_QUESTION = """
 CREATE INDEX IF NOT EXISTS results_by_question ON results(run_id, question_id);
 CREATE INDEX IF NOT EXISTS matches_by_question ON matches(run_id, question_id);
@@ -385,6 +392,7 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "in-flight request leases; runs.owner", _v4),
     Migration(10, "web: server-side sessions and failed logins (web_sessions, web_login_failures)", _v10),
     Migration(11, "web: question figures copied at import (web_images)", _v11),
+    Migration(12, "web: side-by-side verdicts both_good/both_bad stored as C/D (knockout.Verdict)", _v12),
     Migration(35, "provider batch jobs and their request keys (batches, batch_requests)", _v35),
     Migration(36, "requests stored once by content (blobs); compressed item-set snapshots", _v36),
     Migration(40, "indexes of results and matches by (run, question)", _v40),

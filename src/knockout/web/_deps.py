@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from knockout.annotations import (
+    CHOICE_LABELS,
     MAX_VERSION,
     VERDICT_LABELS,
     Assignments,
@@ -81,6 +82,7 @@ _env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=selec
 _env.filters["md"] = render_markdown
 _env.filters["q"] = quote_id
 _env.globals["VERDICT_LABELS"] = VERDICT_LABELS
+_env.globals["CHOICE_LABELS"] = CHOICE_LABELS
 templates = Jinja2Templates(env=_env)
 
 

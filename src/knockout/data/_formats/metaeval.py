@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from knockout._verdict import META_SPELLING, Verdict
 from knockout.data._io import EMPTY_ANSWER, build, first_json_line, item_set, iter_json_lines, read_json, sniff_json
 from knockout.data._records import Answer, ItemSet, PairItem, Question, ScoredText
 from knockout.errors import InputError
 
-VERDICTS = ("0", "1", "2")  # tie, first better, second better
+VERDICTS = tuple(META_SPELLING[v] for v in (Verdict.TIE, Verdict.A, Verdict.B))  # "0" tie, "1" A, "2" B
 INSTRUCTIONS = {
     "summeval": "Evaluate the coherence of the text.",
     "openmeva": "Evaluate the overall quality of the five-line story, considering its coherence, fluency, "
@@ -39,6 +40,8 @@ def sniff(path: Path) -> bool:
 
 
 def _verdict(value: object, *, file: Path, record: str, field: str) -> str:
+    """The source's spelling, kept as read (it is part of the items' identity); read it with
+    :meth:`knockout.Verdict.parse` (``1`` -> A, ``2`` -> B, ``0`` -> TIE)."""
     v = str(value).strip()
     if isinstance(value, bool) or v not in VERDICTS:
         raise InputError(
