@@ -56,6 +56,9 @@ _EXPORTS = {
     "exams_of": "knockout.sciex._results",
     "expert_grades": "knockout.sciex._results",
     "student_result": "knockout.sciex._results",
+    "ExamTotals": "knockout.sciex._totals",
+    "ExamineeTotal": "knockout.sciex._totals",
+    "exam_totals": "knockout.sciex._totals",
     "SolveConfig": "knockout.sciex._solve",
     "SolveReport": "knockout.sciex._solve",
     "SolveRun": "knockout.sciex._solve",
@@ -68,7 +71,9 @@ __all__ = [
     "FIGURE_MODES",
     "GERMAN_STEPS",
     "Boundaries",
+    "ExamTotals",
     "ExamineeResult",
+    "ExamineeTotal",
     "JudgeSource",
     "LLMGrade",
     "Prepared",
@@ -82,6 +87,7 @@ __all__ = [
     "caption",
     "copy_rate",
     "examinee_name",
+    "exam_totals",
     "examinee_result",
     "exams_of",
     "expert_grades",
@@ -135,6 +141,7 @@ if TYPE_CHECKING:
     )
     from knockout.sciex._llm_grades import LLMGrade, grades_by_setting, load_llm_grades
     from knockout.sciex._output import answer_file, write_sciex, write_solved
+    from knockout.sciex._totals import ExamineeTotal, ExamTotals, exam_totals
     from knockout.sciex._parse import sciex_grade
     from knockout.sciex._results import ExamineeResult, examinee_result, exams_of, expert_grades, student_result
     from knockout.sciex._solve import SolveConfig, SolveReport, SolveRun, examinee_name, parse_model
