@@ -86,8 +86,8 @@ __all__ = [
     "build_leaderboard",
     "caption",
     "copy_rate",
-    "examinee_name",
     "exam_totals",
+    "examinee_name",
     "examinee_result",
     "exams_of",
     "expert_grades",
@@ -141,7 +141,7 @@ if TYPE_CHECKING:
     )
     from knockout.sciex._llm_grades import LLMGrade, grades_by_setting, load_llm_grades
     from knockout.sciex._output import answer_file, write_sciex, write_solved
-    from knockout.sciex._totals import ExamineeTotal, ExamTotals, exam_totals
     from knockout.sciex._parse import sciex_grade
     from knockout.sciex._results import ExamineeResult, examinee_result, exams_of, expert_grades, student_result
     from knockout.sciex._solve import SolveConfig, SolveReport, SolveRun, examinee_name, parse_model
+    from knockout.sciex._totals import ExamineeTotal, ExamTotals, exam_totals
