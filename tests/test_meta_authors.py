@@ -64,8 +64,8 @@ def test_plan_and_score_tag_parsers_read_the_authors_formats() -> None:
 def requests_of(db: Path, run_id: str) -> list[str]:
     with Store(db) as store:
         keys = [r[0] for r in store.db.execute("SELECT DISTINCT key FROM call_log WHERE run_id = ?", (run_id,))]
-        return [json.dumps(json.loads(store.db.execute("SELECT request FROM calls WHERE key = ?", (k,))
-                                      .fetchone()[0])) for k in keys]
+        return [json.dumps(store.request_of(store.db.execute("SELECT request FROM calls WHERE key = ?", (k,))
+                                            .fetchone()[0])) for k in keys]
 
 
 def test_mdeval_with_the_authors_prompts(tmp_path: Path) -> None:

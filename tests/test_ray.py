@@ -93,12 +93,13 @@ def test_gguf_judge_on_two_ray_workers(ray_local: None, small_gguf: Path, tmp_pa
     from knockout.judges import _llamacpp
 
     data = items(2, 2)
+    loaded_before = set(_llamacpp._LOADED)  # models other tests of this process loaded
     judge = make_judge(f"llamacpp:{SMALL_MODEL}?threads=1")
     cfg = RunConfig(params=GenParams(max_tokens=24, temperature=0.0), format_retries=0)
     with Store(tmp_path / "g.db") as s:
         rep = run(data, judge, s, cfg, executor="ray?workers=2&cpus=1")
         assert rep.stats["judge_calls"] == 4 and rep.stats["failed"] == 0
         assert s.live_calls(rep.run_id) == 4 and s.repeated_calls() == 0
-        assert not _llamacpp._LOADED  # the model was loaded by the workers, not here
+        assert set(_llamacpp._LOADED) == loaded_before  # the model was loaded by the workers, not here
         again = run(data, make_judge(f"llamacpp:{SMALL_MODEL}?threads=1"), s, cfg, executor="ray?workers=2&cpus=1")
         assert again.stats["judge_calls"] == 0

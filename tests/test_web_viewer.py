@@ -124,18 +124,18 @@ def test_answer_page_shows_every_request_and_raw_reply(runs_db: tuple[Path, dict
         results = store.results(rid)
         bad = next(r for r in results if not r["valid"])
         good = next(r for r in results if r["valid"])
-        calls = {row[0]: (row[1], row[2]) for row in store.db.execute("SELECT key, request, reply FROM calls")}
+        calls = {row[0]: (store.request_of(row[1]), row[2])
+                 for row in store.db.execute("SELECT key, request, reply FROM calls")}
     page = c.get(f"/runs/{rid}/item/{bad['item_id']}")
     assert page.status_code == 200
     assert 'id="invalid-reason"' in page.text and "Invalid" in page.text
     for attempt in bad["details"]["attempts"]:
         import html
-        import json
 
         request, reply = calls[attempt["key"]]
         assert html.escape(reply, quote=False) in page.text.replace("&#39;", "'").replace("&#34;", '"')
-        first = json.loads(request)["messages"][0]["content"]
-        assert html.escape(first.splitlines()[0], quote=False) in page.text.replace("&#39;", "'")
+        first = request["messages"][0]["content"]
+        assert html.escape(first.splitlines()[0], quote=False) in page.text.replace("&#39;", "'").replace("&#34;", '"')
     assert len(bad["details"]["attempts"]) == 2 and "format retry" in page.text
     ok = c.get(f"/runs/{rid}/item/{good['item_id']}").text
     assert "Parsed grade" in ok and 'id="invalid-reason"' not in ok

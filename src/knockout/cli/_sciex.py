@@ -12,7 +12,7 @@ from rich.table import Table
 
 from knockout.cli._main import JsonOpt, err, fail, out, parse_kv, print_json
 from knockout.errors import ConfigError, KnockoutError
-from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
+from knockout.metrics._constants import DEFAULT_RESAMPLES
 
 if TYPE_CHECKING:
     from knockout.data._records import ItemSet

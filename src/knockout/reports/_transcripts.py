@@ -61,7 +61,7 @@ def _requests(store: Store, keys: list[str]) -> dict[str, dict[str, Any]]:
             f"({','.join('?' * len(chunk))})", chunk).fetchall()
         for k, req, pt, ct, lat in rows:
             try:
-                request = json.loads(req)
+                request = store.request_of(req)
             except (TypeError, json.JSONDecodeError):
                 request = {}
             out[k] = {"request": request, "prompt_tokens": pt, "completion_tokens": ct, "latency_s": lat}
