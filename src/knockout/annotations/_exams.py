@@ -53,6 +53,9 @@ class Exam:
     fingerprint: str  # the item-set snapshot it comes from
     questions: list[Question]  # with the question-info overrides applied
     examinees: list[Examinee]
+    #: every question of the exam (with the overrides and ``exam_id`` set, also those nobody answered)
+    #: and the exam's answers without the file's grades: what the exam totals are computed from
+    items: ItemSet | None = None
 
     def question(self, question_id: str) -> Question | None:
         return next((q for q in self.questions if q.id == question_id), None)
@@ -138,8 +141,11 @@ class ExamGrades:
 
         keys = sorted(by_examinee, key=order)
         examinees = [Examinee(i, k, by_examinee[k]) for i, k in enumerate(keys, 1)]
+        own = ItemSet([q.model_copy(update={"exam_id": exam_id}) for q in questions],
+                      [a.model_copy(update={"human_scores": {}}) for a in items if a.question_id in qids],
+                      source=items.source)  # the file's grades may lie above a lowered maximum
         return Exam(exam_id, row[0], [q for q in questions if any(q.id in e.answers for e in examinees)],
-                    examinees)
+                    examinees, own)
 
     def _with_info(self, q: Question) -> Question:
         row = self.db.execute(

@@ -56,6 +56,9 @@ _EXPORTS = {
     "exams_of": "knockout.sciex._results",
     "expert_grades": "knockout.sciex._results",
     "student_result": "knockout.sciex._results",
+    "ExamTotals": "knockout.sciex._totals",
+    "ExamineeTotal": "knockout.sciex._totals",
+    "exam_totals": "knockout.sciex._totals",
     "SolveConfig": "knockout.sciex._solve",
     "SolveReport": "knockout.sciex._solve",
     "SolveRun": "knockout.sciex._solve",
@@ -68,7 +71,9 @@ __all__ = [
     "FIGURE_MODES",
     "GERMAN_STEPS",
     "Boundaries",
+    "ExamTotals",
     "ExamineeResult",
+    "ExamineeTotal",
     "JudgeSource",
     "LLMGrade",
     "Prepared",
@@ -81,6 +86,7 @@ __all__ = [
     "build_leaderboard",
     "caption",
     "copy_rate",
+    "exam_totals",
     "examinee_name",
     "examinee_result",
     "exams_of",
@@ -138,3 +144,4 @@ if TYPE_CHECKING:
     from knockout.sciex._parse import sciex_grade
     from knockout.sciex._results import ExamineeResult, examinee_result, exams_of, expert_grades, student_result
     from knockout.sciex._solve import SolveConfig, SolveReport, SolveRun, examinee_name, parse_model
+    from knockout.sciex._totals import ExamineeTotal, ExamTotals, exam_totals

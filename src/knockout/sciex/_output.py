@@ -112,7 +112,12 @@ def write_sciex(items: ItemSet, out_dir: str | Path) -> list[Path]:
                                     "AverageStudentPoints": q.meta.get("average_student_points"),
                                     "GoldAnswerEnglish": None, "GoldAnswerGerman": None,
                                     "DifficultyLabel": q.difficulty.capitalize() if q.difficulty else None}
-            info[GOLD.get(lang, GOLD["en"])] = q.reference
+            golds = q.meta.get("gold_answers") or {}
+            for other, gold in golds.items():  # every language the exam info had
+                if other in GOLD:
+                    info[GOLD[other]] = gold
+            if lang in golds or q.reference not in golds.values():  # not the other language's fallback
+                info[GOLD.get(lang, GOLD["en"])] = q.reference
             infos.append(info)
         exam_info = dict(questions[0].meta.get("exam_info") or {})
         _atomic(folder / f"{_safe(exam)}_{lang}.json", json.dumps({"Questions": qjson}, ensure_ascii=False, indent=2))

@@ -3,10 +3,11 @@
 # No ``from __future__ import annotations``: FastAPI reads the parameter annotations of the routes.
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi import APIRouter, Form, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from knockout.annotations import Exam, ImageFiles, StaleWrite
+from knockout.data._records import Question
 from knockout.errors import InputError
 from knockout.web._deps import (
     MAX_TEXT,
@@ -23,8 +24,32 @@ from knockout.web._deps import (
     quote_id,
     redirect,
 )
+from knockout.web._totals import totals_view
 
 router = APIRouter()
+#: The language of the gold answer a grader chose (``?gold=de``); unknown values are ignored.
+GoldLang = Annotated[str, Query(max_length=16)]
+LANGUAGE_NAMES = {"en": "English", "de": "Deutsch"}
+
+
+def gold_answers(q: Question) -> dict[str, str]:
+    """The question's gold answers per language, the exam's language first: SciEx's ``GoldAnswerEnglish``
+    and ``GoldAnswerGerman`` (kept by the loader in ``meta["gold_answers"]``) and ``reference`` (which holds
+    an organizer's change) for the exam's language -- unless it is only the other language's fallback."""
+    golds = {str(k): str(v) for k, v in (q.meta.get("gold_answers") or {}).items()}
+    if q.reference and (q.language in golds or q.reference not in golds.values()):
+        golds[q.language] = q.reference
+    return {lang: golds[lang] for lang in sorted(golds, key=lambda lang: lang != q.language)}
+
+
+def gold_choice(q: Question, chosen: str) -> dict[str, Any]:
+    golds = gold_answers(q)
+    lang = chosen if chosen in golds else next(iter(golds), None)
+    return {"golds": [(code, LANGUAGE_NAMES.get(code, code), code == lang) for code in golds],
+            "gold_lang": lang, "gold_text": golds.get(lang) if lang else None,
+            "gold_name": LANGUAGE_NAMES.get(lang, lang) if lang else None,
+            "gold_note": None if lang is None or lang == q.language else
+            f"the exam's language is {LANGUAGE_NAMES.get(q.language, q.language)}"}
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -60,13 +85,14 @@ def flagged_grades(ctx: Ctx, exam: Exam, grader: str | None) -> list[dict[str, A
 
 
 @router.get("/exam/{exam_id:path}/examinee/{n}/q/{k}", response_class=HTMLResponse)
-def grading_page(request: Request, exam_id: str, n: int, k: int, ctx: Auth, saved: int = 0) -> HTMLResponse:
-    c = grading_context(ctx, ctx.exam(exam_id), n, k)
+def grading_page(request: Request, exam_id: str, n: int, k: int, ctx: Auth, saved: int = 0,
+                 gold: GoldLang = "") -> HTMLResponse:
+    c = grading_context(ctx, ctx.exam(exam_id), n, k, gold)
     c["saved"] = bool(saved)
     return page(request, "grade.html", **c)
 
 
-def grading_context(ctx: Ctx, exam: Exam, n: int, k: int) -> dict[str, Any]:
+def grading_context(ctx: Ctx, exam: Exam, n: int, k: int, gold: str = "") -> dict[str, Any]:
     if not 1 <= n <= len(exam.examinees) or not 1 <= k <= len(exam.questions):
         raise HTTPException(404, "No such examinee or question.")
     examinee = exam.examinees[n - 1]
@@ -93,6 +119,10 @@ def grading_context(ctx: Ctx, exam: Exam, n: int, k: int) -> dict[str, Any]:
                    if q.id in examinee.answers and examinee.answers[q.id].id in mine},
         "images": [(i, im, i in copied) for i, im in enumerate(question.images)],
         "error": None, "conflict": None, "saved": False,
+        "totals": totals_view(ctx, exam, ctx.user.name),
+        # the chosen gold-answer language travels with the links of the page (and the save)
+        "gq": f"?gold={gold}" if gold.isascii() and gold.isalpha() else "",
+        **gold_choice(question, gold),
     }
 
 
@@ -108,10 +138,11 @@ def save_grade(
     version: Version,
     comment: Comment = "",
     action: Annotated[str, Form(max_length=MAX_TOKEN)] = "save",
+    gold: GoldLang = "",
 ) -> Response:
     check_csrf(request, csrf)
     exam = ctx.exam(exam_id)
-    c = grading_context(ctx, exam, n, k)
+    c = grading_context(ctx, exam, n, k, gold)
     if c["answer"] is None:
         raise HTTPException(404, "This examinee did not answer this question.")
     try:
@@ -125,8 +156,8 @@ def save_grade(
         return page(request, "grade.html", 409, **c)
     base = f"/exam/{quote_id(exam_id)}/examinee"
     if action == "next" and c["next"]:
-        return redirect(request, f"{base}/{c['next'][0]}/q/{c['next'][1]}")
-    return redirect(request, f"{base}/{n}/q/{k}?saved=1")
+        return redirect(request, f"{base}/{c['next'][0]}/q/{c['next'][1]}{c['gq']}")
+    return redirect(request, f"{base}/{n}/q/{k}?saved=1{c['gq'].replace('?', '&')}")
 
 
 @router.get("/exam/{exam_id:path}/examinee/{n}", response_class=HTMLResponse)
@@ -198,4 +229,6 @@ def exam_page(request: Request, exam_id: str, ctx: Auth) -> HTMLResponse:
     rows = [{"number": e.number, "total": len(e.answers), "done": sum(a.id in done for a in e.answers.values()),
              "flagged": sum(f["n"] == e.number and f["grader"] == ctx.user.name for f in flagged)}
             for e in exam.examinees]
-    return page(request, "exam.html", user=ctx.user, exam=exam, rows=rows, flagged=flagged)
+    return page(request, "exam.html", user=ctx.user, exam=exam, rows=rows, flagged=flagged,
+                totals=totals_view(ctx, exam, ctx.user.name),
+                all_totals=totals_view(ctx, exam, None) if ctx.user.is_organizer else None)

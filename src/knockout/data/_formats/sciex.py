@@ -72,14 +72,22 @@ def _locate(path: Path, language: str | None) -> Path:
     return found[0]
 
 
-def _gold(info: dict[str, Any], language: str) -> str | None:
-    for key in (GOLD.get(language, GOLD["en"]), *GOLD.values()):  # the exam's language first
+def gold_answers(info: dict[str, Any]) -> dict[str, str]:
+    """The question's gold answers per language (``GoldAnswerEnglish`` -> "en", ...; lists joined by blank
+    lines), those that are given."""
+    out = {}
+    for lang, key in GOLD.items():
         gold = info.get(key)
         if isinstance(gold, list):
             gold = "\n\n".join(str(g) for g in gold if not _is_none(g))
         if not _is_none(gold):
-            return str(gold)
-    return None
+            out[lang] = str(gold)
+    return out
+
+
+def _gold(golds: dict[str, str], language: str) -> str | None:
+    """The gold answer in the exam's language, else the other one."""
+    return golds.get(language) or next(iter(golds.values()), None)
 
 
 def _figures(q: dict[str, Any]) -> list[Any]:
@@ -148,10 +156,11 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
             else to_number(avg, file=info_file, record=where, field="AverageStudentPoints")
         )
         difficulty = info.get("DifficultyLabel")
+        golds = gold_answers(info)
         fields = {
             "id": f"{exam}/{idx}",
             "text": json.dumps({k: v for k, v in q.items() if k != "Index"}, ensure_ascii=False),
-            "reference": _gold(info, lang),
+            "reference": _gold(golds, lang),
             "max_points": max_points,
             "language": lang,
             "difficulty": None if _is_none(difficulty) else str(difficulty).strip().lower(),
@@ -160,6 +169,7 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
                 resolve_image(f, folder, file=exam_file, record=where, field="Figures") for f in _figures(q)
             ],
             "meta": {"index": idx, "average_student_points": avg_points,
+                     **({"gold_answers": golds} if golds else {}),
                      **({"exam_info": exam_level} if exam_level else {})},
         }
         questions[idx] = build(
