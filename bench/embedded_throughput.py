@@ -39,7 +39,7 @@ def requests(nq: int, na: int, max_tokens: int) -> list[JudgeRequest]:
     items = ItemSet(qs, ans)
     builder = PromptBuilder(items, "individual", MethodOptions())
     params = GenParams(max_tokens=max_tokens, temperature=0.1)
-    return [JudgeRequest(builder.individual(a)[1], params) for a in items]
+    return [JudgeRequest(builder.individual(a)[1].messages, params) for a in items]
 
 
 async def measure(spec: str, reqs: list[JudgeRequest], concurrency: int) -> tuple[float, int, dict[str, int]]:
