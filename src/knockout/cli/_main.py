@@ -335,15 +335,13 @@ def demo(
 
 def write_text(output: Path | None, text: str) -> None:
     """``text`` to ``output`` (written beside, then moved into place), or to stdout."""
+    from knockout.data._io import atomic_output
+
     if output is None:
         sys.stdout.write(text)
         return
-    tmp = output.with_name(output.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(output)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_output(output, newline=None) as f:
+        f.write(text)
 
 
 @app.command()
@@ -375,13 +373,10 @@ def export(
             if text is not None:
                 write_text(output, text)
         elif output:  # written beside, then moved into place: nothing half-written on an error
-            tmp = output.with_name(output.name + ".tmp")
-            try:
-                with tmp.open("w", encoding="utf-8", newline="") as f:
-                    run, rows = export_to(path, run_id or ref_id, format, f, partial=partial)
-                tmp.replace(output)
-            finally:
-                tmp.unlink(missing_ok=True)
+            from knockout.data._io import atomic_output
+
+            with atomic_output(output, newline="") as f:
+                run, rows = export_to(path, run_id or ref_id, format, f, partial=partial)
         else:
             run, rows = export_to(path, run_id or ref_id, format, sys.stdout, partial=partial)
     except KnockoutError as exc:

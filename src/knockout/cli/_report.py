@@ -37,10 +37,11 @@ def print_tables(tables: Sequence[Table]) -> None:
 
 
 def write_html(path: Path, text: str) -> None:
+    from knockout.data._io import atomic_output
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    with atomic_output(path, newline=None) as f:
+        f.write(text)
 
 
 def report(

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 
-from knockout.data._io import is_local
+from knockout.data._io import atomic_output, is_local
 from knockout.data._records import ItemSet
 
 
@@ -36,12 +35,6 @@ def write_jsonl(items: ItemSet, path: str | os.PathLike[str]) -> None:
         ]
         lines.append({"type": "question", **_compact(d)})
     lines += [{"type": "answer", **_compact(a.model_dump())} for a in items.answers]
-    tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        with tmp.open("x", encoding="utf-8", newline="\n") as f:
-            for obj in lines:
-                f.write(json.dumps(obj, ensure_ascii=False) + "\n")
-        os.replace(tmp, out)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_output(out) as f:
+        for obj in lines:
+            f.write(json.dumps(obj, ensure_ascii=False) + "\n")

@@ -22,12 +22,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from knockout.data._io import atomic_output
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.sciex._figures import figure_names
 
@@ -38,13 +38,8 @@ GOLD = {"en": "GoldAnswerEnglish", "de": "GoldAnswerGerman"}
 
 def _atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8", newline="\n")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_output(path) as f:
+        f.write(text)
 
 
 def _safe(name: str) -> str:
