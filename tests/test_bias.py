@@ -118,3 +118,67 @@ def test_report_has_length_and_position_sections(tmp_path: Path) -> None:
     text = subprocess.run([sys.executable, "-m", "knockout.cli", "report", f"{db}:{r.run_id}", "--resamples", "50"],
                           capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "250"})
     assert "length bias" in text.stdout and "position bias" in text.stdout and "swap consistency" in text.stdout
+
+
+# -- the vectorised figures equal their definitions --------------------------------------------------------
+def _residuals(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    a = np.column_stack([np.ones(len(x)), x])
+    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    return np.asarray(y - a @ coef)
+
+
+def _by_definition(j: np.ndarray, h: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Partial r as the Pearson of OLS residuals; length-controlled Pearson by regressing length out."""
+    if len(j) < 4 or np.ptp(n) == 0:
+        return np.full(2, np.nan)
+    return np.array([np.corrcoef(_residuals(j, h), _residuals(n, h))[0, 1],
+                     np.corrcoef(_residuals(j, n) + j.mean(), h)[0, 1]])
+
+
+def test_length_figures_from_moment_sums_equal_the_residual_definitions() -> None:
+    from knockout.metrics._bias import _length_stats
+
+    rng = np.random.default_rng(3)
+    for size in (4, 9, 50, 400):
+        h = rng.integers(0, 5, size) / 4
+        n = rng.integers(5, 80, size).astype(float)
+        j = np.clip(h + 0.004 * n + rng.normal(0, 0.2, size), 0, 1)
+        assert np.allclose(_length_stats(j, h, n), _by_definition(j, h, n), atol=1e-9)
+    assert np.isnan(_length_stats(np.arange(6.0), np.arange(6.0) % 2, np.full(6, 7.0))).all()
+
+
+def test_length_intervals_are_the_cluster_bootstrap_of_the_definition() -> None:
+    from knockout.metrics._bias import _length_from_sums, _moments
+    from knockout.metrics._bootstrap import bootstrap, sums_bootstrap
+
+    rng = np.random.default_rng(4)
+    q = np.repeat(np.arange(30), 6)
+    h = rng.integers(0, 5, len(q)) / 4
+    n = rng.integers(5, 80, len(q)).astype(float)
+    j = np.clip(h + 0.004 * n + rng.normal(0, 0.2, len(q)), 0, 1)
+    fast = sums_bootstrap(_moments(j, h, n), q, _length_from_sums, resamples=300, seed=7)
+    slow = bootstrap(lambda s: _by_definition(j[s], h[s], n[s]), q, resamples=300, seed=7)
+    for f, s in zip(fast, slow, strict=True):
+        assert f.resamples == s.resamples
+        assert f.low == pytest.approx(s.low, abs=1e-9) and f.high == pytest.approx(s.high, abs=1e-9)
+
+
+def test_longer_share_counts_every_pair_within_a_question_however_large() -> None:
+    from knockout.metrics import _bias
+
+    rng = np.random.default_rng(5)
+    group = rng.integers(0, 12, 300)
+    group[:60] = 99  # one large question, counted through Kendall's tau below
+    score = rng.integers(0, 5, 300).astype(float)
+    length = rng.integers(3, 40, 300).astype(float)
+    pairs = [(score[a], score[b], int(length[a]), int(length[b]))
+             for a in range(300) for b in range(a + 1, 300) if group[a] == group[b]]
+    want = _bias._longer_share(pairs)
+    assert _bias._longer_share_grouped(score, length, group) == pytest.approx(want)
+    old = _bias.PAIRS_PER_GROUP_MAX
+    try:
+        _bias.PAIRS_PER_GROUP_MAX = 10
+        got = _bias._longer_share_grouped(score, length, group)
+    finally:
+        _bias.PAIRS_PER_GROUP_MAX = old
+    assert got["decided"] == want["decided"] and got["share"] == pytest.approx(want["share"])

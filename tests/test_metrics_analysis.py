@@ -78,6 +78,26 @@ def test_exam_level_hand_values() -> None:
     assert e["rmse_norm"] == pytest.approx(np.sqrt(np.mean((np.array(j) - h) ** 2)))
 
 
+def test_exam_intervals_from_question_sums_equal_resampling_the_answers() -> None:
+    """The exam level's bootstrap sums each question's points per examinee once; its intervals are those of
+    recomputing the totals from every resample's answers (the same seed draws the same questions)."""
+    from knockout.metrics._analysis import Aligned, build_rows
+    from knockout.metrics._bootstrap import bootstrap
+
+    rng = np.random.default_rng(2)
+    qs = [Question(id=f"q{i}", text="Q", max_points=4, exam_id=f"E{i % 3}") for i in range(24)]
+    answers = [Answer(id=f"q{i}/{e}", question_id=f"q{i}", examinee=e, text="x",
+                      human_scores={"h": float(rng.integers(0, 5))}) for i in range(24) for e in "abcde"]
+    res = [{"item_id": a.id, "score": float(rng.integers(0, 5)), "valid": True, "details": {}} for a in answers]
+    al = Aligned(build_rows(ItemSet(qs, answers), res)[0])
+    idx = np.flatnonzero(al.question % 2 == 0)  # a subset, as a breakdown group is
+    fast = al.exam_bootstrap(idx, resamples=300, seed=5)
+    slow = bootstrap(lambda s: al.exam_stat(idx[s]), al.question[idx], resamples=300, seed=5)
+    for f, s in zip(fast, slow, strict=True):
+        assert f.resamples == s.resamples
+        assert f.low == pytest.approx(s.low, abs=1e-9) and f.high == pytest.approx(s.high, abs=1e-9)
+
+
 def test_breakdowns_ranking_calibration() -> None:
     d = analyse(items(), results(), by=["difficulty", "exam", "meta:none"], resamples=0).to_dict()
     by_diff = {g["group"]: g for g in d["breakdowns"]["difficulty"]}

@@ -200,7 +200,7 @@ def ci_pair(iv: Interval) -> list[float] | None:
     return None if iv.low is None or iv.high is None else [iv.low, iv.high]
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     """One answer with its question, the judge's result and the group keys."""
 
@@ -330,12 +330,41 @@ class Aligned:
         acc, _ = pairwise_ranking_accuracy(j, h, e)
         return np.append(correlations_np(j, h), math.nan if acc is None else acc)
 
+    def exam_bootstrap(self, idx: np.ndarray, *, resamples: int, seed: int) -> list[Interval]:
+        """Intervals of :meth:`exam_stat` over resamples of the questions of ``idx``: each question's points
+        and maximum points per exam-examinee group are summed once (a sparse matrix), and a resample's totals
+        are those sums weighted by how often each question was drawn (the same resamples as
+        :func:`bootstrap` with the same seed)."""
+        from scipy import sparse
+
+        from knockout.metrics._bootstrap import sums_bootstrap
+
+        g = self.ee[idx]
+        rows = np.flatnonzero(g >= 0)
+        n = len(self.ee_keys)
+        mp = self.max_points[idx[rows]]
+        values = np.concatenate([self.judge_norm[idx[rows]] * mp, self.human_norm[idx[rows]] * mp, mp])
+        cols = np.concatenate([g[rows], g[rows] + n, g[rows] + 2 * n])
+        per_row = sparse.csr_matrix((values, (np.tile(rows, 3), cols)), shape=(len(idx), 3 * n))
+
+        def stat(block: np.ndarray) -> np.ndarray:
+            out = np.full((len(block), 4), math.nan)
+            for b, sums in enumerate(block):
+                jt, ht, m = sums[:n], sums[n:2 * n], sums[2 * n:]
+                present = m > 0
+                jn, hn, e = jt[present] / m[present], ht[present] / m[present], self.ee_exam[present]
+                acc, _ = pairwise_ranking_accuracy(jn, hn, e)
+                out[b] = np.append(correlations_np(jn, hn), math.nan if acc is None else acc)
+            return out
+
+        return sums_bootstrap(per_row, self.question[idx], stat, resamples=resamples, seed=seed)
+
     def exam_metrics(self, idx: np.ndarray, *, resamples: int, seed: int) -> dict[str, Any]:
         j, h, e = self.exam_totals(idx)
         acc, pairs = pairwise_ranking_accuracy(j, h, e)
         values = self.exam_stat(idx)
-        cis = bootstrap(lambda s: self.exam_stat(idx[s]), self.question[idx], resamples=resamples, seed=seed) \
-            if resamples and len(j) >= 3 else [Interval(None, None, 0)] * 4
+        cis = self.exam_bootstrap(idx, resamples=resamples, seed=seed) if resamples and len(j) >= 3 \
+            else [Interval(None, None, 0)] * 4
         out: dict[str, Any] = {"n": len(j), "exams": len(np.unique(e)), "pairs": pairs}
         for name, value, iv in zip(("pearson", "spearman", "kendall", "pairwise_accuracy"), values, cis,
                                    strict=True):
@@ -375,7 +404,7 @@ def build_rows(items: ItemSet, results: Iterable[Mapping[str, Any]]) -> tuple[li
         if r is None:
             continue
         score = r.get("score") if r.get("valid", r.get("score") is not None) else None
-        rows.append(Row(a, items.question_of(a), None if score is None else float(score), dict(r.get("details") or {})))
+        rows.append(Row(a, items.question_of(a), None if score is None else float(score), r.get("details") or {}))
     return rows, len(by_id)
 
 

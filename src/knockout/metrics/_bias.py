@@ -31,6 +31,7 @@ Intervals: 95% cluster bootstrap over questions (as every correlation of the rep
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,7 +40,7 @@ import numpy as np
 from knockout._verdict import Verdict
 from knockout.data._records import Answer, ItemSet
 from knockout.metrics._analysis import Aligned, ci_pair, finite_or_none, pearson_np
-from knockout.metrics._bootstrap import Interval, bootstrap
+from knockout.metrics._bootstrap import Interval, sums_bootstrap
 from knockout.storage._store import MatchRow
 
 
@@ -47,20 +48,43 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-def _residuals(y: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """y minus its OLS fit on [1, x]."""
-    a = np.column_stack([np.ones(len(x)), x])
-    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
-    return np.asarray(y - a @ coef)
-
-
 def _length_stats(j: np.ndarray, h: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """[partial r (judge, length | human), length-controlled Pearson]."""
-    if len(j) < 4 or np.ptp(n) == 0:
+    """[partial r (judge, length | human), length-controlled Pearson] of the points."""
+    if len(j) < 4:
         return np.full(2, np.nan)
-    partial = pearson_np(_residuals(j, h), _residuals(n, h))
-    controlled = pearson_np(_residuals(j, n) + j.mean(), h)
-    return np.array([partial, controlled])
+    return np.asarray(_length_from_sums(_moments(j, h, n).sum(0, keepdims=True))[0])
+
+
+def _moments(j: np.ndarray, h: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per point: 1, j, h, n and their products (centred on the sample means, for accuracy), whose column
+    sums give every figure of :func:`_length_from_sums`."""
+    j, h, n = j - j.mean(), h - h.mean(), n - n.mean()
+    return np.column_stack([np.ones(len(j)), j, h, n, j * j, h * h, n * n, j * h, j * n, h * n])
+
+
+def _length_from_sums(s: np.ndarray) -> np.ndarray:
+    """[partial r, length-controlled Pearson] per row of moment sums (:func:`_moments`), NaN where undefined.
+
+    The partial correlation of judge and length given the human is the Pearson of the residuals of both on
+    the human (OLS with an intercept), (r_jn - r_jh r_hn) / sqrt((1 - r_jh^2)(1 - r_hn^2)); the
+    length-controlled Pearson is the Pearson of the judge's residual on the length with the human,
+    (C_jh - b C_nh) / sqrt((C_jj - b C_jn) C_hh) with b = C_jn / C_nn."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = s[:, 0]
+        mj, mh, mn = s[:, 1] / w, s[:, 2] / w, s[:, 3] / w
+        cjj, chh, cnn = s[:, 4] / w - mj * mj, s[:, 5] / w - mh * mh, s[:, 6] / w - mn * mn
+        cjh, cjn, chn = s[:, 7] / w - mj * mh, s[:, 8] / w - mj * mn, s[:, 9] / w - mh * mn
+        tiny = 1e-12
+        ok = (w >= 4) & (cnn > tiny * np.maximum(1.0, mn * mn))
+        rjh = cjh / np.sqrt(cjj * chh)
+        rjn = cjn / np.sqrt(cjj * cnn)
+        rhn = chn / np.sqrt(chh * cnn)
+        den = np.sqrt((1 - rjh * rjh) * (1 - rhn * rhn))
+        partial = np.where(ok & (cjj > tiny) & (chh > tiny) & (den > 1e-7), (rjn - rjh * rhn) / den, np.nan)
+        b = cjn / cnn
+        rest = cjj - b * cjn
+        controlled = np.where(ok & (rest > tiny) & (chh > tiny), (cjh - b * chn) / np.sqrt(rest * chh), np.nan)
+    return np.asarray(np.clip(np.column_stack([partial, controlled]), -1.0, 1.0))
 
 
 def _share(values: Sequence[float]) -> float | None:
@@ -74,6 +98,56 @@ def _longer_share(pairs: Sequence[tuple[float, float, int, int]]) -> dict[str, A
     return {"share": _share(won), "decided": len(won)}
 
 
+#: a question with more answers than this has its pairs counted through Kendall's tau instead of one by one
+PAIRS_PER_GROUP_MAX = 2000
+
+
+def _concordance(score: np.ndarray, length: np.ndarray) -> tuple[int, int]:
+    """(concordant, discordant) pairs of one large group, ties in either left out, in O(n log n): from
+    Kendall's tau-b, S = tau_b sqrt((P - Tx)(P - Ty)) = C - D, and C + D = P - Tx - Ty + Txy."""
+    from scipy.stats import kendalltau
+
+    def tied(*cols: np.ndarray) -> int:
+        counts = np.unique(np.column_stack(cols), axis=0, return_counts=True)[1]
+        return int((counts * (counts - 1) // 2).sum())
+
+    p = len(score) * (len(score) - 1) // 2
+    tx, ty, txy = tied(score), tied(length), tied(score, length)
+    untied = p - tx - ty + txy
+    if untied <= 0:
+        return 0, 0
+    tau = float(kendalltau(score, length).statistic)
+    s = round(tau * math.sqrt((p - tx) * (p - ty)))
+    return (untied + s) // 2, (untied - s) // 2
+
+
+def _longer_share_grouped(score: np.ndarray, length: np.ndarray, group: np.ndarray) -> dict[str, Any]:
+    """:func:`_longer_share` of every two points of the same group (vectorised by group size)."""
+    conc = disc = 0
+    order = np.argsort(group, kind="stable")
+    g = group[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else np.zeros(0, dtype=int)
+    sizes = np.diff(np.r_[starts, len(g)])
+    for size in np.unique(sizes):
+        if size < 2:
+            continue
+        first = starts[sizes == size]
+        if size > PAIRS_PER_GROUP_MAX:
+            for st in first:
+                c, d = _concordance(score[order[st:st + size]], length[order[st:st + size]])
+                conc, disc = conc + c, disc + d
+            continue
+        a, b = np.triu_indices(int(size), k=1)
+        step = max(1, 4_000_000 // len(a))
+        for i in range(0, len(first), step):
+            members = order[first[i:i + step, None] + np.arange(size)]
+            x, y = members[:, a].ravel(), members[:, b].ravel()
+            agree = np.sign(score[x] - score[y]) * np.sign(length[x] - length[y])
+            conc, disc = conc + int((agree > 0).sum()), disc + int((agree < 0).sum())
+    decided = conc + disc
+    return {"share": conc / decided if decided else None, "decided": decided}
+
+
 def length_analysis(al: Aligned, *, resamples: int, seed: int) -> dict[str, Any] | None:
     """The length figures of the module doc over the aligned answers (judge valid, human present)."""
     if len(al) < 4:
@@ -81,19 +155,9 @@ def length_analysis(al: Aligned, *, resamples: int, seed: int) -> dict[str, Any]
     n = np.array([words(r.answer.text) for r in al.rows], dtype=float)
     j, h = al.judge_norm, al.human_norm
     vals = _length_stats(j, h, n)
-    cis = bootstrap(lambda s: _length_stats(j[s], h[s], n[s]), al.question, resamples=resamples, seed=seed) \
+    cis = sums_bootstrap(_moments(j, h, n), al.question, _length_from_sums, resamples=resamples, seed=seed) \
         if resamples else [Interval(None, None, 0)] * 2
-    by_q: dict[str, list[int]] = {}
-    for i, r in enumerate(al.rows):
-        by_q.setdefault(r.question.id, []).append(i)
-    judge_pairs, human_pairs = [], []
-    for idx in by_q.values():
-        for x in range(len(idx)):
-            for y in range(x + 1, len(idx)):
-                a, b = idx[x], idx[y]
-                judge_pairs.append((j[a], j[b], int(n[a]), int(n[b])))
-                human_pairs.append((h[a], h[b], int(n[a]), int(n[b])))
-    jp, hp = _longer_share(judge_pairs), _longer_share(human_pairs)
+    jp, hp = _longer_share_grouped(j, n, al.question), _longer_share_grouped(h, n, al.question)
     return {
         "n": len(al), "unit": "words",
         "mean_words": float(n.mean()),
