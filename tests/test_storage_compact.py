@@ -53,6 +53,29 @@ def test_requests_are_stored_once_by_content(tmp_path: Path) -> None:
         assert calls["k1"]["params"] == params
 
 
+def test_prompts_of_one_template_are_compressed_against_a_preset_dictionary(tmp_path: Path) -> None:
+    """Prompts that differ only in the answer are stored as a few dozen bytes each (z 2: compressed with the
+    writer's first long content as a zlib preset dictionary), and read back by any later store object,
+    whatever dictionary it chose for its own writes; rows written before (z 0/1) stay readable."""
+    template = ("You are a university professor exam grader. Grade the following answer on a scale of 0 to 4 "
+                "based on its correctness and relevancy given the following question.\n\nThe Question: {q}\n\n"
+                "The Answer: {a}\n\nGive your grade in the format: Explanation: [explanation] Score: [score]/4")
+    texts = [template.format(q=f"Explain topic {i % 7}.", a=f"Answer {i}: the kernel bounds the prior {i * 7}.")
+             for i in range(200)]
+    with Store(tmp_path / "s.db") as s:
+        refs = [s.put_blob(t.encode()) for t in texts]
+        kinds = dict(s.db.execute("SELECT z, COUNT(*) FROM blobs GROUP BY z").fetchall())
+        assert kinds.get(2, 0) == len(texts) - 1  # all but the dictionary itself
+        sizes = [n for (n,) in s.db.execute("SELECT LENGTH(data) FROM blobs WHERE z = 2")]
+        assert max(sizes) < 100 < min(len(t) for t in texts) / 3
+    with Store(tmp_path / "s.db") as s:
+        other = s.put_blob(("another template entirely, " * 20).encode())  # this writer's own dictionary
+        again = s.put_blob(("another template entirely, " * 19 + "with a change").encode())
+        assert [s.get_blob(r).decode() for r in refs] == texts
+        assert s.get_blob(other).decode() == "another template entirely, " * 20
+        assert s.get_blob(again).decode().endswith("with a change")
+
+
 def test_request_rows_written_before_blobs_read_as_they_are(tmp_path: Path) -> None:
     with Store(tmp_path / "s.db") as s:
         old = json.dumps({"messages": [{"role": "user", "content": "old prompt"}], "params": {"seed": 0}})

@@ -101,6 +101,11 @@ class MatchRow:
     games: list[dict[str, Any]]
 
 
+#: a blob content of at least this many bytes can become the writer's zlib preset dictionary
+DICT_MIN = 256
+#: zlib uses at most the last 32 KiB of a preset dictionary
+ZDICT_MAX = 32768
+
 #: marks a ``calls.request`` whose contents are in ``blobs`` (schema step 36)
 REQUEST_V2 = "blobs@"
 ITEMS_V2 = b"knockout-items-jsonl\n"
@@ -136,13 +141,13 @@ def unpack_items(data: bytes) -> ItemSet:
                     raise ConfigError("an item-set snapshot in an unknown format")
                 header = False
                 continue
-            rec = json.loads(line)
-            if "a" in rec:
-                answers.append(Answer.model_validate(rec["a"]))
-            elif "q" in rec:
-                questions.append(Question.model_validate(rec["q"]))
+            # {"a": ANSWER} / {"q": QUESTION} as pack_items wrote them: parsed by pydantic from the bytes
+            if line.startswith(b'{"a":'):
+                answers.append(Answer.model_validate_json(line[5:-1]))
+            elif line.startswith(b'{"q":'):
+                questions.append(Question.model_validate_json(line[5:-1]))
             else:
-                source = str(rec.get("source", source))
+                source = str(json.loads(line).get("source", source))
     return ItemSet(questions, answers, source=source)
 
 
@@ -175,6 +180,8 @@ class Store:
             self.db.close()
             raise
         self._blobs_seen: set[bytes] = set()
+        self._zdict: tuple[bytes, bytes] | None = None  # (hash, content) of this writer's preset dictionary
+        self._zdicts: dict[bytes, bytes] = {}  # dictionaries read back, by hash
 
     def close(self) -> None:
         self.db.close()
@@ -230,7 +237,13 @@ class Store:
 
     # -- content-addressed blobs (request contents, parameters) ----------------------------
     def put_blob(self, data: bytes) -> str:
-        """Store ``data`` once by content (zlib-compressed where that saves a tenth); its hash (hex)."""
+        """Store ``data`` once by content; its hash (hex).
+
+        Stored as it is (``z`` 0), zlib-compressed where that saves a tenth (``z`` 1), or -- smaller still for
+        the many prompts of one template, which differ only in the answer -- compressed with a zlib preset
+        dictionary (``z`` 2: the dictionary blob's 16-byte hash, then the compressed bytes).  The dictionary
+        is the first content of at least :data:`DICT_MIN` bytes this store object writes outside a transaction
+        (itself a blob, committed), and is used only where it beats plain compression."""
         digest = hashlib.sha256(data).digest()[:16]
         if digest not in self._blobs_seen:
             packed, z = data, 0
@@ -238,17 +251,35 @@ class Store:
                 small = zlib.compress(data, 6)
                 if len(small) < 0.9 * len(data):
                     packed, z = small, 1
+                if self._zdict is not None and self._zdict[0] != digest:
+                    c = zlib.compressobj(6, zdict=self._zdict[1])
+                    framed = self._zdict[0] + c.compress(data) + c.flush()
+                    if len(framed) < len(packed):
+                        packed, z = framed, 2
             self.db.execute("INSERT OR IGNORE INTO blobs (hash, z, data) VALUES (?,?,?)", (digest, z, packed))
             if len(self._blobs_seen) > 100_000:
                 self._blobs_seen.clear()
             self._blobs_seen.add(digest)
+            if self._zdict is None and len(data) >= DICT_MIN and z != 2 and not self.db.in_transaction:
+                self._zdict = (digest, data[-ZDICT_MAX:])
         return digest.hex()
 
     def get_blob(self, ref: str) -> bytes:
-        row = self.db.execute("SELECT z, data FROM blobs WHERE hash = ?", (bytes.fromhex(ref),)).fetchone()
+        return self._blob(bytes.fromhex(ref))
+
+    def _blob(self, digest: bytes) -> bytes:
+        row = self.db.execute("SELECT z, data FROM blobs WHERE hash = ?", (digest,)).fetchone()
         if row is None:
-            raise ConfigError(f"{self.path}: the store lacks blob {ref} (damaged store?)")
-        return zlib.decompress(row[1]) if row[0] else bytes(row[1])
+            raise ConfigError(f"{self.path}: the store lacks blob {digest.hex()} (damaged store?)")
+        z, data = row[0], bytes(row[1])
+        if z == 2:
+            key = data[:16]
+            zdict = self._zdicts.get(key)
+            if zdict is None:
+                zdict = self._zdicts[key] = self._blob(key)[-ZDICT_MAX:]
+            d = zlib.decompressobj(zdict=zdict)
+            return d.decompress(data[16:]) + d.flush()
+        return zlib.decompress(data) if z else data
 
     def _compact_request(self, request: dict[str, Any]) -> str:
         """A request as stored: each message's content and the parameters as blob references."""
@@ -485,7 +516,7 @@ class Store:
     def iter_results(self, run_id: str, *, details: bool = True, question_id: str | None = None,
                      item_id: str | None = None) -> Iterator[dict[str, Any]]:
         """A run's results one by one, in the order written (read in pages, not all at once)."""
-        column = "details" if details else "json_object('groups', json_extract(details, '$.groups'))"
+        column = "details" if details else "json_extract(details, '$.groups')"
         where, args = "run_id = ?", [run_id]
         for col, value in (("question_id", question_id), ("item_id", item_id)):
             if value is not None:
@@ -499,9 +530,11 @@ class Store:
             if not rows:
                 return
             for r in rows:
-                d = json.loads(r[5])
-                if not details and d.get("groups") is None:
-                    d = {}
+                if details:
+                    d = json.loads(r[5])
+                else:  # the groups alone (SQLite gives an object's JSON text, NULL where absent)
+                    groups = json.loads(r[5]) if isinstance(r[5], str) else r[5]
+                    d = {} if groups is None else {"groups": groups}
                 yield {"item_id": r[1], "question_id": r[2], "score": r[3], "valid": bool(r[4]), "details": d}
             last = rows[-1][0]
 
