@@ -8,6 +8,7 @@ default column names), or when ``columns`` is given.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -34,11 +35,14 @@ def is_flat(record: dict[str, object]) -> bool:
 
 def load(path: Path, *, columns: Mapping[str, str] | str | None = None) -> ItemSet:
     """Option ``columns`` (flat files): our field -> the records' key, as for CSV."""
-    records = list(iter_json_lines(path))
-    if columns is not None or (records and is_flat(records[0][1])):
-        header = dict.fromkeys(k for _, obj in records for k in obj)
-        return load_rows(((f"line {n}", obj) for n, obj in records), header, columns=columns, path=path,
-                         header_where=f"line {records[0][0]}" if records else "line 1", columns_in="any record")
+    lines = iter_json_lines(path)
+    first = next(lines, None)
+    records = itertools.chain([] if first is None else [first], lines)  # read one by one (memory stays flat)
+    if columns is not None or (first is not None and is_flat(first[1])):
+        table = list(records)  # a table: the header is every key of every record
+        header = dict.fromkeys(k for _, obj in table for k in obj)
+        return load_rows(((f"line {n}", obj) for n, obj in table), header, columns=columns, path=path,
+                         header_where=f"line {table[0][0]}" if table else "line 1", columns_in="any record")
     questions: list[Question] = []
     answers: list[Answer] = []
     for n, obj in records:
