@@ -26,6 +26,7 @@ verdict from one it copied out of an answer (see :mod:`knockout.prompts._parsers
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import itertools
@@ -73,6 +74,18 @@ def own_verdict(parse: Parser, max_points: float, shown: Sequence[str] = ()) -> 
 
 def _takes_shown(parse: Parser) -> bool:
     try:
+        return _takes_shown_cached(parse)  # type: ignore[arg-type]  # unhashable: the except below
+    except TypeError:  # an unhashable callable: inspected each time
+        return _inspect_shown(parse)
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_shown_cached(parse: Parser) -> bool:
+    return _inspect_shown(parse)
+
+
+def _inspect_shown(parse: Parser) -> bool:
+    try:
         params = inspect.signature(parse).parameters.values()
     except (TypeError, ValueError):
         return False
@@ -86,6 +99,8 @@ _ESCAPES = (("<<<", "‹‹‹"), (">>>", "›››"), ("<|", "‹|"), ("|>", "
 
 def escape(text: str) -> str:
     """A data text as shown between markers (see :data:`_ESCAPES`)."""
+    if "<" not in text and ">" not in text:  # the common case: nothing to replace
+        return text
     for old, new in _ESCAPES:
         text = text.replace(old, new)
     return text
@@ -102,7 +117,12 @@ def boundary(texts: Sequence[str]) -> str:
 
 def _data(text: str, values: Mapping[str, str]) -> list[str]:
     """The data values a template text shows (by placeholder name)."""
-    return [values[name] for name in sorted(placeholders(text) & DATA_FIELDS) if name in values]
+    return [values[name] for name in _data_names(text) if name in values]
+
+
+@functools.lru_cache(maxsize=1024)
+def _data_names(text: str) -> tuple[str, ...]:
+    return tuple(sorted(placeholders(text) & DATA_FIELDS))
 
 
 def judge_messages(

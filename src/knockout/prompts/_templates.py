@@ -23,6 +23,7 @@ placeholder that is not one of :data:`PLACEHOLDERS` is an error at load time.
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -81,7 +82,12 @@ FAMILIES = {
 
 
 def placeholders(text: str) -> set[str]:
-    return {m.group(1) for m in _FIELD.finditer(text) if m.group(1)}
+    return set(_placeholders(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _placeholders(text: str) -> frozenset[str]:  # a template's few texts, asked once per request
+    return frozenset(m.group(1) for m in _FIELD.finditer(text) if m.group(1))
 
 
 def render(text: str, values: dict[str, str]) -> str:
