@@ -8,88 +8,94 @@ the original scale.  Invalid results are left out of every figure and counted.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import stats
-from sklearn.metrics import mean_squared_error
 
 from knockout.data._records import ItemSet
 
 
-def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+def pearson(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float | None:
     """Pearson r, or None when undefined (fewer than 2 points or a constant series)."""
     if len(x) < 2 or np.std(x) == 0 or np.std(y) == 0:
         return None
     return float(stats.pearsonr(x, y).statistic)
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float | None:
     if len(x) < 2 or np.std(x) == 0 or np.std(y) == 0:
         return None
     return float(stats.spearmanr(x, y).statistic)
 
 
-def rmse(x: Sequence[float], y: Sequence[float]) -> float | None:
-    if not x:
+def rmse(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float | None:
+    if not len(x):
         return None
-    return float(math.sqrt(mean_squared_error(y, x)))
+    # numpy, not sklearn's mean_squared_error: importing sklearn costs a grading process about 90 MB
+    d = np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
+    return float(math.sqrt(float(np.mean(d * d))))
 
 
 @dataclass
 class ScorePairs:
-    """Aligned judge and human scores for the valid, human-graded answers."""
+    """Aligned judge and human scores (numpy arrays) for the valid, human-graded answers."""
 
-    answer_ids: list[str]
-    judge: list[float]
-    human: list[float]
-    max_points: list[float]
-    points_scale: list[bool]  # human scores on 0..max_points (RMSE applies)
+    judge: np.ndarray
+    human: np.ndarray
+    max_points: np.ndarray
+    points_scale: np.ndarray  # bool: human scores on 0..max_points (RMSE applies)
     invalid: int
     unscored: int  # answers without a human score
 
     @property
-    def judge_norm(self) -> list[float]:
-        return [j / m for j, m in zip(self.judge, self.max_points, strict=True)]
+    def judge_norm(self) -> np.ndarray:
+        return np.asarray(self.judge / self.max_points)
 
     @property
-    def human_norm(self) -> list[float]:
-        return [h / m if p else h for h, m, p in zip(self.human, self.max_points, self.points_scale, strict=True)]
+    def human_norm(self) -> np.ndarray:
+        return np.asarray(np.where(self.points_scale, self.human / self.max_points, self.human))
 
 
-def pair_scores(items: ItemSet, scores: dict[str, float | None]) -> ScorePairs:
-    ids, judge, human, maxp, scale = [], [], [], [], []
-    invalid = unscored = 0
+def pair_scores(items: ItemSet, scores: Mapping[str, float | None]) -> ScorePairs:
+    """The answers of ``items`` that ``scores`` holds (None: invalid), as arrays (a million answers take a few
+    arrays of floats, not lists of Python floats)."""
+    n = len(items)
+    judge, human, maxp = np.empty(n), np.empty(n), np.empty(n)
+    scale = np.empty(n, dtype=bool)
+    k = invalid = unscored = 0
     for a in items:
-        if a.id not in scores:
+        s = scores.get(a.id, _ABSENT)
+        if s is _ABSENT:
             continue
-        s = scores[a.id]
         if s is None:
             invalid += 1
             continue
-        if a.human_score is None:
+        h = a.human_score
+        if h is None:
             unscored += 1
             continue
         q = items.question_of(a)
-        ids.append(a.id)
-        judge.append(float(s))
-        human.append(a.human_score)
-        maxp.append(q.max_points)
-        scale.append(q.human_scale == "points")
-    return ScorePairs(ids, judge, human, maxp, scale, invalid, unscored)
+        judge[k], human[k], maxp[k], scale[k] = float(s), h, q.max_points, q.human_scale == "points"
+        k += 1
+    return ScorePairs(judge[:k].copy(), human[:k].copy(), maxp[:k].copy(), scale[:k].copy(), invalid, unscored)
 
 
-def question_level(items: ItemSet, scores: dict[str, float | None]) -> dict[str, Any]:
+_ABSENT: Any = object()
+
+
+def question_level(items: ItemSet, scores: Mapping[str, float | None]) -> dict[str, Any]:
     """Pearson (normalised), Spearman, RMSE (points scale only), n and invalid count."""
     p = pair_scores(items, scores)
-    points = [i for i, ok in enumerate(p.points_scale) if ok]
+    jn, hn = p.judge_norm, p.human_norm
+    pts = p.points_scale
     return {
         "n": len(p.judge),
         "invalid": p.invalid,
         "without_human_score": p.unscored,
-        "pearson": pearson(p.judge_norm, p.human_norm),
-        "spearman": spearman(p.judge_norm, p.human_norm),
-        "rmse": rmse([p.judge[i] for i in points], [p.human[i] for i in points]) if points else None,
+        "pearson": pearson(jn, hn),
+        "spearman": spearman(jn, hn),
+        "rmse": rmse(p.judge[pts], p.human[pts]) if pts.any() else None,
     }
