@@ -200,6 +200,20 @@ def ci_pair(iv: Interval) -> list[float] | None:
     return None if iv.low is None or iv.high is None else [iv.low, iv.high]
 
 
+#: each breakdown key's group of an answer (one function per key: a report asks millions of times)
+_KEYS: dict[str, Callable[[Question, Answer], str | None]] = {
+    "difficulty": lambda q, a: q.difficulty,
+    "language": lambda q, a: q.language,
+    "examinee": lambda q, a: a.examinee,
+    "exam": lambda q, a: q.exam_id,
+    "question": lambda q, a: q.id,
+    "task": lambda q, a: q.task,
+    "max_points": lambda q, a: f"{q.max_points:g}",
+    # SciEx's modality: a question with figures is "image", else "text" (a loader may set meta)
+    "modality": lambda q, a: str(q.meta.get("modality") or ("image" if q.images else "text")),
+}
+
+
 @dataclass(slots=True)
 class Row:
     """One answer with its question, the judge's result and the group keys."""
@@ -223,17 +237,7 @@ class Row:
         if name not in GROUP_KEYS:  # a group the run's method declares in its results, else not applicable
             groups = self.details.get("groups")
             return str(groups[name]) if isinstance(groups, dict) and name in groups else None
-        value = {
-            "difficulty": q.difficulty,
-            "language": q.language,
-            "examinee": a.examinee,
-            "exam": q.exam_id,
-            "question": q.id,
-            "task": q.task,
-            "max_points": f"{q.max_points:g}",
-            # SciEx's modality: a question with figures is "image", else "text" (a loader may set meta)
-            "modality": str(q.meta.get("modality") or ("image" if q.images else "text")),
-        }.get(name, "")
+        value = _KEYS[name](q, a)
         return NONE_GROUP if value is None else value
 
 
@@ -471,7 +475,7 @@ def breakdown(al: Aligned, rows: Sequence[Row], key: str, level: str, *, resampl
 
 def rounds(al: Aligned, rows: Sequence[Row], *, resamples: int, seed: int) -> dict[str, Any] | None:
     """First-round vs later-round eliminations (knockout thesis, Table 4.8), when the run records rounds."""
-    if not any(r.key(ROUND_GROUP) is not None for r in rows):
+    if not any(ROUND_GROUP in (r.details.get("groups") or ()) for r in rows):  # Row.key's test, without the call
         return None
     keys = np.array([r.key(ROUND_GROUP) for r in al.rows], dtype=object)
     first = np.flatnonzero(keys == "1")
