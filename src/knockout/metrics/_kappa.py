@@ -31,17 +31,19 @@ Weights = Literal["linear", "quadratic"] | None
 
 
 def cohen_kappa(
-    x: Sequence[Any], y: Sequence[Any], *, labels: Sequence[Any] | None = None, weights: Weights = None,
+    x: Sequence[Any] | np.ndarray, y: Sequence[Any] | np.ndarray, *, labels: Sequence[Any] | None = None,
+    weights: Weights = None,
 ) -> float | None:
     """Cohen's kappa of two aligned label lists (``sklearn.metrics.cohen_kappa_score``); None if undefined."""
     if len(x) != len(y):
         raise ValueError(f"Cohen's kappa needs aligned lists (got {len(x)} and {len(y)} labels)")
-    if len(x) < 2 or len(set(x) | set(y)) < 2:
+    arrays = isinstance(x, np.ndarray) and isinstance(y, np.ndarray)  # a million grades: no Python lists
+    if len(x) < 2 or (len(np.union1d(x, y)) if arrays else len(set(x) | set(y))) < 2:
         return None
     with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")  # undefined (0/0): nan, reported as None
-        value = float(cohen_kappa_score(list(x), list(y), labels=None if labels is None else list(labels),
-                                        weights=weights))
+        value = float(cohen_kappa_score(x if arrays else list(x), y if arrays else list(y),
+                                        labels=None if labels is None else list(labels), weights=weights))
     return value if math.isfinite(value) else None
 
 
@@ -58,9 +60,9 @@ def grid_kappa(
     the grid (e.g. the mean of two graders, 2.75) or kappa is undefined."""
     if len(x) < 2 or not (on_grid(x, step) and on_grid(y, step)):
         return None
-    cx = [round(float(v) / step) for v in x]
-    cy = [round(float(v) / step) for v in y]
-    lo, hi = min(*cx, *cy), max(*cx, *cy)
+    cx = np.rint(np.asarray(x, dtype=float) / step).astype(int)
+    cy = np.rint(np.asarray(y, dtype=float) / step).astype(int)
+    lo, hi = int(min(cx.min(), cy.min())), int(max(cx.max(), cy.max()))
     return cohen_kappa(cx, cy, labels=list(range(lo, hi + 1)), weights=weights)
 
 

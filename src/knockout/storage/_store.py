@@ -517,7 +517,11 @@ class Store:
                      item_id: str | None = None) -> Iterator[dict[str, Any]]:
         """A run's results one by one, in the order written (read in pages, not all at once)."""
         column = "details" if details else "json_extract(details, '$.groups')"
-        where, args = "run_id = ?", [run_id]
+        # A whole run is read along the rowid (the table's own order: each page starts where the last ended);
+        # "+run_id" keeps SQLite from searching the run's index and sorting all its rows again for every
+        # page, which made reading a million results quadratic.  One question or item: its index.
+        by_rowid = question_id is None and item_id is None
+        where, args = ("+run_id = ?" if by_rowid else "run_id = ?"), [run_id]
         for col, value in (("question_id", question_id), ("item_id", item_id)):
             if value is not None:
                 where += f" AND {col} = ?"
