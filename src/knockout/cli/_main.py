@@ -238,9 +238,12 @@ def grade(
         loader_opts: dict[str, Any] = dict(parse_kv(data_opt, "--data-opt"))
         if columns:
             loader_opts["columns"] = parse_column_map(columns)
-        items = load_items(data, fmt_, **loader_opts).subset(
-            limit=limit, answers_per_question=answers_per_question
-        )
+        from knockout.cli._progress import gc_paused
+
+        with gc_paused():
+            items = load_items(data, fmt_, **loader_opts).subset(
+                limit=limit, answers_per_question=answers_per_question
+            )
         if len(items) == 0:
             raise ConfigError(f"{data}: no answers to grade")
         members, jury_file = jury_members(judge, jury)

@@ -76,6 +76,34 @@ def progress_bar(description: str, enabled: bool = True) -> Iterator[Observer | 
         bar.progress.stop()
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a command builds what it keeps (loading a large item set
+    allocates millions of objects that all survive, and each full collection would scan them again);
+    :func:`freeze_heap` then keeps the collector off them."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def freeze_heap() -> None:
+    """Move every object alive now (the loaded item set, the imported modules) out of the cyclic garbage
+    collector's reach for the rest of this command (``gc.freeze``).  They live until the process ends
+    anyway, and a collector that re-scans a million loaded answers on every full collection took half the
+    time of a cache-hit rerun of 100k answers (15.9 s vs 8.0 s measured).  Only the CLI does this: the
+    process is its own, so no caller's objects are frozen."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging",
                      executor: str | None = None) -> R:
     """Open the store, run ``run`` through the one lifecycle with a progress bar, close the store."""
@@ -83,6 +111,7 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
     from knockout.storage import Store
 
     check_run(run, executor)  # bad options and prompts fail before the store is created or touched
+    freeze_heap()
     with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet) as bar:
         try:
             return execute(run, store, observer=bar, executor=executor)

@@ -61,6 +61,7 @@ def report(
 
     A side-by-side run (knockout sbs) gets its own report: verdict distributions per order, kappa,
     MPCC, position-bias metrics, human x judge confusion, annotator agreement and cost."""
+    from knockout.cli._progress import freeze_heap, gc_paused
     from knockout.reports._report import build_report, report_tables
     from knockout.reports._runs import content_kind, find_run, load_run, parse_ref
 
@@ -72,7 +73,9 @@ def report(
         if content_kind(record) == "sbs":
             sbs_report(path, record, html, as_json, links, resamples=resamples, seed=seed)
             return
-        loaded = load_run(path, record.id, details=False)
+        with gc_paused():
+            loaded = load_run(path, record.id, details=False)
+        freeze_heap()
         rep, an = build_report(loaded, level=level, by=by.split(","), resamples=resamples, seed=seed)
 
         def plots() -> dict[str, bytes]:

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 def individual_details(o: Outcome, prompt: str, shots: list[str]) -> dict[str, Any]:
     """The JSON of :class:`IndividualDetails` for one outcome, written directly (a large run builds one per
     answer; the model validates the same fields, in the same order, to the same JSON)."""
-    return {"valid": o.valid, "error": o.error, "failed": o.failed, "attempts": [a.model_dump() for a in o.attempts],
+    attempts = [{"key": a.key, "reply": a.reply, "cached": a.cached, "error": a.error} for a in o.attempts]
+    return {"valid": o.valid, "error": o.error, "failed": o.failed, "attempts": attempts,
             "prompt": prompt, "shots": list(shots)}
 
 

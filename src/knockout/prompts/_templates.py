@@ -92,19 +92,33 @@ def _placeholders(text: str) -> frozenset[str]:  # a template's few texts, asked
 
 def render(text: str, values: dict[str, str]) -> str:
     """Fill ``{name}`` placeholders; values are inserted verbatim (never re-parsed)."""
+    out = []
+    for literal, name in _pieces(text):
+        out.append(literal)
+        if name is not None:
+            if name not in values:
+                raise ConfigError(f"template needs a value for '{{{name}}}'")
+            out.append(values[name])
+    return "".join(out)
 
-    def sub(m: re.Match[str]) -> str:
+
+@functools.lru_cache(maxsize=1024)
+def _pieces(text: str) -> tuple[tuple[str, str | None], ...]:
+    """A template text split once into (literal text, placeholder name or None) pieces, ``{{``/``}}``
+    already unescaped (a run renders the same few texts for every request)."""
+    pieces: list[tuple[str, str | None]] = []
+    literal, pos = "", 0
+    for m in _FIELD.finditer(text):
+        literal += text[pos:m.start()]
+        pos = m.end()
         tok = m.group(0)
-        if tok == "{{":
-            return "{"
-        if tok == "}}":
-            return "}"
-        name = m.group(1)
-        if name not in values:
-            raise ConfigError(f"template needs a value for '{{{name}}}'")
-        return values[name]
-
-    return _FIELD.sub(sub, text)
+        if tok in ("{{", "}}"):
+            literal += tok[0]
+        else:
+            pieces.append((literal, m.group(1)))
+            literal = ""
+    pieces.append((literal + text[pos:], None))
+    return tuple(pieces)
 
 
 def fmt_points(x: float) -> str:

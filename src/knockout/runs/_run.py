@@ -96,6 +96,8 @@ class Run(ABC, Generic[R]):
     """A configured run of one kind.  Subclasses set :attr:`kind` and implement the abstract methods."""
 
     kind: ClassVar[str]
+    #: the executor :func:`check_run` last passed this run for (None: not checked yet)
+    _checked_for: str | None = None
 
     def __init__(self, *, method: str, data_source: str, params: GenParams, concurrency: int | None = None,
                  format_retries: int = 2) -> None:
@@ -150,6 +152,7 @@ def check_run(run: Run[Any], executor: str | None = None) -> None:
     for j in judges.values():
         j.check_params(run.params)
     parse_executor(executor or "local")  # a bad executor spec fails here, before the run is written
+    run._checked_for = executor or "local"  # execute_async does not check the same run twice
 
 
 async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None,
@@ -159,7 +162,8 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
     ``executor`` says where the engines send the requests the store does not hold (``local``, the
     default; ``ray``, ``ray://HOST:PORT``: Ray actors holding the judge); the store is written here
     alone, whatever the executor."""
-    check_run(run, executor)
+    if run._checked_for != (executor or "local"):  # the CLI checks before opening the store
+        check_run(run, executor)
     judges = run.judges()
     run_id = run_id_for(run.identity())
     oracle = run.oracle()
