@@ -114,6 +114,6 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
     freeze_heap()
     with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet) as bar:
         try:
-            return execute(run, store, observer=bar, executor=executor)
+            return execute(run, store, observer=bar, executor=executor, checked=True)
         except sqlite3.OperationalError as exc:  # locked by another process past the wait, disk full, ...
             raise ConfigError(f"{store_path}: cannot write the store ({exc})") from None

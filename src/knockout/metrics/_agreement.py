@@ -67,9 +67,9 @@ def pair_scores(items: ItemSet, scores: Mapping[str, float | None]) -> ScorePair
     scale = np.empty(n, dtype=bool)
     k = invalid = unscored = 0
     for a in items:
-        s = scores.get(a.id, _ABSENT)
-        if s is _ABSENT:
+        if a.id not in scores:
             continue
+        s = scores[a.id]
         if s is None:
             invalid += 1
             continue
@@ -81,9 +81,6 @@ def pair_scores(items: ItemSet, scores: Mapping[str, float | None]) -> ScorePair
         judge[k], human[k], maxp[k], scale[k] = float(s), h, q.max_points, q.human_scale == "points"
         k += 1
     return ScorePairs(judge[:k].copy(), human[:k].copy(), maxp[:k].copy(), scale[:k].copy(), invalid, unscored)
-
-
-_ABSENT: Any = object()
 
 
 def question_level(items: ItemSet, scores: Mapping[str, float | None]) -> dict[str, Any]:

@@ -326,13 +326,21 @@ class Aligned:
         m = np.bincount(g, weights=self.max_points[idx], minlength=n)
         jt = np.bincount(g, weights=self.judge_norm[idx] * self.max_points[idx], minlength=n)
         ht = np.bincount(g, weights=self.human_norm[idx] * self.max_points[idx], minlength=n)
+        return self._ratios(jt, ht, m)
+
+    def _ratios(self, jt: np.ndarray, ht: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(judge, human, exam) of the exam-examinee groups with points: summed points over max points."""
         present = m > 0
         return jt[present] / m[present], ht[present] / m[present], self.ee_exam[present]
 
-    def exam_stat(self, idx: np.ndarray) -> np.ndarray:
-        j, h, e = self.exam_totals(idx)
+    @staticmethod
+    def _figures(j: np.ndarray, h: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """[Pearson, Spearman, Kendall, pairwise ranking accuracy] of exam totals (NaN where undefined)."""
         acc, _ = pairwise_ranking_accuracy(j, h, e)
         return np.append(correlations_np(j, h), math.nan if acc is None else acc)
+
+    def exam_stat(self, idx: np.ndarray) -> np.ndarray:
+        return self._figures(*self.exam_totals(idx))
 
     def exam_bootstrap(self, idx: np.ndarray, *, resamples: int, seed: int) -> list[Interval]:
         """Intervals of :meth:`exam_stat` over resamples of the questions of ``idx``: each question's points
@@ -352,14 +360,7 @@ class Aligned:
         per_row = sparse.csr_matrix((values, (np.tile(rows, 3), cols)), shape=(len(idx), 3 * n))
 
         def stat(block: np.ndarray) -> np.ndarray:
-            out = np.full((len(block), 4), math.nan)
-            for b, sums in enumerate(block):
-                jt, ht, m = sums[:n], sums[n:2 * n], sums[2 * n:]
-                present = m > 0
-                jn, hn, e = jt[present] / m[present], ht[present] / m[present], self.ee_exam[present]
-                acc, _ = pairwise_ranking_accuracy(jn, hn, e)
-                out[b] = np.append(correlations_np(jn, hn), math.nan if acc is None else acc)
-            return out
+            return np.array([self._figures(*self._ratios(s[:n], s[n:2 * n], s[2 * n:])) for s in block])
 
         return sums_bootstrap(per_row, self.question[idx], stat, resamples=resamples, seed=seed)
 
@@ -475,7 +476,7 @@ def breakdown(al: Aligned, rows: Sequence[Row], key: str, level: str, *, resampl
 
 def rounds(al: Aligned, rows: Sequence[Row], *, resamples: int, seed: int) -> dict[str, Any] | None:
     """First-round vs later-round eliminations (knockout thesis, Table 4.8), when the run records rounds."""
-    if not any(ROUND_GROUP in (r.details.get("groups") or ()) for r in rows):  # Row.key's test, without the call
+    if not any(r.key(ROUND_GROUP) is not None for r in rows):
         return None
     keys = np.array([r.key(ROUND_GROUP) for r in al.rows], dtype=object)
     first = np.flatnonzero(keys == "1")

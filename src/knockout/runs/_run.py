@@ -96,8 +96,6 @@ class Run(ABC, Generic[R]):
     """A configured run of one kind.  Subclasses set :attr:`kind` and implement the abstract methods."""
 
     kind: ClassVar[str]
-    #: the executor :func:`check_run` last passed this run for (None: not checked yet)
-    _checked_for: str | None = None
 
     def __init__(self, *, method: str, data_source: str, params: GenParams, concurrency: int | None = None,
                  format_retries: int = 2) -> None:
@@ -152,17 +150,17 @@ def check_run(run: Run[Any], executor: str | None = None) -> None:
     for j in judges.values():
         j.check_params(run.params)
     parse_executor(executor or "local")  # a bad executor spec fails here, before the run is written
-    run._checked_for = executor or "local"  # execute_async does not check the same run twice
 
 
 async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None,
-                        executor: str | None = None) -> R:
+                        executor: str | None = None, checked: bool = False) -> R:
     """Run ``run`` through the store: the one lifecycle (module doc).
 
     ``executor`` says where the engines send the requests the store does not hold (``local``, the
     default; ``ray``, ``ray://HOST:PORT``: Ray actors holding the judge); the store is written here
-    alone, whatever the executor."""
-    if run._checked_for != (executor or "local"):  # the CLI checks before opening the store
+    alone, whatever the executor.  ``checked``: the caller has just passed ``run`` and ``executor`` through
+    :func:`check_run` (the CLI does, before it opens the store), so it is not checked again."""
+    if not checked:
         check_run(run, executor)
     judges = run.judges()
     run_id = run_id_for(run.identity())
@@ -216,12 +214,12 @@ async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
 
 
 def execute(run: Run[R], store: Store, *, observer: Observer | None = None, close_judges: bool = True,
-            executor: str | None = None) -> R:
+            executor: str | None = None, checked: bool = False) -> R:
     """Synchronous :func:`execute_async`; closes the run's judges afterwards unless told not to."""
 
     async def main() -> R:
         try:
-            return await execute_async(run, store, observer=observer, executor=executor)
+            return await execute_async(run, store, observer=observer, executor=executor, checked=checked)
         finally:
             if close_judges:
                 for j in {id(j): j for j in run.judges().values()}.values():
