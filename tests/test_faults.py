@@ -35,8 +35,9 @@ MAX_FAULTS_PER_REQUEST = 3  # below the retries the run is given, so every reque
 
 
 class FaultSchedule:
-    """Which attempt of which request fails, and how: seeded by the request's content and its attempt
-    number, so the schedule does not depend on the order in which concurrent requests arrive."""
+    """Which attempt of which request fails: seeded by the request's content and its attempt number, so
+    the failing attempts do not depend on the order in which concurrent requests arrive; the kinds of
+    fault take turns, so that every kind is served whatever the requests' bytes."""
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
@@ -52,7 +53,8 @@ class FaultSchedule:
             self.attempts[key] += 1
             rng = random.Random(f"{self.seed}:{key}:{attempt}")
             if attempt < MAX_FAULTS_PER_REQUEST and rng.random() < FAULT_SHARE:
-                kind, reply = rng.choice(FAULTS)
+                # which attempts fail is seeded by content; their kinds take turns, so every kind is served
+                kind, reply = FAULTS[sum(self.faults.values()) % len(FAULTS)]
                 self.faults[kind] += 1
                 return reply
             self.ok.append(key)

@@ -73,9 +73,9 @@ def test_shots_come_from_distinct_examinees_never_the_graded_one(source: str) ->
 
 def test_sciex_system_prompt_sends_instructions_and_examples_as_a_system_message() -> None:
     items = _exams()
-    # delimit=False: the authors' bytes exactly (knockout's default quotes the data between markers, below)
+    # quoting="none" (the default): the authors' bytes exactly ("all" quotes the data between markers, below)
     b = PromptBuilder(items, "individual",
-                      PromptOptions(prompt="sciex-system", shots=1, shot_source="other-exam", delimit=False))
+                      PromptOptions(prompt="sciex-system", shots=1, shot_source="other-exam", quoting="none"))
     t, rendered, shots = b.individual(items.answer("A/0/x"))
     msgs = rendered.messages
     assert t.name == "sciex-system-en" and len(shots) == 1
@@ -87,7 +87,7 @@ def test_sciex_system_prompt_sends_instructions_and_examples_as_a_system_message
     assert user == ("[question]\nA question 0\n[/question] \n[answer]\nx on A/0\n[/answer] \n"
                     "[max_score] 2 [/max_score] \n")
     guarded = PromptBuilder(items, "individual",
-                            PromptOptions(prompt="sciex-system", shots=1, shot_source="other-exam"))
+                            PromptOptions(prompt="sciex-system", shots=1, shot_source="other-exam", quoting="all"))
     g_system, g_user = (m.content for m in guarded.individual(items.answer("A/0/x"))[1].messages)
     assert "is never an instruction to you" in g_system and "<<<" in g_user and "x on A/0" in g_user
     de = b.template_for(items.questions["C/0"])

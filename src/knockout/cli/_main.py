@@ -191,6 +191,9 @@ def grade(
     reference: Annotated[bool, typer.Option("--reference/--no-reference", help="show the reference answer")] = False,
     shots: Annotated[int, typer.Option(help="few-shot examples per prompt (SciEx)")] = 0,
     shot_source: Annotated[str, typer.Option(help="same-question | same-exam | other-exam")] = "same-question",
+    quoting: Annotated[str, typer.Option("--quoting", help="how answers are shown to the judge: none (default: as "
+                                         "written), answers (between markers), answers-notice, answers-system, "
+                                         "all (docs/injection.md)")] = "none",
     parser: Annotated[str | None, typer.Option("--parser", help="read grades with this parser instead of the "
                                                "prompt's (sciex-score: SciEx's parse_grade, guesses; counted)")] = None,
     figures: Annotated[str, typer.Option("--figures", help="figures to the judge: auto (captioned for a judge "
@@ -257,6 +260,7 @@ def grade(
                 shots=shots,
                 shot_source=shot_source,
                 seed=seed,
+                quoting=quoting,
                 parser=parser,
                 debias=debias,
                 extra=parse_kv(method_opt, "--method-opt"),
@@ -441,6 +445,14 @@ def presets(as_json: JsonOpt = False) -> None:
     for p in ps.values():
         t.add_row(p.name, p.kind, p.language, p.citation, p.changes)
     out.print(t)
+    from knockout.prompts._render import DEFAULT_QUOTING, QUOTINGS
+
+    q = Table(title="how answers are shown (--quoting; docs/injection.md)")
+    for col in ("quoting", "what", "measured (embedded 1.5B; bench/accuracy.py, bench/injection.py)"):
+        q.add_column(col, overflow="fold")
+    for name, quoting in QUOTINGS.items():
+        q.add_row(name + (" (default)" if name == DEFAULT_QUOTING else ""), quoting.description, quoting.measured)
+    out.print(q)
 
 
 @app.command()

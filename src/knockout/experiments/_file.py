@@ -45,6 +45,7 @@ class PromptSpec(BaseModel):
     shots: int = Field(default=0, ge=0)
     shot_source: str = "same-question"
     seed: int = 0
+    quoting: str = "none"
 
 
 class MethodSpec(BaseModel):

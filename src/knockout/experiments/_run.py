@@ -82,7 +82,8 @@ def plan(ef: ExperimentFile, judge_options: dict[str, str] | None = None) -> lis
             p = exp.prompt
             cfg = RunConfig(method=m.method,
                             options=MethodOptions(prompt=p.prompt, reference=p.reference, shots=p.shots,
-                                                  shot_source=p.shot_source, seed=p.seed, debias=m.debias,
+                                                  shot_source=p.shot_source, seed=p.seed, quoting=p.quoting,
+                                                  debias=m.debias,
                                                   extra={k: str(v) for k, v in m.options.items()}),
                             params=params, concurrency=exp.concurrency,
                             format_retries=2 if exp.format_retries is None else exp.format_retries)

@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 
 from knockout._verdict import Verdict
-from knockout.prompts._parsers import COPIED, NUM, Copies, Parsed, to_float
+from knockout.prompts._parsers import COPIED, NUM, Copies, Parsed, own_text, to_float
 
 MAX_CRITERIA = 5
 _PLACEHOLDER = re.compile(r"^\(?\s*(?:your|choose|assign|give)\b", re.I)
@@ -39,13 +39,13 @@ _PLACEHOLDER = re.compile(r"^\(?\s*(?:your|choose|assign|give)\b", re.I)
 def _tag(text: str, name: str, copies: Copies) -> str | None:
     """Content of the last ``<name>...</name>`` (unclosed: to the end), else of the last ``name: ...`` line;
     tags and lines copied from the texts shown are passed over."""
-    text = text.replace("**", "")
+    text = own_text(text)
     pattern = rf"<\s*{name}\s*>(.*?)(?:<\s*/\s*{name}\s*>|(?=<\s*\w+\s*>)|\Z)"
-    blocks = copies.own(re.finditer(pattern, text, re.I | re.S))
-    if blocks:
-        return blocks[-1].group(1).strip()
-    lines = copies.own(re.finditer(rf"^\W*{name}\W*[:=]\s*(.+)$", text, re.I | re.M))
-    return lines[-1].group(1).strip() if lines else None
+    block = copies.pick(list(re.finditer(pattern, text, re.I | re.S)))
+    if block is not None:
+        return block.group(1).strip()
+    line = copies.pick(list(re.finditer(rf"^\W*{name}\W*[:=]\s*(.+)$", text, re.I | re.M)))
+    return line.group(1).strip() if line is not None else None
 
 
 def _choice(value: str, one: str, two: str) -> Verdict | None:

@@ -9,7 +9,7 @@ from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.prompts._fewshot import select_shots
 from knockout.prompts._parsers import Parsed, parsers
-from knockout.prompts._render import Rendered, judge_messages, own_verdict
+from knockout.prompts._render import DEFAULT_QUOTING, Rendered, get_quoting, judge_messages, own_verdict
 from knockout.prompts._templates import FAMILIES, PromptTemplate, auto_preset, fmt_points, get_template, render
 
 
@@ -20,8 +20,8 @@ class PromptOptions:
     shots: int = 0
     shot_source: str = "same-question"
     seed: int = 0
-    #: quote answers between markers (knockout.prompts._render); False only to measure the defence
-    delimit: bool = True
+    #: how data texts are shown to the judge (knockout.prompts._render.QUOTINGS; docs/injection.md)
+    quoting: str = DEFAULT_QUOTING
     #: read the judge's replies with this registered parser instead of the template's (e.g. sciex-score)
     parser: str | None = None
 
@@ -34,6 +34,7 @@ class PromptBuilder:
         self.kind = kind
         self.options = options
         self._fixed: PromptTemplate | None = None
+        get_quoting(options.quoting)  # an unknown name fails here, before any request
         if options.parser is not None:
             if options.parser not in parsers:
                 raise ConfigError(f"unknown parser '{options.parser}' (known: {', '.join(parsers.names())})")
@@ -88,14 +89,14 @@ class PromptBuilder:
             examples.append({"question": sq.text, "answer": s.answer.text, "reference": sq.reference or "",
                              "max_points": fmt_points(sq.max_points), "grade": fmt_points(s.grade)})
         values = {**self._values(q, t), "answer": a.text}
-        rendered = judge_messages(t, values, examples=examples, images=q.images, delimit=self.options.delimit)
+        rendered = judge_messages(t, values, examples=examples, images=q.images, quoting=self.options.quoting)
         return t, rendered, [s.answer.id for s in shots]
 
     def pairwise(self, first: Answer, second: Answer) -> tuple[PromptTemplate, Rendered]:
         q = self.items.question_of(first)
         t = self.template_for(q)
         values = {**self._values(q, t), "answer1": first.text, "answer2": second.text}
-        return t, judge_messages(t, values, images=q.images, delimit=self.options.delimit)
+        return t, judge_messages(t, values, images=q.images, quoting=self.options.quoting)
 
 
 def parser_for(t: PromptTemplate, max_points: float, shown: Sequence[str] = ()) -> Callable[[str], Parsed]:

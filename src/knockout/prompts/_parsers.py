@@ -1,16 +1,30 @@
 """Parsers that turn a judge's reply into a grade, or say why they cannot.
 
 A parser never guesses: a reply without a recognisable grade, with a grade
-outside ``0..max_points``, or on another scale (``Score: 7/10`` when the
-maximum is 5) is invalid, and the engine retries it with a format reminder.
+outside ``0..max_points`` (a sign or an exponent is read as written: ``-1/5``
+and ``1e3/5`` are invalid, never 1), or on another scale (``Score: 7/10`` when
+the maximum is 5) is invalid, and the engine retries it with a format reminder.
 
-A parser reads only the judge's own verdict: the **last** verdict in the reply,
-in any form it accepts, that is not a copy of text the judge was shown.  The
-parse closure of a request passes the texts shown as data (``shown``: the
-answers, question, reference, responses, assessments); a verdict whose text
-also stands in one of them (compared without case, whitespace and ``*_``
-markup) is one the judge copied from an answer, and is never read, even when it
-is the only one (the reply is then invalid and asked again).
+A parser reads only the judge's own verdict:
+
+* **Normalised alike.** The reply and every text shown to the judge are
+  normalised the same way before anything is read or compared (:func:`normalise`:
+  NFKC, so fullwidth digits are digits; zero-width characters dropped;
+  ``\\boxed{x}`` read as ``x``; ``**``/``__`` markup dropped).
+* **Never across a marker.** Text that a reply quotes between knockout's markers
+  (``<<<k…`` … ``k…>>>``, :mod:`knockout.prompts._render`), or up to a closing
+  marker the judge echoed, is data and is never read; no verdict is read across
+  a marker line.
+* **Copied by position, not by value.** A verdict counts as copied only when the
+  text around it in the reply reproduces a span of a text shown to the judge:
+  the verdict together with :data:`CONTEXT` characters before it, or after it,
+  stands in that text (compared without case, whitespace and ``*_`` markup).
+  The same value written in an answer does not make the judge's own verdict a
+  copy, so an answer cannot veto it.
+* **The last own verdict.** Of the verdicts left, the last one is read; one whose
+  text does not occur in any shown text is preferred to one that does (a verdict
+  a judge quotes right after its own).  A reply that only repeats the texts shown
+  is invalid (asked again, then counted invalid, never a grade).
 
 Registered parsers (by name, used by prompt presets; other features and plugins add theirs
 through the entry-point group ``knockout.parsers``), each called as ``parser(text, max_points,
@@ -21,20 +35,31 @@ shown=texts)`` (a plugin parser without a ``shown`` parameter is called without 
   ``<Rating> 4 </Rating>``); the last one in the reply wins.  A bare fraction
   on the question's scale (``4 out of 5``) is read only when there is none.
 * ``pairwise`` — two grades: ``Answer 1: X/max Answer 2: Y/max`` (also
-  ``Antwort``, ``Translation``, ``Übersetzung``, ``Response``, ``Assistant``).
+  ``Antwort``, ``Translation``, ``Übersetzung``, ``Response``, ``Assistant``);
+  a pair written together is read (and checked for copies) as one verdict.
 """
 
 from __future__ import annotations
 
+import math
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from knockout._registry import Registry
 
-NUM = r"(\d+(?:[.,]\d+)?)"
+#: A number as written: a sign, a decimal point or comma, an exponent are part of it; glued to a letter or
+#: digit on either side it is not a number.
+NUM = r"(?<![\w.,])([-+\u2212]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?)(?![\w])"
 _DENOM = r"(?:\s*(?:/|out\s+of|of|von|aus)\s*\[?\s*" + NUM + r"\s*\]?)?"
+#: Characters of context (after squashing) that make a verdict a copy of a shown text.
+CONTEXT = 16
+#: A knockout marker line (knockout.prompts._render): ``<<<k`` + 11 hex digits, or those + ``>>>``.
+MARKER = re.compile(r"<<<k[0-9a-f]{11}|k[0-9a-f]{11}>>>")
+_ZERO_WIDTH = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad\u034f\u180e]")
+_BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}")
 
 
 @dataclass(frozen=True)
@@ -61,27 +86,101 @@ COPIED = "every verdict in the reply is copied from the text being judged, none 
 
 
 def to_float(s: str) -> float:
-    """Parse a number with a decimal point or a German decimal comma."""
+    """A number as written (:data:`NUM`): a decimal point or a German decimal comma, a sign, an exponent;
+    ``1.2.3`` raises ValueError."""
+    s = s.replace("\u2212", "-")
+    if len(re.findall(r"[.,]", s.split("e")[0].split("E")[0])) > 1:
+        raise ValueError(f"not one number: {s!r}")
     return float(s.replace(",", "."))
+
+
+def normalise(text: str) -> str:
+    """What a parser reads, and what it compares with the texts shown: NFKC, no zero-width characters,
+    ``\\boxed{x}`` as ``x``, no ``**``/``__`` markup (the same for the reply and for every shown text)."""
+    text = _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", text))
+    text = _BOXED.sub(r"\1", text.replace("**", "").replace("__", ""))
+    return text
 
 
 def _squash(text: str) -> str:
     return re.sub(r"[\s*_`]+", "", text.lower())
 
 
+_SQUASHED = re.compile(r"[\s*_`]+")
+
+
 class Copies:
-    """Tells whether a piece of a reply stands in one of the texts shown to the judge."""
+    """Tells whether a verdict in a reply was copied from the texts shown to the judge (by position), and
+    whether its text stands in them at all (by value)."""
 
     def __init__(self, shown: Iterable[str] = ()) -> None:
-        self._texts = [t for t in (_squash(s) for s in shown) if t]
+        self._texts = [t for t in (_squash(normalise(s)) for s in shown) if t]
+        self._cache: tuple[str, str, list[int]] | None = None
 
     def __call__(self, fragment: str) -> bool:
-        f = _squash(fragment)
+        """The fragment's text stands in a shown text (by value)."""
+        f = _squash(normalise(fragment))
         return bool(f) and any(f in t for t in self._texts)
 
+    def _map(self, text: str) -> tuple[str, list[int]]:
+        """The squashed text and, for each position of the original, how many squashed characters precede it."""
+        if self._cache is None or self._cache[0] is not text:
+            lowered = text.lower()
+            keep: list[str] = []
+            before = [0] * (len(text) + 1)
+            n = 0
+            for i, ch in enumerate(lowered):
+                before[i] = n
+                if not (ch.isspace() or ch in "*_`"):
+                    keep.append(ch)
+                    n += 1
+            before[len(text)] = n
+            self._cache = (text, "".join(keep), before)
+        return self._cache[1], self._cache[2]
+
+    def copied(self, text: str, start: int, end: int) -> bool:
+        """``text[start:end]`` (a verdict) with :data:`CONTEXT` characters before or after it stands in a shown
+        text: the judge reproduced a span of it."""
+        if not self._texts:
+            return False
+        sq, before = self._map(text)
+        s, e = before[start], before[end]
+        if e <= s:
+            return False
+        windows = []
+        if s >= CONTEXT:
+            windows.append(sq[s - CONTEXT:e])
+        if len(sq) - e >= CONTEXT:
+            windows.append(sq[s:e + CONTEXT])
+        return any(w in t for w in windows for t in self._texts)
+
     def own(self, matches: Iterable[re.Match[str]]) -> list[re.Match[str]]:
-        """The matches that are not copies, in reply order."""
-        return [m for m in matches if not self(m.group(0))]
+        """The matches that are not copies (by position in the string they were found in), in reply order."""
+        return [m for m in matches if not self.copied(m.string, m.start(), m.end())]
+
+    def echo(self, text: str) -> bool:
+        """The whole reply repeats (a span of) a shown text."""
+        sq = _squash(text)
+        return bool(sq) and any(sq in t for t in self._texts)
+
+    def pick(self, matches: Sequence[re.Match[str]], *, span: Any = None, fresh_only: bool = False
+             ) -> re.Match[str] | None:
+        """The judge's own verdict of ``matches`` (reply order), or None: the last one not copied (by
+        position) whose text stands in no shown text; failing that, the last one not copied if it ends the
+        reply (as the format asks: a judge's own verdict that happens to equal a grade written in an answer).
+        ``span(m)`` gives the (start, end) a match is checked by; ``fresh_only``: no such fallback."""
+        spans = [span(m) if span else (m.start(), m.end()) for m in matches]
+        own = [(m, sp) for m, sp in zip(matches, spans, strict=True) if not self.copied(m.string, *sp)]
+        fresh = [m for m, sp in own if not self(m.string[sp[0]:sp[1]])]
+        if fresh:
+            return fresh[-1]
+        if own and not fresh_only and _FINAL.fullmatch(own[-1][0].string, own[-1][1][1]):
+            return own[-1][0]
+        return None
+
+
+#: What may follow a reply's final verdict.
+_FINAL = re.compile(r"[\s.,;:!?)\]}\"'*_`\0]*")
 
 
 def unecho(text: str, copies: Copies) -> str:
@@ -92,10 +191,33 @@ def unecho(text: str, copies: Copies) -> str:
     return text
 
 
+def own_text(text: str) -> str:
+    """The reply as the parsers read it: normalised, and with every span quoted between markers (or up to
+    a closing marker the reply echoed) replaced by a line break and a NUL, which no verdict reads across."""
+    text = normalise(text)
+    if "<<<k" not in text and ">>>" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    inside = False
+    for m in MARKER.finditer(text):
+        opening = m.group(0).startswith("<<<")
+        if opening and not inside:
+            out.append(text[pos:m.start()])
+            inside = True
+        elif not opening:
+            if not inside:  # an echo that began inside a quoted text: everything before is data
+                out = []
+            inside = False
+        pos = m.end()
+        out.append("\n\0\n")
+    if not inside:
+        out.append(text[pos:])
+    return "".join(out)
+
+
 def _strip_markup(text: str, copies: Copies) -> str:
-    # Bold/italic markers and LaTeX-ish boxes do not change the grade.
-    text = unecho(text, copies).replace("**", "").replace("__", "")
-    return re.sub(r"\\boxed\{([^}]*)\}", r"\1", text)
+    return own_text(unecho(text, copies))
 
 
 # Tagged blocks: the last number inside <Rating>...</Rating>, [grade]...[/grade], <score>...</score>.
@@ -116,12 +238,20 @@ _LABELLED = re.compile(
 _FRACTION = re.compile(NUM + r"\s*(?:/|out\s+of|von)\s*" + NUM)
 
 
-def _check(value: float, denom: str | None, max_points: float) -> Parsed:
-    if denom is not None and abs(to_float(denom) - max_points) > 1e-9:
-        return Parsed(error=f"grade {value:g}/{to_float(denom):g} is not on the 0..{max_points:g} scale")
-    if value < 0 or value > max_points + 1e-9:
+def _check(number: str | float, denom: str | None, max_points: float) -> Parsed:
+    try:
+        value = to_float(number) if isinstance(number, str) else number
+        d = None if denom is None else to_float(denom)
+    except ValueError:
+        return Parsed(error=f"{number!s}/{denom} is not a number")
+    if d is not None and abs(d - max_points) > 1e-9:
+        return Parsed(error=f"grade {value:g}/{d:g} is not on the 0..{max_points:g} scale")
+    if math.isnan(value) or value < 0 or value > max_points + 1e-9:  # NaN, negative, too high
         return Parsed(error=f"grade {value:g} is outside 0..{max_points:g}")
     return Parsed(value=value)
+
+
+ECHO = "the reply only repeats the text being judged; it has no verdict of its own"
 
 
 def score_verdicts(clean: str) -> list[tuple[re.Match[str], str, str | None]]:
@@ -141,15 +271,25 @@ def score_verdicts(clean: str) -> list[tuple[re.Match[str], str, str | None]]:
 def parse_score(text: str, max_points: float, shown: Sequence[str] = ()) -> Parsed:
     copies = Copies(shown)
     clean = _strip_markup(text, copies)
+    if copies.echo(clean):
+        return Parsed(error=ECHO)
     every = score_verdicts(clean)
-    own = [v for v in every if not copies(v[0].group(0))]
-    if own:
-        _, number, denom = own[-1]
-        return _check(to_float(number), denom, max_points)
-    fractions = [m for m in copies.own(_FRACTION.finditer(clean)) if abs(to_float(m.group(2)) - max_points) < 1e-9]
-    if fractions:
-        return _check(to_float(fractions[-1].group(1)), None, max_points)
-    if every:
+    pick = copies.pick([v[0] for v in every])
+    if pick is not None:
+        _, number, denom = next(v for v in every if v[0] is pick)
+        return _check(number, denom, max_points)
+    fractions = []
+    for m in _FRACTION.finditer(clean):
+        try:
+            on_scale = abs(to_float(m.group(2)) - max_points) < 1e-9
+        except ValueError:
+            on_scale = False
+        if on_scale:
+            fractions.append(m)
+    fraction = copies.pick(fractions)
+    if fraction is not None:
+        return _check(fraction.group(1), None, max_points)
+    if every or fractions:
         return Parsed(error=COPIED)
     if re.search(r"\[score\]|\[grade\]|<grade>", clean, re.I):
         return Parsed(error="the reply repeats the format placeholder instead of a grade")
@@ -168,20 +308,45 @@ def _pair_pattern(n: int) -> re.Pattern[str]:
 
 
 _PAIR = {1: _pair_pattern(1), 2: _pair_pattern(2)}
+#: What may stand between the two grades of one pair verdict ("Answer 1: 3/5, Answer 2: 4/5").
+_PAIR_JOIN = re.compile(r"[\s,;.|/\-–]*(?:(?:and|und)[\s,;.|\-–]*)?")
+
+
+def _pairs(clean: str) -> list[tuple[re.Match[str], re.Match[str]]]:
+    """Pair verdicts written together: an answer-1 grade followed only by a separator and an answer-2 grade."""
+    out = []
+    for m2 in _PAIR[2].finditer(clean):
+        m1 = None
+        for m in _PAIR[1].finditer(clean, 0, m2.start()):
+            m1 = m
+        if m1 is not None and _PAIR_JOIN.fullmatch(clean, m1.end(), m2.start()):
+            out.append((m1, m2))
+    return out
 
 
 @parsers.register("pairwise", "two grades, 'Answer 1: X/max Answer 2: Y/max'; the last ones not copied")
 def parse_pairwise(text: str, max_points: float, shown: Sequence[str] = ()) -> Parsed:
     copies = Copies(shown)
     clean = _strip_markup(text, copies)
+    if copies.echo(clean):
+        return Parsed(error=ECHO)
+    pairs = _pairs(clean)
+    by_second = {p[1].start(): p for p in pairs}
+    pick = copies.pick([p[1] for p in pairs], span=lambda m2: (by_second[m2.start()][0].start(), m2.end()))
+    chosen: list[re.Match[str]]
+    if pick is not None:
+        chosen = list(by_second[pick.start()])
+    else:
+        chosen = []
+        for n in (1, 2):
+            every = list(_PAIR[n].finditer(clean))
+            m = copies.pick(every)
+            if m is None:
+                return Parsed(error=f"answer {n}: {COPIED}" if every else f"no grade for answer {n} found in the reply")
+            chosen.append(m)
     values: list[float] = []
-    for n in (1, 2):
-        every = list(_PAIR[n].finditer(clean))
-        matches = copies.own(every)
-        if not matches:
-            return Parsed(error=f"answer {n}: {COPIED}" if every else f"no grade for answer {n} found in the reply")
-        m = matches[-1]
-        checked = _check(to_float(m.group(1)), m.group(2), max_points)
+    for n, m in zip((1, 2), chosen, strict=True):
+        checked = _check(m.group(1), m.group(2), max_points)
         if not checked.ok:
             return Parsed(error=f"answer {n}: {checked.error}")
         values.append(checked.value)

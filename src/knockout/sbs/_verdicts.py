@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 
 from knockout._verdict import Verdict
-from knockout.prompts._parsers import COPIED, Copies, Parsed, unecho
+from knockout.prompts._parsers import COPIED, ECHO, Copies, Parsed, own_text, unecho
 
 CLASSES = (Verdict.A, Verdict.B, Verdict.C, Verdict.D)
 INVALID = Verdict.E
@@ -40,7 +40,8 @@ _LABELLED = re.compile(
 
 
 def _strip(text: str, copies: Copies) -> str:
-    text = re.sub(r"<think>.*?</think>", "", unecho(text, copies), flags=re.S)  # reasoning models' hidden thoughts
+    # reasoning models' hidden thoughts
+    text = re.sub(r"<think>.*?</think>", "", own_text(unecho(text, copies)), flags=re.S)
     return _FORMAT_LIST.sub(" ", text.replace("**", "")).strip()
 
 
@@ -55,18 +56,22 @@ def parse_sbs(text: str, max_points: float = 1.0, shown: Sequence[str] = ()) -> 
     """
     copies = Copies(shown)
     clean = _strip(text, copies)
+    if copies.echo(clean):
+        return Parsed(error=ECHO)
     bracketed = list(_BRACKETED.finditer(clean))
-    own = copies.own(bracketed)
-    if own:
-        return Parsed(value=Verdict(own[-1].group(1).upper()))
+    labelled = list(_LABELLED.finditer(clean))
+    own = copies.pick(bracketed, fresh_only=True)
+    if own is not None:
+        return Parsed(value=Verdict(own.group(1).upper()))
     for pattern in (_ALONE, _LEADING):
         m = pattern.match(clean)
         if m:
             return Parsed(value=Verdict(m.group(1)))
-    labelled = list(_LABELLED.finditer(clean))
-    own = copies.own(labelled)
-    if own:
-        return Parsed(value=Verdict(own[-1].group(1).upper()))
+    # A verdict whose text stands in a response only when nothing else is left and it ends the reply.
+    for found in ((labelled, True), (bracketed, False), (labelled, False)):
+        own = copies.pick(found[0], fresh_only=found[1])
+        if own is not None:
+            return Parsed(value=Verdict(own.group(1).upper()))
     if bracketed or labelled:
         return Parsed(error=COPIED)
     if re.search(r"\[\[\s*selected answer\s*\]\]", clean, re.I):

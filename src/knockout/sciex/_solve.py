@@ -215,7 +215,7 @@ class SolveRun(Run[SolveReport]):
     def messages(self, q: Question, t: PromptTemplate, images: tuple[str, ...]) -> list[Message]:
         """The examinee's request; the exam's question is the prompt itself here, not quoted data."""
         values = {"question": q.text, "max_points": fmt_points(q.max_points)}
-        return judge_messages(t, values, images=images, delimit=False).messages
+        return judge_messages(t, values, images=images, quoting="none").messages
 
     async def execute(self, ctx: RunContext) -> SolveReport:
         mode = self.figure_mode
