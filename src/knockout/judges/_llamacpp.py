@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -65,6 +65,18 @@ class LlamaCppOptions(JudgeOptions):
     threads: int | None = Field(None, ge=1, le=1024, description="CPU threads (default: all cores)")
     parallel: int = Field(1, ge=1, le=64, description="sequences decoded together (continuous batching with "
                           "prompt-prefix reuse; 1: one request at a time)")
+    grammar: Literal["none", "verdict"] = Field(
+        "none", description="constrain the reply (GBNF): 'verdict' admits only 'Explanation: <one line>' and then "
+        "'Score: X/Y' or 'Answer 1: X/Y Answer 2: Z/Y' (knockout's grading formats); not with parallel > 1")
+
+
+#: The 'verdict' grammar: one explanation line, then one verdict in a format the score or pairwise parser reads.
+VERDICT_GBNF = r"""
+root ::= "Explanation: " line "\n" verdict
+line ::= [^\n]{1,1200}
+verdict ::= "Score: " num "/" num | "Answer 1: " num "/" num " Answer 2: " num "/" num
+num ::= [0-9]{1,3} ("." [0-9]{1,2})?
+"""
 
 
 #: parallel decoders, one per model file and settings (knockout.judges._parallel)
@@ -112,11 +124,27 @@ class LlamaCppJudge(Judge):
             raise ConfigError(f"unknown embedded model '{self.model}' (known: {known}, or a path to a .gguf)")
         self.n_ctx = self.options.n_ctx
         self.n_threads = self.options.threads or os.cpu_count() or 2
+        if self.options.grammar != "none" and self.options.parallel > 1:
+            raise ConfigError("the llamacpp option grammar needs parallel=1")
+        self._grammar: Any = None
         self._lock = asyncio.Lock()
 
     def identity(self) -> dict[str, Any]:
-        """The GGUF's SHA-256 (not its path): the same file anywhere is the same judge."""
-        return {"backend": self.backend, "model": self._identity_model, "sha256": self.sha256}
+        """The GGUF's SHA-256 (not its path): the same file anywhere is the same judge; a grammar that
+        constrains its replies is part of it."""
+        ident: dict[str, Any] = {"backend": self.backend, "model": self._identity_model, "sha256": self.sha256}
+        if self.options.grammar != "none":
+            ident["grammar"] = self.options.grammar
+        return ident
+
+    def _constraint(self) -> Any:
+        if self.options.grammar == "none":
+            return None
+        if self._grammar is None:
+            from llama_cpp.llama_grammar import LlamaGrammar
+
+            self._grammar = LlamaGrammar.from_string(VERDICT_GBNF, verbose=False)
+        return self._grammar
 
     def default_concurrency(self) -> int:
         return 1 if self.options.parallel == 1 else 2 * self.options.parallel
@@ -138,6 +166,7 @@ class LlamaCppJudge(Judge):
                 max_tokens=p.max_tokens,
                 seed=p.seed,
                 stop=list(p.stop) or None,
+                grammar=self._constraint(),
                 **{k: v for k in OPTIONAL_PARAMS if (v := getattr(p, k)) is not None},
             )
             latency = time.perf_counter() - t0
