@@ -41,6 +41,7 @@ shown=texts)`` (a plugin parser without a ``shown`` parameter is called without 
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import unicodedata
@@ -314,13 +315,13 @@ _PAIR_JOIN = re.compile(r"[\s,;.|/\-–]*(?:(?:and|und)[\s,;.|\-–]*)?")
 
 def _pairs(clean: str) -> list[tuple[re.Match[str], re.Match[str]]]:
     """Pair verdicts written together: an answer-1 grade followed only by a separator and an answer-2 grade."""
+    firsts = list(_PAIR[1].finditer(clean))
+    starts = [m.start() for m in firsts]
     out = []
     for m2 in _PAIR[2].finditer(clean):
-        m1 = None
-        for m in _PAIR[1].finditer(clean, 0, m2.start()):
-            m1 = m
-        if m1 is not None and _PAIR_JOIN.fullmatch(clean, m1.end(), m2.start()):
-            out.append((m1, m2))
+        i = bisect.bisect_left(starts, m2.start()) - 1  # the last answer-1 grade that starts before it
+        if i >= 0 and firsts[i].end() <= m2.start() and _PAIR_JOIN.fullmatch(clean, firsts[i].end(), m2.start()):
+            out.append((firsts[i], m2))
     return out
 
 
