@@ -89,14 +89,19 @@ class Quoting:
 QUOTINGS: dict[str, Quoting] = {
     q.name: q
     for q in (
-        Quoting("none", frozenset(), description="the values as written: no markers, no notice (the papers' bytes)"),
-        Quoting("answers", EXAMINEE_FIELDS, description="examinees' texts between markers, no notice"),
+        Quoting("none", frozenset(), description="the values as written: no markers, no notice (the papers' bytes)",
+                measured="SAF 6x8: Pearson 0.164, RMSE 0.569; demo exam: 0.363, RMSE 1.54"),
+        Quoting("answers", EXAMINEE_FIELDS, description="examinees' texts between markers, no notice",
+                measured="SAF: 0.202, RMSE 0.760 (+0.19 [0.10, 0.30] vs none); demo: 0.463, RMSE 1.32"),
         Quoting("answers-notice", EXAMINEE_FIELDS, SHORT_NOTICE,
-                description="examinees' texts between markers, a one-line notice above them"),
+                description="examinees' texts between markers, a one-line notice above them",
+                measured="SAF: 0.087, RMSE 0.807 (+0.24 [0.11, 0.37]); demo: 0.400, RMSE 1.56"),
         Quoting("answers-system", EXAMINEE_FIELDS, SHORT_NOTICE, in_system=True,
-                description="examinees' texts between markers, the one-line notice in the system message"),
+                description="examinees' texts between markers, the one-line notice in the system message",
+                measured="SAF: 0.240, RMSE 0.682 (+0.11 [0.00, 0.23])"),
         Quoting("all", DATA_FIELDS, NOTICE,
-                description="every data text (question and reference too) between markers, the long notice"),
+                description="every data text (question and reference too) between markers, the long notice",
+                measured="SAF: -0.018, RMSE 0.807 (knockout 9103c6a's default)"),
     )
 }
 DEFAULT_QUOTING = "none"
