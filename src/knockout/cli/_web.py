@@ -140,6 +140,7 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Load exams (for grading) or pairs (for side-by-side annotation) into a store."""
+    from knockout._bounds import check_name
     from knockout.annotations import ExamGrades, PairAnnotations, check_overlap
     from knockout.data import is_pair_file, load_items, read_pairs
 
@@ -148,6 +149,9 @@ def import_(
             raise ConfigError(f"--kind must be auto, items or pairs, got '{kind}'")
         as_pairs = kind == "pairs" or (kind == "auto" and fmt_ in ("auto", "metaeval") and is_pair_file(data))
         check_overlap(overlap)
+        for option, value in (("--exam", exam), ("--pairset", pairset)):
+            if value is not None:
+                check_name(value, option)
         if as_pairs:
             pairs = read_pairs(data)
             with opened(db, must_exist=False) as store:

@@ -63,14 +63,24 @@ def _option_text(v: Any) -> str:
     return str(v)
 
 
+#: an experiment or jury file is at most this large
+MAX_TOML_BYTES = 4 << 20
+
+
 def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file (experiment, jury): read as a data file is (a FIFO or a device is refused, not waited
+    on; at most :data:`MAX_TOML_BYTES`), and whatever ``tomllib`` raises on hostile input (bad syntax,
+    nesting past its recursion bound, invalid UTF-8, NUL bytes) is one :class:`InputError`."""
+    from knockout.data._io import InputPolicy, input_policy, read_text
+
+    with input_policy(InputPolicy(max_bytes=MAX_TOML_BYTES)):
+        text = read_text(path)
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise InputError("file not found", file=str(path)) from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", file=str(path)) from None
+    except RecursionError:
+        raise InputError("not valid TOML (nested too deeply)", file=str(path)) from None
 
 
 def member_from_table(t: Any, *, file: str, record: str) -> MemberSpec:

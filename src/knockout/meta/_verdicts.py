@@ -22,9 +22,7 @@ invalid assessment: kept (the meta-judge sees "no verdict"), and counted as wron
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import re
 from collections.abc import Iterator
@@ -33,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from knockout._verdict import META_SPELLING, Verdict
-from knockout.data._io import iter_json_lines, read_text, to_number
+from knockout.data._io import CsvRows, iter_json_lines, read_text, to_number
 from knockout.errors import InputError
 
 Kind = Literal["pairwise", "pointwise"]
@@ -108,9 +106,10 @@ class VerdictSet:
 def read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(record name, row) of a JSONL or CSV file."""
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(read_text(path)))
-        for n, row in enumerate(reader, 2):
-            yield f"line {n}", dict(row)
+        rows = CsvRows(read_text(path), file=path)
+        header = next(rows, [])
+        for n, row in enumerate((r for r in rows if r), 2):
+            yield f"line {n}", dict(zip(header, row, strict=False))
     elif path.suffix.lower() in (".jsonl", ".json"):
         for n, row in iter_json_lines(path):
             yield f"line {n}", row

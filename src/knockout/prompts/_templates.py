@@ -213,6 +213,8 @@ def load_template_file(path: str | Path) -> PromptTemplate:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{p}: invalid TOML ({exc})") from None
+        except RecursionError:
+            raise ConfigError(f"{p}: invalid TOML (nested too deeply)") from None
         return _from_mapping(data, str(p), source=str(p))
     return _from_mapping({"name": p.stem, "template": text}, str(p), source=str(p))
 
