@@ -108,11 +108,11 @@ def read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     if path.suffix.lower() == ".csv":
         rows = CsvRows(read_text(path), file=path)
         header = next(rows, [])
-        for n, row in enumerate((r for r in rows if r), 2):
-            yield f"line {n}", dict(zip(header, row, strict=False))
+        for n, cells in enumerate((r for r in rows if r), 2):
+            yield f"line {n}", dict(zip(header, cells, strict=False))
     elif path.suffix.lower() in (".jsonl", ".json"):
-        for n, row in iter_json_lines(path):
-            yield f"line {n}", row
+        for n, obj in iter_json_lines(path):
+            yield f"line {n}", obj
     else:
         raise InputError("expected a .jsonl or .csv file of evaluator verdicts", file=str(path))
 
