@@ -91,6 +91,10 @@ def mcase(id: str, name: str, expect: tuple[str, ...], files: dict[str, str | by
                 files)
 
 
+EXP = ('[data]\npath = "exam.jsonl"\n[[judges]]\njudge = "scripted"\n[[judges]]\njudge = "scripted?noise=0.1"\n'
+       '[[methods]]\nname = "ind"\n')
+
+
 # -- store files: every command that reads or writes a store ------------------------------------------
 def good_store(path: Path) -> None:
     """A store with one complete scripted run (made through the CLI)."""
@@ -384,7 +388,7 @@ CASES: list[Case] = [
     mcase("meta-framework-unknown", "v.jsonl", ("bogus",), {"v.jsonl": jsonl(*MV)}, "--framework", "bogus"),
     mcase("meta-draws-0", "v.jsonl", ("draws",), {"v.jsonl": jsonl(*MV)}, "--draws", "0"),
     mcase("meta-rounds-0", "v.jsonl", ("rounds",), {"v.jsonl": jsonl(*MV)}, "--rounds", "0"),
-    mcase("meta-max-criteria-0", "v.jsonl", ("max_criteria",), {"v.jsonl": jsonl(*MV)}, "--max-criteria", "0"),
+    mcase("meta-max-criteria-0", "v.jsonl", ("max-criteria",), {"v.jsonl": jsonl(*MV)}, "--max-criteria", "0"),
     mcase("meta-truncate-negative", "v.jsonl", ("truncate",), {"v.jsonl": jsonl(*MV)}, "--truncate", "-1"),
     mcase("meta-shuffles-0", "v.jsonl", ("shuffles",), {"v.jsonl": jsonl(*MV)}, "--shuffles", "0"),
     mcase("meta-k-nan", "v.jsonl", ("k",), {"v.jsonl": jsonl(*MV)}, "--k", "nan"),
@@ -480,6 +484,44 @@ CASES: list[Case] = [
          lambda d: make_fifo(d, "j.toml"), subprocess=True),
     Case("import-exam-name-huge", ["import", "{d}/exam.jsonl", "--db", "{d}/k.db", "--exam", "e" * 100_000],
          ("exam",), dict(GOOD)),
+    # issue 26: the bounds live on the models, whichever entry point fills them
+    Case("experiment-temperature-nan", ["run", "{d}/e.toml"], ("e.toml", "params.temperature"),
+         {**GOOD, "e.toml": EXP + "[params]\ntemperature = nan\n"}),
+    Case("experiment-max-tokens-huge", ["run", "{d}/e.toml"], ("e.toml", "params.max_tokens"),
+         {**GOOD, "e.toml": EXP + "[params]\nmax_tokens = 1000000000000\n"}),
+    Case("experiment-member-temperature-inf", ["run", "{d}/e.toml"], ("e.toml", "params.temperature"),
+         {**GOOD, "e.toml": EXP.replace('judge = "scripted"', 'judge = "scripted"\nparams = { temperature = inf }')}),
+    Case("experiment-concurrency-huge", ["run", "{d}/e.toml"], ("e.toml", "concurrency"),
+         {**GOOD, "e.toml": "concurrency = 99999999\n" + EXP}),
+    Case("experiment-shots-huge", ["run", "{d}/e.toml"], ("e.toml", "prompt.shots"),
+         {**GOOD, "e.toml": EXP + "[prompt]\nshots = 99999999\n"}),
+    Case("experiment-k-nan", ["run", "{d}/e.toml"], ("e.toml", "frameworks.0.k"),
+         {"v.jsonl": jsonl(*MV), "e.toml": 'kind = "meta"\n[data]\npath = "v.jsonl"\n[[judges]]\njudge = "scripted"\n'
+                                           '[[frameworks]]\nk = nan\n'}),
+    Case("jury-member-params-nan", grade("exam.jsonl", "--jury", "{d}/j.toml"), ("j.toml", "params.temperature"),
+         {**GOOD, "j.toml": '[[member]]\njudge = "scripted"\nparams = { temperature = nan }\n'
+                            '[[member]]\njudge = "scripted"\n'}),
+    Case("jury-member-max-tokens-huge", grade("exam.jsonl", "--jury", "{d}/j.toml"), ("j.toml", "params.max_tokens"),
+         {**GOOD, "j.toml": '[[member]]\njudge = "scripted"\nparams = { max_tokens = 10000000000 }\n'
+                            '[[member]]\njudge = "scripted"\n'}),
+    ocase("max-tokens-huge", "--max-tokens", "10000000000", expect=("--max-tokens",)),
+    ocase("temperature-huge", "--temperature", "1e300", expect=("--temperature",)),
+    ocase("shots-huge", "--shots", "100000000", expect=("--shots",)),
+    ocase("concurrency-huge", "--concurrency", "100000000", expect=("--concurrency",)),
+    ocase("seed-huge", "--seed", "99999999999999999999999", expect=("seed",)),
+    ocase("top-p-nan", "--top-p", "nan", expect=("--top-p",)),
+    ocase("prompt-huge", "--prompt", "p" * 10_000, expect=("--prompt",)),
+    scase("sbs-window-huge", "p.jsonl", ("window",), {"p.jsonl": jsonl(PAIR)}, "--window", "100000000000"),
+    mcase("meta-shuffles-huge", "v.jsonl", ("shuffles",), {"v.jsonl": jsonl(*MV)}, "--shuffles", "100000000000"),
+    mcase("meta-rounds-huge", "v.jsonl", ("rounds",), {"v.jsonl": jsonl(*MV)}, "--rounds", "100000000000"),
+    Case("elo-shuffles-huge", ["elo", "{d}/m.jsonl", "--shuffles", "100000000000"], ("shuffles",),
+         {"m.jsonl": jsonl(MATCH)}),
+    Case("elo-k-inf", ["elo", "{d}/m.jsonl", "--k", "inf"], ("k",), {"m.jsonl": jsonl(MATCH)}),
+    Case("solve-temperature-nan", ["solve", "{d}/exam.jsonl", "--model", "scripted", "-o", "{d}/k.db",
+                                   "--out-dir", "{d}/out", "--temperature", "nan", "-q"], ("temperature",),
+         dict(GOOD)),
+    Case("report-resamples-huge", ["report", "{d}/s.db", "--resamples", "100000000000"], ("resamples",), {},
+         lambda d: good_store(d / "s.db")),
     *store_cases(),
 ]
 

@@ -13,7 +13,7 @@ import math
 import unicodedata
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 #: ids, names (examinee, grader, exam, pair set, member), languages, scale names: at most this many characters
 MAX_NAME = 1024
@@ -33,6 +33,15 @@ MAX_RETRIES = 100
 MAX_TEMPERATURE = 10.0
 #: a count that bounds work: rounds, draws, shots, windows, resamples, shuffles (at most)
 MAX_COUNT = 1_000_000
+#: few-shot examples per prompt at most
+MAX_SHOTS = 1000
+#: Elo: K and shuffled orders at most (``knockout elo``, ``knockout meta``)
+MAX_K = 1000.0
+MAX_SHUFFLES = 100_000
+#: meta-evaluation: drawn pairs per item, debate rounds, characters per field at most
+MAX_DRAWS = 1000
+MAX_ROUNDS = 100
+MAX_TRUNCATE = 10_000_000
 #: a data file's size bound (``max_file_mb``) at most: 1 TiB
 MAX_FILE_MB = 2.0**20
 
@@ -139,3 +148,26 @@ def check_name(value: str, what: str) -> str:
         return TypeAdapter(Name).validate_python(value)
     except ValidationError as exc:
         raise ConfigError(f"{what}: {field_error(exc)[1]}") from None
+
+
+class Selection(BaseModel):
+    """The part of a data set a run takes: its first ``limit`` questions (items), each with its first
+    ``answers_per_question`` answers (``ItemSet.subset``, side-by-side and meta-evaluation limits)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int | None = Field(default=None, ge=1, le=MAX_INT)
+    answers_per_question: int | None = Field(default=None, ge=1, le=MAX_INT)
+
+
+#: bootstrap resamples at most
+MAX_RESAMPLES = 1_000_000
+
+
+class Bootstrap(BaseModel):
+    """Bootstrap options of reports and comparisons (0 resamples: no confidence intervals)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resamples: int = Field(default=1000, ge=0, le=MAX_RESAMPLES)
+    seed: Int = 0

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from knockout._bounds import JsonObject, Name, NonEmptyText, Number, Text
+from knockout._bounds import JsonObject, Name, NonEmptyText, Number, Selection, Text
 from knockout.errors import InputError
 
 
@@ -149,6 +149,7 @@ class ItemSet:
         self, *, limit: int | None = None, answers_per_question: int | None = None
     ) -> ItemSet:
         """The first ``limit`` questions, each with its first ``answers_per_question`` answers."""
+        Selection(limit=limit, answers_per_question=answers_per_question)  # the bounds: a ValidationError
         qids = self.question_ids()
         if limit is not None:
             qids = qids[:limit]

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from knockout._bounds import Selection
 from knockout._verdict import META_SPELLING, Verdict
 from knockout.data._io import CsvRows, iter_json_lines, read_text, to_number
 from knockout.errors import InputError
@@ -84,6 +85,7 @@ class VerdictSet:
     source: str
 
     def subset(self, limit: int | None) -> VerdictSet:
+        Selection(limit=limit)  # the bound: a ValidationError
         return self if limit is None else VerdictSet(self.kind, self.items[:limit], self.evaluators, self.source)
 
     def has_human(self) -> bool:

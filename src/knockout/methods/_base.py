@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from knockout._bounds import Name
 from knockout._registry import Registry
 from knockout.data._records import ItemSet
 from knockout.engine import CallTrace
@@ -17,12 +19,12 @@ if TYPE_CHECKING:
     from knockout.runs import RunContext
 
 
-@dataclass
+@pydantic_dataclass(config=ConfigDict(allow_inf_nan=False))
 class MethodOptions(PromptOptions):
     """Prompt options plus method knobs (each method reads the ones it knows)."""
 
     debias: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[Name, Any] = field(default_factory=dict)
 
 
 # -- typed per-answer details (stored as JSON in results.details) ---------------------------------
