@@ -29,8 +29,16 @@ err = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def one_line(text: str) -> str:
+    """``text`` as one printable line: control characters and line breaks (``\\n``, ``\\x1e``, U+2028 ...)
+    written as escapes, rich markup escaped, so an error naming a hostile value is still one line."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return escape(text)
+
+
 def fail(exc: KnockoutError) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {one_line(str(exc))}", highlight=False, soft_wrap=True)
     raise typer.Exit(exc.exit_code)
 
 
@@ -495,5 +503,5 @@ def main() -> None:
     try:
         app()
     except KnockoutError as exc:  # errors raised outside a command body
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {one_line(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
