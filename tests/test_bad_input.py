@@ -522,6 +522,12 @@ CASES: list[Case] = [
          dict(GOOD)),
     Case("report-resamples-huge", ["report", "{d}/s.db", "--resamples", "100000000000"], ("resamples",), {},
          lambda d: good_store(d / "s.db")),
+    Case("serve-session-hours-nan", ["serve", "--db", "{d}/k.db", "--session-hours", "nan"], ("--session-hours",),
+         {}),
+    Case("serve-session-hours-huge", ["serve", "--db", "{d}/k.db", "--session-hours", "1e9"], ("--session-hours",),
+         {}),
+    Case("data-opt-max-file-mb-huge", grade("exam.jsonl", "--data-opt", "max_file_mb=1e300"), ("max_file_mb",),
+         dict(GOOD)),
     *store_cases(),
 ]
 
