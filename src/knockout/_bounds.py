@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from knockout.errors import ConfigError
+
 #: ids, names (examinee, grader, exam, pair set, member), languages, scale names: at most this many characters
 MAX_NAME = 1024
 #: prompt names, template paths, spec strings
@@ -142,8 +144,6 @@ def check_name(value: str, what: str) -> str:
     """``value`` as a :data:`Name`, or a ConfigError naming ``what`` (an option such as ``--exam``)."""
     from pydantic import TypeAdapter, ValidationError
 
-    from knockout.errors import ConfigError
-
     try:
         return TypeAdapter(Name).validate_python(value)
     except ValidationError as exc:
@@ -171,3 +171,23 @@ class Bootstrap(BaseModel):
 
     resamples: int = Field(default=1000, ge=0, le=MAX_RESAMPLES)
     seed: Int = 0
+
+
+class BoundsError(ConfigError):
+    """A configuration value outside its bounds (a ConfigError: one line, exit code 2), with the field's
+    location, so that the CLI can name the option it came from."""
+
+    def __init__(self, loc: tuple[Any, ...], message: str) -> None:
+        self.loc = loc
+        where = ".".join(str(x) for x in loc).replace("_", " ")
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+def bounded(data: Any, handler: Any) -> Any:
+    """The body of a configuration dataclass's wrap validator: its ValidationError as a :class:`BoundsError`."""
+    from pydantic import ValidationError
+
+    try:
+        return handler(data)
+    except ValidationError as exc:
+        raise BoundsError(tuple(exc.errors()[0]["loc"]), field_error(exc)[1]) from None

@@ -76,11 +76,13 @@ def options(factory: Callable[..., M], /, **values: Any) -> M:
     option: one line, exit code 2."""
     from pydantic import ValidationError
 
-    from knockout._bounds import field_error
+    from knockout._bounds import BoundsError, field_error
 
     try:
         return factory(**values)
-    except ValidationError as exc:
+    except BoundsError as exc:  # a configuration dataclass
+        raise ConfigError(f"{option_name(exc.loc)}: {str(exc).split(': ', 1)[-1]}") from None
+    except ValidationError as exc:  # a pydantic model
         _, msg = field_error(exc)
         raise ConfigError(f"{option_name(tuple(exc.errors()[0]['loc']))}: {msg}") from None
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from knockout._bounds import MAX_DRAWS, MAX_ROUNDS, MAX_TRUNCATE, Int, Name
+from knockout._bounds import MAX_DRAWS, MAX_ROUNDS, MAX_TRUNCATE, Int, Name, bounded
 from knockout._registry import Registry
 from knockout._verdict import Verdict
 from knockout.engine import Engine, Outcome, Subject, Task
@@ -77,6 +77,11 @@ class MetaOptions:
     seed: Int = 0
     #: mdeval/bsmeval: "own" (knockout's presets) or "authors" (the prompts of the authors' published code)
     prompts: Name = "own"
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
     def check(self) -> None:
         if self.framework not in frameworks:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from knockout._bounds import MAX_CONCURRENCY, MAX_K, MAX_RETRIES, MAX_SHUFFLES, Name
+from knockout._bounds import MAX_CONCURRENCY, MAX_K, MAX_RETRIES, MAX_SHUFFLES, Name, bounded
 from knockout.engine import Observer
 from knockout.judges._base import GenParams, Judge
 from knockout.meta import _analysis as analysis
@@ -35,6 +35,11 @@ class MetaConfig:
     self_name: Name | None = None
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     format_retries: int = Field(default=2, ge=0, le=MAX_RETRIES)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 class MetaSummary(RunSummary):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, computed_field, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from knockout._bounds import Name
+from knockout._bounds import Name, bounded
 from knockout._registry import Registry
 from knockout.data._records import ItemSet
 from knockout.engine import CallTrace
@@ -25,6 +25,11 @@ class MethodOptions(PromptOptions):
 
     debias: bool = False
     extra: dict[Name, Any] = field(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 # -- typed per-answer details (stored as JSON in results.details) ---------------------------------

@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from knockout._bounds import MAX_CONCURRENCY, MAX_RETRIES, Name
+from knockout._bounds import MAX_CONCURRENCY, MAX_RETRIES, Name, bounded
 from knockout.data._records import ItemSet
 from knockout.engine import Observer, Subject
 from knockout.judges._base import GenParams, Judge
@@ -41,6 +41,11 @@ class RunConfig:
     #: pairwise methods: play step s of all questions as one wave instead of pipelining each question
     #: (same results; not part of the run's identity)
     lockstep: bool = False
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 class GradeSummary(RunSummary):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from knockout._bounds import MAX_SHOTS, Int, Name, Spec
+from knockout._bounds import MAX_SHOTS, Int, Name, Spec, bounded
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.prompts._fewshot import select_shots
@@ -30,6 +31,11 @@ class PromptOptions:
     delimit: bool = True
     #: read the judge's replies with this registered parser instead of the template's (e.g. sciex-score)
     parser: Spec | None = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 class PromptBuilder:

@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from knockout._bounds import MAX_CONCURRENCY, MAX_COUNT, MAX_RETRIES, Name, Spec
+from knockout._bounds import MAX_CONCURRENCY, MAX_COUNT, MAX_RETRIES, Name, Spec, bounded
 from knockout._registry import Registry
 from knockout._verdict import Verdict
 from knockout.engine import Engine, Observer
@@ -59,6 +59,11 @@ class SbsConfig:
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     window: int = Field(default=20, ge=1, le=MAX_COUNT)  # MPCC sliding window size N
     stride: int = Field(default=5, ge=1, le=MAX_COUNT)  # and stride K
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
     def __post_init__(self) -> None:
         if self.debate not in modes:

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from knockout._bounds import MAX_CONCURRENCY, MAX_RETRIES, Name, Spec
+from knockout._bounds import MAX_CONCURRENCY, MAX_RETRIES, Name, Spec, bounded
 from knockout.data._io import EMPTY_ANSWER
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.engine import CallTrace, Subject, Task
@@ -106,6 +106,11 @@ class SolveConfig:
     params: GenParams = field(default_factory=lambda: GenParams(max_tokens=1024))
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     format_retries: int = Field(default=2, ge=0, le=MAX_RETRIES)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 @dataclass

@@ -16,9 +16,10 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markdown_it import MarkdownIt
 from markupsafe import Markup
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from knockout._bounds import bounded
 from knockout.annotations import (
     CHOICE_LABELS,
     MAX_VERSION,
@@ -57,6 +58,11 @@ class WebSettings:
     #: password checks waiting for a slot before the server answers 503
     hash_queue: int = Field(default=64, ge=0, le=1_000_000)
     max_body_bytes: int = Field(default=2**20, ge=1024, le=2**31)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 class LoginRequired(Exception):
