@@ -528,6 +528,24 @@ CASES: list[Case] = [
          {}),
     Case("data-opt-max-file-mb-huge", grade("exam.jsonl", "--data-opt", "max_file_mb=1e300"), ("max_file_mb",),
          dict(GOOD)),
+    # found by the fuzzer's long run (tests/test_fuzz.py)
+    Case("sciex-figures-not-list", grade("exam", "--format", "sciex"), ("exam_en.json", "Figures"),
+         {"exam/exam_en.json": json.dumps({"Questions": [{"Index": "1", "Description": "Q?", "Figures": 1}]}),
+          "exam/additional_info.json": json.dumps({"Questions": [{"Index": "1", "MaximumPoints": 2}]}),
+          "exam/answers/s1.json": json.dumps({"Questions": [{"Index": "1", "Answer": "A."}]})}),
+    Case("sciex-subquestions-not-list", grade("exam", "--format", "sciex"), ("exam_en.json", "Subquestions"),
+         {"exam/exam_en.json": json.dumps({"Questions": [{"Index": "1", "Description": "Q?", "Subquestions": 3}]}),
+          "exam/additional_info.json": json.dumps({"Questions": [{"Index": "1", "MaximumPoints": 2}]}),
+          "exam/answers/s1.json": json.dumps({"Questions": [{"Index": "1", "Answer": "A."}]})}),
+    ocase("judge-spec-lone-surrogate", "--judge", "scripted:\ud800", expect=("judge spec",)),
+    ocase("judge-opt-lone-surrogate", "--judge-opt", "seed=\udcff", expect=("judge option",)),
+    Case("elo-seed-negative", ["elo", "{d}/m.jsonl", "--seed", "-1"], ("--seed",), {"m.jsonl": jsonl(MATCH)}),
+    Case("report-seed-negative", ["report", "{d}/s.db", "--seed", "-1"], ("--seed",), {},
+         lambda d: good_store(d / "s.db")),
+    Case("jury-member-prompt-too-long-for-a-path", grade("exam.jsonl", "--jury", "{d}/j.toml"), ("x" * 20,),
+         {**GOOD, "j.toml": '[[member]]\njudge = "scripted"\n[[member]]\njudge = "scripted"\nprompt = "'
+                            + "x" * 1000 + '"\n'}),
+    ocase("prompt-too-long-for-a-path", "--prompt", "y" * 1000 + ".toml", expect=("prompt",)),
     *store_cases(),
 ]
 

@@ -170,7 +170,7 @@ class Bootstrap(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     resamples: int = Field(default=1000, ge=0, le=MAX_RESAMPLES)
-    seed: Int = 0
+    seed: int = Field(default=0, ge=0, le=MAX_INT)  # numpy's generators take no negative seed
 
 
 class BoundsError(ConfigError):

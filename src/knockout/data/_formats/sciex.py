@@ -97,11 +97,22 @@ def _gold(golds: dict[str, str], language: str) -> str | None:
     return golds.get(language) or next(iter(golds.values()), None)
 
 
-def _figures(q: dict[str, Any]) -> list[Any]:
-    figs = list(q.get("Figures") or [])
-    for sub in q.get("Subquestions") or []:
+def _figures(q: dict[str, Any], *, file: Path, record: str) -> list[Any]:
+    """Every ``Figures`` path of a question and its subquestions (each a list, when given)."""
+
+    def listed(obj: Any, field: str) -> list[Any]:
+        value = obj.get(field)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise InputError(f"must be a list, got {type(value).__name__}", file=str(file), record=record,
+                             field=field)
+        return value
+
+    figs = list(listed(q, "Figures"))
+    for sub in listed(q, "Subquestions"):
         if isinstance(sub, dict):
-            figs += sub.get("Figures") or []
+            figs += listed(sub, "Figures")
     return figs
 
 
@@ -176,7 +187,8 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
             "difficulty": None if _is_none(difficulty) else str(difficulty).strip().lower(),
             "exam_id": exam,
             "images": [
-                resolve_image(f, folder, file=exam_file, record=where, field="Figures") for f in _figures(q)
+                resolve_image(f, folder, file=exam_file, record=where, field="Figures")
+                for f in _figures(q, file=exam_file, record=where)
             ],
             "meta": {"index": idx, "average_student_points": avg_points,
                      **({"gold_answers": golds} if golds else {}),
