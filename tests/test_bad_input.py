@@ -545,6 +545,7 @@ CASES: list[Case] = [
     Case("jury-member-prompt-too-long-for-a-path", grade("exam.jsonl", "--jury", "{d}/j.toml"), ("x" * 20,),
          {**GOOD, "j.toml": '[[member]]\njudge = "scripted"\n[[member]]\njudge = "scripted"\nprompt = "'
                             + "x" * 1000 + '"\n'}),
+    Case("data-file-name-not-utf8", grade("\udcff.jsonl"), ("not valid UTF-8",), {"\udcff.jsonl": jsonl(Q, A)}),
     ocase("prompt-too-long-for-a-path", "--prompt", "y" * 1000 + ".toml", expect=("prompt",)),
     *store_cases(),
 ]

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from knockout._bounds import MAX_FILE_MB
+from knockout._bounds import MAX_FILE_MB, valid_unicode
 from knockout._registry import Registry
 from knockout.data._formats.frames import from_dataframe, from_dataset, load_frame
 from knockout.data._formats.metaeval import load_pairs, load_scored_texts
@@ -82,7 +82,13 @@ __all__ = [
 
 
 def check_input(path: Path) -> None:
-    """The input must exist and be a folder or a regular file (a FIFO or device is refused at once)."""
+    """The input must exist and be a folder or a regular file (a FIFO or device is refused at once), named in
+    valid Unicode (a file name with bytes that are not UTF-8 cannot be recorded as the data's source)."""
+    try:
+        valid_unicode(str(path))
+    except ValueError:
+        raise InputError("the path is not valid UTF-8; rename the file or folder",
+                         file=str(path).encode("utf-8", "backslashreplace").decode()) from None
     try:
         st = path.stat()
     except FileNotFoundError:
