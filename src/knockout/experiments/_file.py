@@ -8,7 +8,7 @@ taken from ``root``, itself relative to the experiment file's folder (default: t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -18,6 +18,7 @@ from knockout._bounds import (
     MAX_DRAWS,
     MAX_INT,
     MAX_K,
+    MAX_NAME,
     MAX_RESAMPLES,
     MAX_RETRIES,
     MAX_ROUNDS,
@@ -26,6 +27,8 @@ from knockout._bounds import (
     MAX_TRUNCATE,
     Int,
     Name,
+    Spec,
+    Text,
     field_error,
 )
 from knockout.errors import InputError
@@ -39,9 +42,9 @@ Strict = ConfigDict(extra="forbid", allow_inf_nan=False)
 class DataSpec(BaseModel):
     model_config = Strict
 
-    path: str
+    path: Spec
     #: grading: the loader (auto, jsonl, csv, saf, sciex, mqm, ...) and its options
-    format: str = "auto"
+    format: Name = "auto"
     options: dict[str, Any] = Field(default_factory=dict)
     #: grading: the first N questions, each with its first M answers; sbs and meta: the first N items
     limit: int | None = Field(default=None, ge=1, le=MAX_INT)
@@ -50,7 +53,7 @@ class DataSpec(BaseModel):
     tie: Literal["C", "D"] = "C"
     candidate: Literal["first", "second"] = "first"
     #: meta-evaluation: the field with the human label
-    human: str = "label"
+    human: Name = "label"
 
 
 class PromptSpec(BaseModel):
@@ -58,7 +61,7 @@ class PromptSpec(BaseModel):
 
     model_config = Strict
 
-    prompt: str = "auto"
+    prompt: Spec = "auto"
     reference: bool = False
     shots: int = Field(default=0, ge=0, le=MAX_SHOTS)
     shot_source: Name = "same-question"
@@ -68,8 +71,8 @@ class PromptSpec(BaseModel):
 class MethodSpec(BaseModel):
     model_config = Strict
 
-    name: str | None = None
-    method: str = "individual"
+    name: Name | None = None
+    method: Name = "individual"
     debias: bool = False
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -80,9 +83,9 @@ class MethodSpec(BaseModel):
 class SbsPromptSpec(BaseModel):
     model_config = Strict
 
-    name: str | None = None
-    prompt: str = "I"
-    debate: str = "none"
+    name: Name | None = None
+    prompt: Spec = "I"
+    debate: Name = "none"
     params: dict[str, Any] = Field(default_factory=dict)
 
     def label(self) -> str:
@@ -99,8 +102,8 @@ class SbsSpec(BaseModel):
 class FrameworkSpec(BaseModel):
     model_config = Strict
 
-    name: str | None = None
-    framework: str = "jdeval"
+    name: Name | None = None
+    framework: Name = "jdeval"
     draws: int = Field(default=3, ge=1, le=MAX_DRAWS)
     both_orders: bool = False
     rounds: int = Field(default=5, ge=1, le=MAX_ROUNDS)
@@ -120,7 +123,7 @@ class JurySpec(BaseModel):
 
     model_config = Strict
 
-    aggregate: str | None = None
+    aggregate: Name | None = None
     trim: int = Field(default=1, ge=0, le=MAX_COUNT)
     name: Name = "jury"
 
@@ -129,8 +132,8 @@ class CompareSpec(BaseModel):
     model_config = Strict
 
     #: grading: the method (by name) the others are tested against (default: the first)
-    baseline: str | None = None
-    by: list[str] = Field(default_factory=list)
+    baseline: Name | None = None
+    by: list[Name] = Field(default_factory=list, max_length=64)
     resamples: int = Field(default=1000, ge=0, le=MAX_RESAMPLES)
     seed: Int = 0
 
@@ -138,10 +141,10 @@ class CompareSpec(BaseModel):
 class Experiment(BaseModel):
     model_config = Strict
 
-    title: str = ""
+    title: Annotated[Text, Field(max_length=MAX_NAME)] = ""
     kind: Literal["grade", "sbs", "meta"] = "grade"
-    root: str = "."
-    store: str | None = None
+    root: Spec = "."
+    store: Spec | None = None
     data: DataSpec
     params: dict[str, Any] = Field(default_factory=dict)
     judges: list[dict[str, Any]] = Field(min_length=1)

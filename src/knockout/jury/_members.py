@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from knockout._bounds import MAX_NAME, MAX_SPEC, valid_unicode
 from knockout.errors import InputError
 from knockout.judges._base import GenParams
 
@@ -109,6 +110,14 @@ def member_from_table(t: Any, *, file: str, record: str) -> MemberSpec:
     for key in ("prompt", "name"):
         if key in t and (not isinstance(t[key], str) or not t[key].strip()):
             raise InputError("must be a non-empty string", file=file, record=record, field=key)
+    for key, bound in (("judge", MAX_SPEC), ("prompt", MAX_SPEC), ("name", MAX_NAME)):
+        if isinstance(t.get(key), str):
+            try:
+                valid_unicode(t[key])
+            except ValueError as exc:
+                raise InputError(str(exc), file=file, record=record, field=key) from None
+            if len(t[key]) > bound:
+                raise InputError(f"longer than {bound} characters", file=file, record=record, field=key)
     params = dict(t.get("params") or {})
     unknown_params = sorted(set(params) - set(GenParams.model_fields))
     if unknown_params:
