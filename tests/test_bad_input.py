@@ -540,6 +540,7 @@ CASES: list[Case] = [
     ocase("judge-spec-lone-surrogate", "--judge", "scripted:\ud800", expect=("judge spec",)),
     ocase("judge-opt-lone-surrogate", "--judge-opt", "seed=\udcff", expect=("judge option",)),
     Case("elo-seed-negative", ["elo", "{d}/m.jsonl", "--seed", "-1"], ("--seed",), {"m.jsonl": jsonl(MATCH)}),
+    mcase("meta-seed-negative", "v.jsonl", ("--seed",), {"v.jsonl": jsonl(*MV)}, "--seed", "-1"),
     Case("report-seed-negative", ["report", "{d}/s.db", "--seed", "-1"], ("--seed",), {},
          lambda d: good_store(d / "s.db")),
     Case("jury-member-prompt-too-long-for-a-path", grade("exam.jsonl", "--jury", "{d}/j.toml"), ("x" * 20,),

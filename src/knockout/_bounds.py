@@ -124,6 +124,8 @@ Spec = Annotated[str, Field(min_length=1, max_length=MAX_SPEC), AfterValidator(v
 Number = Annotated[float, BeforeValidator(_no_bool), AfterValidator(_finite)]
 #: an integer (true/false refused) that SQLite and JSON hold
 Int = Annotated[int, BeforeValidator(_no_bool), Field(ge=-MAX_INT, le=MAX_INT)]
+#: a seed of numpy's generators (Elo shuffles, bootstrap resamples, meta-evaluation draws): not negative
+Seed = Annotated[int, BeforeValidator(_no_bool), Field(ge=0, le=MAX_INT)]
 #: a JSON object (``meta``)
 JsonObject = Annotated[dict[str, Any], AfterValidator(check_json)]
 
@@ -170,7 +172,7 @@ class Bootstrap(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     resamples: int = Field(default=1000, ge=0, le=MAX_RESAMPLES)
-    seed: int = Field(default=0, ge=0, le=MAX_INT)  # numpy's generators take no negative seed
+    seed: Seed = 0  # numpy's generators take no negative seed
 
 
 class BoundsError(ConfigError):

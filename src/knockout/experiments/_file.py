@@ -27,6 +27,7 @@ from knockout._bounds import (
     MAX_TRUNCATE,
     Int,
     Name,
+    Seed,
     Spec,
     Text,
     field_error,
@@ -112,7 +113,7 @@ class FrameworkSpec(BaseModel):
     k: float = Field(default=4.0, ge=0, le=MAX_K)
     shuffles: int = Field(default=200, ge=1, le=MAX_SHUFFLES)
     self_name: Name | None = None
-    seed: Int = 0
+    seed: Seed = 0
 
     def label(self) -> str:
         return self.name or self.framework
@@ -135,7 +136,7 @@ class CompareSpec(BaseModel):
     baseline: Name | None = None
     by: list[Name] = Field(default_factory=list, max_length=64)
     resamples: int = Field(default=1000, ge=0, le=MAX_RESAMPLES)
-    seed: Int = 0
+    seed: Seed = 0
 
 
 class Experiment(BaseModel):

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
-from knockout._bounds import MAX_INT, MAX_K, MAX_SHUFFLES
+from knockout._bounds import MAX_K, MAX_SHUFFLES, Seed
 from knockout._verdict import Verdict
 from knockout.meta._frameworks import Judgement
 from knockout.meta._verdicts import VerdictSet
@@ -64,7 +64,7 @@ class EloOptions(BaseModel):
     k: float = Field(default=DEFAULT_K, ge=0, le=MAX_K)
     shuffles: int = Field(default=DEFAULT_SHUFFLES, ge=1, le=MAX_SHUFFLES)
     check: int | None = Field(default=None, ge=1, le=MAX_SHUFFLES)
-    seed: int = Field(default=0, ge=0, le=MAX_INT)  # numpy's generators take no negative seed
+    seed: Seed = 0  # numpy's generators take no negative seed
 
 
 def elo_report(matches: Sequence[Match], *, k: float = DEFAULT_K, shuffles: int = DEFAULT_SHUFFLES, seed: int = 0,

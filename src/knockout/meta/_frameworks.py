@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from knockout._bounds import MAX_DRAWS, MAX_ROUNDS, MAX_TRUNCATE, Int, Name, bounded
+from knockout._bounds import MAX_DRAWS, MAX_ROUNDS, MAX_TRUNCATE, Name, Seed, bounded
 from knockout._registry import Registry
 from knockout._verdict import Verdict
 from knockout.engine import Engine, Outcome, Subject, Task
@@ -74,7 +74,7 @@ class MetaOptions:
     max_criteria: int = Field(default=MAX_CRITERIA, ge=1, le=MAX_CRITERIA)  # bsmeval
     #: characters per field (0 = never cut); see knockout.meta._prompts
     truncate: int = Field(default=DEFAULT_TRUNCATE, ge=0, le=MAX_TRUNCATE)
-    seed: Int = 0
+    seed: Seed = 0  # also the seed of Elo's shuffles: not negative
     #: mdeval/bsmeval: "own" (knockout's presets) or "authors" (the prompts of the authors' published code)
     prompts: Name = "own"
 
