@@ -87,3 +87,14 @@ def llama_server(small_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 def tmp_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Keep stores written by a test out of the user's cache (the model cache is shared)."""
     return tmp_path
+
+
+# -- the fuzzer's budgets (tests/test_fuzz.py; docs/testing.md) ------------------------------------------
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+#: ci: the normal suite, a fixed seed (derandomize) and a few cases per property (the whole file well under
+#: a minute on 2 cores); long: the nightly run, ``pytest tests/test_fuzz.py --hypothesis-profile long``
+#: (about 2,500 cases per property, 25,000 in all, with a seed of its own: ``--hypothesis-seed N``)
+_hypothesis_settings.register_profile("ci", max_examples=30, derandomize=True, database=None, print_blob=True)
+_hypothesis_settings.register_profile("long", max_examples=2500, derandomize=False, database=None, print_blob=True)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

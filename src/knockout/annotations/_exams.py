@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from knockout._bounds import MAX_NAME, check_name
 from knockout.annotations._common import rows, setting, versioned_write
 from knockout.annotations._files import ImageFiles, ImportedImages
 from knockout.data._records import Answer, ItemSet, Question
@@ -96,8 +97,10 @@ class ExamGrades:
         Questions without ``exam_id`` form the exam ``default_exam`` (default: the file's stem).  Figures
         are copied only from inside ``root`` (the data folder; default: the folder of ``items.source``
         when that exists)."""
+        if default_exam is not None:
+            check_name(default_exam, "exam")
         fp = self.store.save_items(items)
-        fallback_name = default_exam or Path(items.source).stem or "exam"
+        fallback_name = default_exam or Path(items.source).stem[:MAX_NAME] or "exam"
         exams = {q.exam_id for q in items.questions.values() if q.exam_id}
         has_fallback = any(q.exam_id is None for q in items.questions.values())
         now = time.time()

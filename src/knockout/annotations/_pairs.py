@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from knockout._bounds import check_name
 from knockout._verdict import Verdict
 from knockout.annotations._assignments import Assignments
 from knockout.annotations._common import rows, versioned_write
@@ -85,8 +86,7 @@ class PairAnnotations:
         source: str | None = None,
     ) -> int:
         """Add ``pairs`` to the pair set ``name`` (created on first use); returns how many were new."""
-        if not name.strip():
-            raise ConfigError("pair set name must not be empty")
+        check_name(name, "pair set name")
         check_overlap(overlap)
         ids = [p.id for p in pairs]
         dup = next((i for i, n in itertools.groupby(sorted(ids)) if len(list(n)) > 1), None)

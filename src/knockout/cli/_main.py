@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from collections.abc import Callable
 from importlib import resources
@@ -30,8 +29,16 @@ err = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def one_line(text: str) -> str:
+    """``text`` as one printable line: control characters and line breaks (``\\n``, ``\\x1e``, U+2028 ...)
+    written as escapes, rich markup escaped, so an error naming a hostile value is still one line."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return escape(text)
+
+
 def fail(exc: KnockoutError) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {one_line(str(exc))}", highlight=False, soft_wrap=True)
     raise typer.Exit(exc.exit_code)
 
 
@@ -49,27 +56,35 @@ def parse_kv(pairs: list[str] | None, what: str) -> dict[str, str]:
     return result
 
 
-def at_least(option: str, value: float | None, low: float) -> None:
-    """An option below its bound (or NaN) is a ConfigError naming the option: one line, exit 2."""
-    if value is not None and not value >= low:
-        raise ConfigError(f"{option} must be >= {low:g} (got {value:g})")
+#: model fields whose command-line option is not ``--field-name``
+OPTION_NAMES = {"self_name": "--self", "extra": "--method-opt", "options": "--data-opt"}
+
+M = TypeVar("M")
 
 
-def finite(option: str, value: float, low: float | None = None) -> None:
-    """A float option that must be a finite number (and at least ``low``)."""
-    if not math.isfinite(value):
-        raise ConfigError(f"{option} must be a finite number (got {value})")
-    at_least(option, value, low if low is not None else -math.inf)
+def option_name(loc: tuple[Any, ...]) -> str:
+    """The command-line option of a model field's location (``("options", "shots")`` -> ``--shots``)."""
+    if loc and loc[0] in OPTION_NAMES:
+        return OPTION_NAMES[loc[0]]
+    name = next((str(x) for x in reversed(loc) if isinstance(x, str) and not x.startswith("[")), "")
+    return OPTION_NAMES.get(name) or ("--" + name.replace("_", "-") if name else "options")
 
 
-def check_judging(*, temperature: float, max_tokens: int, concurrency: int | None, format_retries: int,
-                  limit: int | None = None) -> None:
-    """The options every judging command shares, checked before anything is loaded or written."""
-    finite("--temperature", temperature, 0)
-    at_least("--max-tokens", max_tokens, 1)
-    at_least("--concurrency", concurrency, 1)
-    at_least("--format-retries", format_retries, 0)
-    at_least("--limit", limit, 1)
+def options(factory: Callable[..., M], /, **values: Any) -> M:
+    """``factory(**values)``: a model built from command-line options.  The bounds live on the model
+    (``knockout._bounds``, ``GenParams``, ``RunConfig``, ...); a value it refuses is a ConfigError naming the
+    option: one line, exit code 2."""
+    from pydantic import ValidationError
+
+    from knockout._bounds import BoundsError, field_error
+
+    try:
+        return factory(**values)
+    except BoundsError as exc:  # a configuration dataclass
+        raise ConfigError(f"{option_name(exc.loc)}: {str(exc).split(': ', 1)[-1]}") from None
+    except ValidationError as exc:  # a pydantic model
+        _, msg = field_error(exc)
+        raise ConfigError(f"{option_name(tuple(exc.errors()[0]['loc']))}: {msg}") from None
 
 
 def fmt(x: Any, digits: int = 3) -> str:
@@ -142,16 +157,9 @@ FreqPenaltyOpt = Annotated[float | None, typer.Option("--frequency-penalty", hel
 
 def gen_params(**values: Any) -> Any:
     """Generation parameters from command-line options (a value out of range is a one-line error)."""
-    from pydantic import ValidationError
-
     from knockout.judges import GenParams
 
-    try:
-        return GenParams(**values)
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        name = "--" + str(e["loc"][0]).replace("_", "-") if e["loc"] else "generation parameters"
-        raise ConfigError(f"{name}: {e['msg']}") from None
+    return options(GenParams, **values)
 
 
 def jury_members(judge: list[str] | None, jury: Path | None) -> tuple[list[Any], Any]:
@@ -233,28 +241,15 @@ def grade(
     from knockout.methods._run import GradeRun, RunConfig
 
     try:
-        check_judging(temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
-                      format_retries=format_retries, limit=limit)
-        at_least("--answers-per-question", answers_per_question, 1)
-        at_least("--shots", shots, 0)
-        methods.get(method)
-        loader_opts: dict[str, Any] = dict(parse_kv(data_opt, "--data-opt"))
-        if columns:
-            loader_opts["columns"] = parse_column_map(columns)
-        from knockout.cli._progress import gc_paused
+        from knockout._bounds import Selection
 
-        with gc_paused():
-            items = load_items(data, fmt_, **loader_opts).subset(
-                limit=limit, answers_per_question=answers_per_question
-            )
-        if len(items) == 0:
-            raise ConfigError(f"{data}: no answers to grade")
-        members, jury_file = jury_members(judge, jury)
-        if aggregate and len(members) == 1 and jury_file is None:
-            raise ConfigError("--aggregate needs a jury (several --judge, or --jury FILE)")
-        cfg = RunConfig(
+        # every option becomes a model first: a refused value stops here, before anything is read or opened
+        selection = options(Selection, limit=limit, answers_per_question=answers_per_question)
+        cfg = options(
+            RunConfig,
             method=method,
-            options=MethodOptions(
+            options=options(
+                MethodOptions,
                 prompt=prompt,
                 reference=reference,
                 shots=shots,
@@ -271,6 +266,21 @@ def grade(
             format_retries=format_retries,
             figures=figures,
         )
+        methods.get(method)
+        loader_opts: dict[str, Any] = dict(parse_kv(data_opt, "--data-opt"))
+        if columns:
+            loader_opts["columns"] = parse_column_map(columns)
+        from knockout.cli._progress import gc_paused
+
+        with gc_paused():
+            items = load_items(data, fmt_, **loader_opts).subset(
+                limit=selection.limit, answers_per_question=selection.answers_per_question
+            )
+        if len(items) == 0:
+            raise ConfigError(f"{data}: no answers to grade")
+        members, jury_file = jury_members(judge, jury)
+        if aggregate and len(members) == 1 and jury_file is None:
+            raise ConfigError("--aggregate needs a jury (several --judge, or --jury FILE)")
         kv = parse_kv(judge_opt, "--judge-opt")
         run: Any
         if len(members) == 1 and jury_file is None:
@@ -507,5 +517,5 @@ def main() -> None:
     try:
         app()
     except KnockoutError as exc:  # errors raised outside a command body
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {one_line(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)

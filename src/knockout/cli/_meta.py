@@ -13,10 +13,10 @@ from knockout.cli._main import (
     ExecutorOpt,
     JsonOpt,
     JudgeKV,
-    check_judging,
     fail,
-    finite,
     fmt,
+    gen_params,
+    options,
     out,
     parse_kv,
     print_json,
@@ -110,33 +110,32 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Meta-evaluate evaluators (LLM judges) from their recorded verdicts with a meta-judge."""
         from knockout.cli._progress import execute_in_store
-        from knockout.judges import GenParams, make_judge
+        from knockout.judges import make_judge
         from knockout.meta import MetaConfig, MetaOptions, MetaRun, load_verdicts, outcome_rows, write_outcomes
         from knockout.meta._frameworks import is_paired
         from knockout.meta._prompts import DEFAULT_TRUNCATE
 
         try:
-            check_judging(temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
-                          format_retries=format_retries, limit=limit)
-            finite("--k", k, 0)
-            opts = MetaOptions(framework=framework, draws=draws, both_orders=both_orders, rounds=rounds,
-                               max_criteria=max_criteria,
-                               truncate=DEFAULT_TRUNCATE if truncate is None else truncate, seed=seed,
-                               prompts=prompts)
+            from knockout._bounds import Selection
+
+            # every option becomes a model first: a refused value stops here, before anything is opened
+            selection = options(Selection, limit=limit)
+            opts = options(MetaOptions, framework=framework, draws=draws, both_orders=both_orders, rounds=rounds,
+                           max_criteria=max_criteria,
+                           truncate=DEFAULT_TRUNCATE if truncate is None else truncate, seed=seed,
+                           prompts=prompts)
             opts.check()
-            if shuffles < 1:
-                raise ConfigError("--shuffles must be >= 1")
+            cfg = options(MetaConfig, options=opts, params=gen_params(temperature=temperature, max_tokens=max_tokens,
+                                                                     seed=seed),
+                          k=k, shuffles=shuffles, self_name=None if (self_name or "none").lower() == "none"
+                          else self_name, concurrency=concurrency, format_retries=format_retries)
             if export_matches and not is_paired(framework):
                 raise ConfigError("--export-matches needs a paired framework (jdeval or mdeval)")
             vs = load_verdicts(verdicts, human_field=human)
             kv = parse_kv(judge_opt, "--judge-opt")
             j = make_judge(meta_judge, kv)
             d = make_judge(debater, kv) if debater else None
-            cfg = MetaConfig(options=opts, params=GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed),
-                             k=k, shuffles=shuffles, self_name=None if (self_name or "none").lower() == "none"
-                             else self_name, concurrency=concurrency,
-                             format_retries=format_retries)
-            report = execute_in_store(out_db, MetaRun(vs, j, cfg, limit=limit, debater=d), quiet=quiet,
+            report = execute_in_store(out_db, MetaRun(vs, j, cfg, limit=selection.limit, debater=d), quiet=quiet,
                                       label="meta-judging", executor=executor)
             if export_matches:
                 write_outcomes(export_matches, outcome_rows(report.judgements, run_id=report.run_id,
@@ -185,9 +184,7 @@ def register(app: typer.Typer) -> None:
         from knockout.meta._outcomes import load_matches
 
         try:
-            finite("--k", k, 0)
-            if shuffles < 1 or (check is not None and check < 1):
-                raise ConfigError("--shuffles and --check must be >= 1")
+            options(analysis.EloOptions, k=k, shuffles=shuffles, check=check, seed=seed)
             ms, skipped = load_matches(matches)
         except KnockoutError as exc:
             fail(exc)

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from knockout.cli._main import JsonOpt, at_least, err, fail, out, print_json
+from knockout._bounds import Bootstrap
+from knockout.cli._main import JsonOpt, err, fail, options, out, print_json
 from knockout.errors import ConfigError, KnockoutError
 from knockout.metrics._constants import DEFAULT_RESAMPLES
 
@@ -66,7 +67,7 @@ def report(
     from knockout.reports._runs import content_kind, find_run, load_run, parse_ref
 
     try:
-        at_least("--resamples", resamples, 0)
+        options(Bootstrap, resamples=resamples, seed=seed)
         path, ref_id = parse_ref(run)
         record = find_run(path, run_id or ref_id)
         links = links_for(viewer_url, [record.id])
@@ -157,7 +158,7 @@ def compare(
     from knockout.reports._runs import content_kind, find_run, load_run, parse_ref
 
     try:
-        at_least("--resamples", resamples, 0)
+        options(Bootstrap, resamples=resamples, seed=seed)
         refs = []
         for r in runs:
             path, ref_id = parse_ref(r)
@@ -226,7 +227,7 @@ def agreement(
     from knockout.reports._verdicts import analyse_verdicts, verdict_tables
 
     try:
-        at_least("--resamples", resamples, 0)
+        options(Bootstrap, resamples=resamples, seed=seed)
         res = analyse_verdicts(verdicts, human, verdict, kind=kind, non_integer=non_integer,
                                resamples=resamples, seed=seed)
     except KnockoutError as exc:

@@ -17,11 +17,10 @@ from knockout.cli._main import (
     JudgesOpt,
     JuryOpt,
     TopPOpt,
-    at_least,
-    check_judging,
     fail,
     gen_params,
     jury_members,
+    options,
     out,
     parse_kv,
     print_json,
@@ -78,18 +77,18 @@ def sbs(
     from knockout.sbs._run import SbsConfig, SbsRun
 
     try:
-        check_judging(temperature=temperature, max_tokens=max_tokens, concurrency=concurrency,
-                      format_retries=format_retries, limit=limit)
-        at_least("--window", window, 1)
-        at_least("--stride", stride, 1)
+        from knockout._bounds import Selection
+
+        # every option becomes a model first: a refused value stops here, before anything is read or opened
+        selection = options(Selection, limit=limit)
+        cfg = options(SbsConfig, prompt=prompt, debate=debate,
+                      params=gen_params(temperature=temperature, max_tokens=max_tokens, seed=seed, top_p=top_p,
+                                        frequency_penalty=frequency_penalty),
+                      format_retries=format_retries, concurrency=concurrency, window=window, stride=stride)
         members, jury_file = jury_members(judge, jury)
         if aggregate and len(members) == 1 and jury_file is None:
             raise ConfigError("--aggregate needs a jury (several --judge, or --jury FILE)")
-        items = load_sbs(data, tie=tie, candidate=candidate)[:limit]
-        cfg = SbsConfig(prompt=prompt, debate=debate,
-                        params=gen_params(temperature=temperature, max_tokens=max_tokens, seed=seed, top_p=top_p,
-                                          frequency_penalty=frequency_penalty),
-                        format_retries=format_retries, concurrency=concurrency, window=window, stride=stride)
+        items = load_sbs(data, tie=tie, candidate=candidate)[:selection.limit]
         kv = parse_kv(judge_opt, "--judge-opt")
         if len(members) > 1 or jury_file is not None:
             from knockout.jury import make_jury, sbs_member_runs

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._main import JsonOpt, err, fail, out, parse_kv, print_json
+from knockout.cli._main import JsonOpt, err, fail, gen_params, options, out, parse_kv, print_json
 from knockout.errors import ConfigError, KnockoutError
 from knockout.metrics._constants import DEFAULT_RESAMPLES
 
@@ -25,8 +25,10 @@ FiguresOpt = Annotated[str, typer.Option("--figures", help="how figures go to th
 
 def load_exams(paths: Sequence[Path], fmt: str, data_opt: list[str] | None, limit: int | None) -> ItemSet:
     """The questions (and any answers) of every exam given, as one item set; ``limit``: the first N questions."""
+    from knockout._bounds import Selection
     from knockout.data import ItemSet, load_items
 
+    limit = options(Selection, limit=limit).limit
     opts: dict[str, Any] = dict(parse_kv(data_opt, "--data-opt"))
     sets = [load_items(p, fmt, **opts) for p in paths]
     questions = [q for s in sets for q in s.questions.values()][:limit]
@@ -40,7 +42,7 @@ def solve_models(exam: ItemSet, models: Sequence[str], store: Path, *, model_opt
                  format_retries: int, quiet: bool) -> list[SolveReport]:
     """One solve run per model (``NAME=SPEC`` or ``SPEC``), through the store."""
     from knockout.cli._progress import execute_in_store
-    from knockout.judges import GenParams, make_judge
+    from knockout.judges import make_judge
     from knockout.sciex._solve import SolveConfig, SolveRun, parse_model
 
     named = [parse_model(m) for m in models]
@@ -49,8 +51,9 @@ def solve_models(exam: ItemSet, models: Sequence[str], store: Path, *, model_opt
         raise ConfigError("give at least one examinee model: --model SPEC (or NAME=SPEC)")
     if len(set(names)) != len(names):
         raise ConfigError(f"two models have the same examinee name ({', '.join(names)}); use --model NAME=SPEC")
-    cfg = SolveConfig(prompt=prompt, figures=figures, concurrency=concurrency, format_retries=format_retries,
-                      params=GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed))
+    cfg = options(SolveConfig, prompt=prompt, figures=figures, concurrency=concurrency,
+                  format_retries=format_retries, params=gen_params(temperature=temperature, max_tokens=max_tokens,
+                                                                   seed=seed))
     runs = [SolveRun(exam, make_judge(spec, model_opt), cfg, examinee=name) for name, spec in named]
     for r in runs:  # every model checked before any is asked
         r.check()
@@ -178,6 +181,9 @@ def leaderboard(
     """The SciEx leaderboard: examinees by expert- and judge-graded %, German grades, the student average, and
     each judge's Pearson with the experts."""
     try:
+        from knockout._bounds import Bootstrap
+
+        options(Bootstrap, resamples=resamples, seed=seed)
         board = make_board(store, run or [], llm_grades or [], resamples, seed)
         show_board(board, csv_out=csv_out, html=html, as_json=as_json)
     except KnockoutError as exc:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from knockout.cli._main import err, fail, fmt, out, parse_kv, print_json
+from knockout.cli._main import err, fail, fmt, options, out, parse_kv, print_json
 from knockout.errors import ConfigError, KnockoutError
 
 if TYPE_CHECKING:
@@ -77,6 +77,10 @@ def serve(
     """Serve the grading and side-by-side annotation web app."""
     try:
         _require_web()
+        from knockout.web._deps import WebSettings
+
+        # the options become the app's settings first: a refused value stops here, before any store is opened
+        settings = options(WebSettings, secure_cookies=secure_cookies, session_hours=session_hours)
         if db is None:
             if not demo:
                 raise ConfigError("give --db STORE (or --demo)")
@@ -96,12 +100,9 @@ def serve(
             out.print(t)
         elif not db.is_file():
             raise ConfigError(f"store not found: {db} (create it with `knockout import DATA --db {db}`)")
-        if not 0 < session_hours <= 24 * 30:
-            raise ConfigError("--session-hours must be within (0, 720]")
         if root_path and (not root_path.startswith("/") or root_path.endswith("/")):
             raise ConfigError(f"--root-path must start with '/' and not end with it, got '{root_path}'")
         from knockout.web._app import create_app, origin_of
-        from knockout.web._deps import WebSettings
 
         origins = tuple(allowed_origin or [])
         bad = [o for o in origins if origin_of(o) is None]
@@ -116,7 +117,8 @@ def serve(
                       "travel unencrypted — put the app behind a TLS reverse proxy and pass --secure-cookies.")
         import uvicorn
 
-        settings = WebSettings(secure_cookies=secure_cookies, allowed_origins=origins, session_hours=session_hours)
+        settings = options(WebSettings, secure_cookies=secure_cookies, allowed_origins=origins,
+                           session_hours=session_hours)
         out.print(f"knockout grading app on http://{host}:{port}{root_path}/  (Ctrl-C to stop)")
         uvicorn.run(create_app(db, settings), host=host, port=port, log_level="warning", root_path=root_path,
                     proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
@@ -140,6 +142,7 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Load exams (for grading) or pairs (for side-by-side annotation) into a store."""
+    from knockout._bounds import check_name
     from knockout.annotations import ExamGrades, PairAnnotations, check_overlap
     from knockout.data import is_pair_file, load_items, read_pairs
 
@@ -148,6 +151,9 @@ def import_(
             raise ConfigError(f"--kind must be auto, items or pairs, got '{kind}'")
         as_pairs = kind == "pairs" or (kind == "auto" and fmt_ in ("auto", "metaeval") and is_pair_file(data))
         check_overlap(overlap)
+        for option, value in (("--exam", exam), ("--pairset", pairset)):
+            if value is not None:
+                check_name(value, option)
         if as_pairs:
             pairs = read_pairs(data)
             with opened(db, must_exist=False) as store:

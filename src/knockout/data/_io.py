@@ -15,6 +15,8 @@ record and field:
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
@@ -179,6 +181,28 @@ def check_file(
     return real
 
 
+def list_folder(folder: Path, pattern: str) -> list[Path]:
+    """The paths under ``folder`` that match ``pattern`` (none when the folder is absent).  A folder, or an
+    entry, that is a symlink loop or a dangling link is an :class:`InputError` rather than skipped without a
+    word; a folder that leads outside the roots is refused like a file."""
+    if folder.is_symlink() or folder.exists():
+        if not folder.exists():
+            raise InputError("a symlink loop or a dangling link; expected a folder", file=str(folder))
+        confine(folder, what="folder")
+        if not folder.is_dir():
+            raise InputError("not a folder", file=str(folder))
+    else:
+        return []
+    try:
+        found = list(folder.glob(pattern))
+    except OSError as e:
+        raise InputError(f"cannot list the folder: {e.strerror}", file=str(folder)) from None
+    for p in found:
+        if p.is_symlink() and not p.exists():
+            raise InputError("a symlink loop or a dangling link", file=str(p))
+    return found
+
+
 @contextmanager
 def _open_data(path: Path) -> Iterator[Any]:
     """A data file opened non-blocking and checked before any read, so a FIFO or a device never hangs."""
@@ -236,6 +260,53 @@ def read_text(path: Path) -> str:
         raise InputError(f"not UTF-8 text (byte {e.start}: {e.reason})", file=str(path)) from None
 
 
+def loads(text: str | bytes, *, file: Path | str, record: str | int | None = None) -> Any:
+    """``json.loads`` that cannot crash on hostile input: malformed JSON, nesting deeper than the parser's
+    recursion bound (``[[[[...``) and NaN/Infinity are one :class:`InputError` naming ``file`` and ``record``
+    (malformed JSON reports its line when ``record`` is not given)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"malformed JSON: {e.msg} (column {e.colno})", file=str(file),
+            record=record if record is not None else f"line {e.lineno}",
+        ) from None
+    except RecursionError:
+        raise InputError("JSON nested too deeply", file=str(file), record=record) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (byte {e.start}: {e.reason})", file=str(file), record=record) from None
+
+
+class CsvRows:
+    """The rows of a CSV text (``csv.reader`` options), with ``line_num`` as the reader counts it.  A field
+    may be as long as the file's size bound allowed (``max_file_mb``: the csv module's default, 131,072
+    characters, is raised to it), and what the csv module raises (a NUL byte, a bad dialect) is an
+    :class:`InputError` naming the file and line."""
+
+    def __init__(self, text: str, *, file: Path | str, **options: Any) -> None:
+        bound = min(current_policy().max_bytes, 2**31 - 1)
+        if csv.field_size_limit() < bound:
+            csv.field_size_limit(bound)
+        self.file = str(file)
+        try:
+            self._reader = csv.reader(io.StringIO(text, newline=""), **options)
+        except (TypeError, csv.Error) as e:
+            raise InputError(f"cannot read as CSV: {e}", file=self.file) from None
+
+    @property
+    def line_num(self) -> int:
+        return int(self._reader.line_num)
+
+    def __iter__(self) -> CsvRows:
+        return self
+
+    def __next__(self) -> list[str]:
+        try:
+            return next(self._reader)
+        except csv.Error as e:
+            raise InputError(f"cannot read as CSV: {e}", file=self.file, record=f"line {self.line_num}") from None
+
+
 def first_json_line(path: Path) -> Any:
     """The first non-blank line of a JSONL file, parsed; None when it cannot be read or parsed.
     For sniffers: reads only the head of the file."""
@@ -243,7 +314,7 @@ def first_json_line(path: Path) -> Any:
         head = read_bytes(path, limit=_HEAD_BYTES).decode("utf-8-sig", errors="replace")
         line = next((ln for ln in head.split("\n") if ln.strip()), "")
         return json.loads(line)
-    except (InputError, json.JSONDecodeError):
+    except (InputError, ValueError, RecursionError):
         return None
 
 
@@ -251,17 +322,12 @@ def sniff_json(path: Path) -> Any:
     """A JSON file, parsed; None when it cannot be read or parsed (for sniffers)."""
     try:
         return json.loads(read_text(path))
-    except (InputError, json.JSONDecodeError):
+    except (InputError, ValueError, RecursionError):
         return None
 
 
 def read_json(path: Path) -> Any:
-    try:
-        return json.loads(read_text(path))
-    except json.JSONDecodeError as e:
-        raise InputError(
-            f"malformed JSON: {e.msg} (column {e.colno})", file=str(path), record=f"line {e.lineno}"
-        ) from None
+    return loads(read_text(path), file=path)
 
 
 def iter_json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -270,12 +336,7 @@ def iter_json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for n, line in enumerate(iter_text_lines(path), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(
-                f"malformed JSON: {e.msg} (column {e.colno})", file=str(path), record=f"line {n}"
-            ) from None
+        obj = loads(line, file=path, record=f"line {n}")
         if not isinstance(obj, dict):
             raise InputError(
                 f"expected a JSON object, got {type(obj).__name__}", file=str(path), record=f"line {n}"
@@ -285,6 +346,10 @@ def iter_json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def is_local(ref: str) -> bool:
     return not (re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", ref) or ref.startswith("data:"))
+
+
+#: the URL schemes ``allow_urls`` keeps (passed to the judge API as they are, never fetched by knockout)
+URL_SCHEMES = ("http://", "https://", "data:image/")
 
 
 def resolve_image(ref: object, folder: Path, *, file: Path, record: str | int | None, field: str) -> str:
@@ -298,8 +363,13 @@ def resolve_image(ref: object, folder: Path, *, file: Path, record: str | int | 
             field=field,
         )
     if not is_local(ref):
-        if current_policy().allow_urls:
+        if current_policy().allow_urls and ref.lower().startswith(URL_SCHEMES):
             return ref
+        if current_policy().allow_urls:
+            raise InputError(
+                f"image URL {shorten(ref)} refused: allow_urls keeps http(s) and data:image URLs only",
+                file=str(file), record=record, field=field,
+            )
         raise InputError(
             f"image URL {shorten(ref)} refused: images must be files inside the data folder "
             "(keep URLs with --data-opt allow_urls=true)",

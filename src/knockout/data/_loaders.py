@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from knockout._bounds import MAX_FILE_MB, valid_unicode
 from knockout._registry import Registry
 from knockout.data._formats.frames import from_dataframe, from_dataset, load_frame
 from knockout.data._formats.metaeval import load_pairs, load_scored_texts
@@ -81,7 +82,13 @@ __all__ = [
 
 
 def check_input(path: Path) -> None:
-    """The input must exist and be a folder or a regular file (a FIFO or device is refused at once)."""
+    """The input must exist and be a folder or a regular file (a FIFO or device is refused at once), named in
+    valid Unicode (a file name with bytes that are not UTF-8 cannot be recorded as the data's source)."""
+    try:
+        valid_unicode(str(path))
+    except ValueError:
+        raise InputError("the path is not valid UTF-8; rename the file or folder",
+                         file=str(path).encode("utf-8", "backslashreplace").decode()) from None
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -136,8 +143,8 @@ def _policy(
         roots.append(root)
     urls = _coerce("", "allow_urls", allow_urls, "bool")
     mb = DEFAULT_MAX_FILE_MB if max_file_mb is None else _coerce("", "max_file_mb", max_file_mb, "float")
-    if not isinstance(mb, (int, float)) or not math.isfinite(mb) or mb <= 0:
-        raise ConfigError(f"option max_file_mb must be a number > 0, got {max_file_mb!r}")
+    if not isinstance(mb, (int, float)) or not math.isfinite(mb) or not 0 < mb <= MAX_FILE_MB:
+        raise ConfigError(f"option max_file_mb must be a number > 0 and <= {MAX_FILE_MB:g}, got {max_file_mb!r}")
     return InputPolicy(roots=tuple(roots), allow_urls=bool(urls), max_bytes=int(mb * 2**20))
 
 

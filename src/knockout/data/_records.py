@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from knockout._bounds import JsonObject, Name, NonEmptyText, Number, Selection, Text
 from knockout.errors import InputError
 
 
@@ -18,31 +18,24 @@ class Question(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
-    text: str
-    reference: str | None = None
-    max_points: float = 1.0
-    language: str = "en"
-    difficulty: str | None = None
-    exam_id: str | None = None
-    images: list[str] = Field(default_factory=list)
+    id: Name
+    text: NonEmptyText
+    reference: Text | None = None
+    max_points: Number = 1.0
+    language: Name = "en"
+    difficulty: Name | None = None
+    exam_id: Name | None = None
+    images: list[Text] = Field(default_factory=list)
     # "points": human scores are on 0..max_points (RMSE is meaningful);
     # anything else (e.g. "mqm") means another scale: only correlations apply.
-    human_scale: str = "points"
-    task: str = "exam"  # "exam" (graded answers) or "mt" (translations)
-    meta: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("id", "text")
-    @classmethod
-    def _non_empty(cls, v: str) -> str:
-        if not str(v).strip():
-            raise ValueError("must not be empty")
-        return v
+    human_scale: Name = "points"
+    task: Name = "exam"  # "exam" (graded answers) or "mt" (translations)
+    meta: JsonObject = Field(default_factory=dict)
 
     @field_validator("max_points")
     @classmethod
     def _positive(cls, v: float) -> float:
-        if not math.isfinite(v) or v <= 0:
+        if v <= 0:
             raise ValueError("must be a number > 0")
         return v
 
@@ -52,27 +45,12 @@ class Answer(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
-    question_id: str
-    examinee: str | None = None
-    text: str
-    human_scores: dict[str, float] = Field(default_factory=dict)
-    meta: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("id", "question_id", "text")
-    @classmethod
-    def _non_empty(cls, v: str) -> str:
-        if not str(v).strip():
-            raise ValueError("must not be empty")
-        return v
-
-    @field_validator("human_scores")
-    @classmethod
-    def _finite(cls, v: dict[str, float]) -> dict[str, float]:
-        for grader, score in v.items():
-            if not math.isfinite(score):
-                raise ValueError(f"score of grader '{grader}' is not a finite number")
-        return v
+    id: Name
+    question_id: Name
+    examinee: Name | None = None
+    text: NonEmptyText
+    human_scores: dict[Name, Number] = Field(default_factory=dict)
+    meta: JsonObject = Field(default_factory=dict)
 
     @property
     def human_score(self) -> float | None:
@@ -171,6 +149,7 @@ class ItemSet:
         self, *, limit: int | None = None, answers_per_question: int | None = None
     ) -> ItemSet:
         """The first ``limit`` questions, each with its first ``answers_per_question`` answers."""
+        Selection(limit=limit, answers_per_question=answers_per_question)  # the bounds: a ValidationError
         qids = self.question_ids()
         if limit is not None:
             qids = qids[:limit]
@@ -220,15 +199,15 @@ class PairItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
-    question: str
-    answer_a: str
-    answer_b: str
-    system_a: str | None = None
-    system_b: str | None = None
-    reference: str | None = None
-    human_verdicts: dict[str, str] = Field(default_factory=dict)
-    meta: dict[str, Any] = Field(default_factory=dict)
+    id: Name
+    question: Text
+    answer_a: Text
+    answer_b: Text
+    system_a: Name | None = None
+    system_b: Name | None = None
+    reference: Text | None = None
+    human_verdicts: dict[Name, Name] = Field(default_factory=dict)
+    meta: JsonObject = Field(default_factory=dict)
 
 
 class ScoredText(BaseModel):
@@ -236,7 +215,7 @@ class ScoredText(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
-    text: str
-    human_score: float | None = None
-    meta: dict[str, Any] = Field(default_factory=dict)
+    id: Name
+    text: Text
+    human_score: Number | None = None
+    meta: JsonObject = Field(default_factory=dict)

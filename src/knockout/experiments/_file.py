@@ -8,31 +8,53 @@ taken from ``root``, itself relative to the experiment file's folder (default: t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from knockout._bounds import (
+    MAX_CONCURRENCY,
+    MAX_COUNT,
+    MAX_DRAWS,
+    MAX_INT,
+    MAX_K,
+    MAX_NAME,
+    MAX_RESAMPLES,
+    MAX_RETRIES,
+    MAX_ROUNDS,
+    MAX_SHOTS,
+    MAX_SHUFFLES,
+    MAX_TRUNCATE,
+    Int,
+    Name,
+    Seed,
+    Spec,
+    Text,
+    field_error,
+)
 from knockout.errors import InputError
+from knockout.judges._base import GenParams
 from knockout.jury._members import MemberSpec, member_from_table, read_toml
+from knockout.meta._parsers import MAX_CRITERIA
 
-Strict = ConfigDict(extra="forbid")
+Strict = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class DataSpec(BaseModel):
     model_config = Strict
 
-    path: str
+    path: Spec
     #: grading: the loader (auto, jsonl, csv, saf, sciex, mqm, ...) and its options
-    format: str = "auto"
+    format: Name = "auto"
     options: dict[str, Any] = Field(default_factory=dict)
     #: grading: the first N questions, each with its first M answers; sbs and meta: the first N items
-    limit: int | None = Field(default=None, ge=1)
-    answers_per_question: int | None = Field(default=None, ge=1)
+    limit: int | None = Field(default=None, ge=1, le=MAX_INT)
+    answers_per_question: int | None = Field(default=None, ge=1, le=MAX_INT)
     #: side-by-side sources
     tie: Literal["C", "D"] = "C"
     candidate: Literal["first", "second"] = "first"
     #: meta-evaluation: the field with the human label
-    human: str = "label"
+    human: Name = "label"
 
 
 class PromptSpec(BaseModel):
@@ -40,19 +62,19 @@ class PromptSpec(BaseModel):
 
     model_config = Strict
 
-    prompt: str = "auto"
+    prompt: Spec = "auto"
     reference: bool = False
-    shots: int = Field(default=0, ge=0)
-    shot_source: str = "same-question"
-    seed: int = 0
-    quoting: str = "none"
+    shots: int = Field(default=0, ge=0, le=MAX_SHOTS)
+    shot_source: Name = "same-question"
+    seed: Int = 0
+    quoting: Name = "none"
 
 
 class MethodSpec(BaseModel):
     model_config = Strict
 
-    name: str | None = None
-    method: str = "individual"
+    name: Name | None = None
+    method: Name = "individual"
     debias: bool = False
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -63,9 +85,9 @@ class MethodSpec(BaseModel):
 class SbsPromptSpec(BaseModel):
     model_config = Strict
 
-    name: str | None = None
-    prompt: str = "I"
-    debate: str = "none"
+    name: Name | None = None
+    prompt: Spec = "I"
+    debate: Name = "none"
     params: dict[str, Any] = Field(default_factory=dict)
 
     def label(self) -> str:
@@ -75,24 +97,24 @@ class SbsPromptSpec(BaseModel):
 class SbsSpec(BaseModel):
     model_config = Strict
 
-    window: int = Field(default=20, ge=1)
-    stride: int = Field(default=5, ge=1)
+    window: int = Field(default=20, ge=1, le=MAX_COUNT)
+    stride: int = Field(default=5, ge=1, le=MAX_COUNT)
 
 
 class FrameworkSpec(BaseModel):
     model_config = Strict
 
-    name: str | None = None
-    framework: str = "jdeval"
-    draws: int = Field(default=3, ge=1)
+    name: Name | None = None
+    framework: Name = "jdeval"
+    draws: int = Field(default=3, ge=1, le=MAX_DRAWS)
     both_orders: bool = False
-    rounds: int = Field(default=5, ge=1)
-    max_criteria: int | None = None
-    truncate: int | None = None
-    k: float = 4.0
-    shuffles: int = Field(default=200, ge=1)
-    self_name: str | None = None
-    seed: int = 0
+    rounds: int = Field(default=5, ge=1, le=MAX_ROUNDS)
+    max_criteria: int | None = Field(default=None, ge=1, le=MAX_CRITERIA)
+    truncate: int | None = Field(default=None, ge=0, le=MAX_TRUNCATE)
+    k: float = Field(default=4.0, ge=0, le=MAX_K)
+    shuffles: int = Field(default=200, ge=1, le=MAX_SHUFFLES)
+    self_name: Name | None = None
+    seed: Seed = 0
 
     def label(self) -> str:
         return self.name or self.framework
@@ -103,28 +125,28 @@ class JurySpec(BaseModel):
 
     model_config = Strict
 
-    aggregate: str | None = None
-    trim: int = Field(default=1, ge=0)
-    name: str = "jury"
+    aggregate: Name | None = None
+    trim: int = Field(default=1, ge=0, le=MAX_COUNT)
+    name: Name = "jury"
 
 
 class CompareSpec(BaseModel):
     model_config = Strict
 
     #: grading: the method (by name) the others are tested against (default: the first)
-    baseline: str | None = None
-    by: list[str] = Field(default_factory=list)
-    resamples: int = Field(default=1000, ge=0)
-    seed: int = 0
+    baseline: Name | None = None
+    by: list[Name] = Field(default_factory=list, max_length=64)
+    resamples: int = Field(default=1000, ge=0, le=MAX_RESAMPLES)
+    seed: Seed = 0
 
 
 class Experiment(BaseModel):
     model_config = Strict
 
-    title: str = ""
+    title: Annotated[Text, Field(max_length=MAX_NAME)] = ""
     kind: Literal["grade", "sbs", "meta"] = "grade"
-    root: str = "."
-    store: str | None = None
+    root: Spec = "."
+    store: Spec | None = None
     data: DataSpec
     params: dict[str, Any] = Field(default_factory=dict)
     judges: list[dict[str, Any]] = Field(min_length=1)
@@ -135,8 +157,8 @@ class Experiment(BaseModel):
     frameworks: list[FrameworkSpec] = Field(default_factory=list)
     jury: JurySpec | None = None
     compare: CompareSpec = Field(default_factory=CompareSpec)
-    concurrency: int | None = Field(default=None, ge=1)
-    format_retries: int | None = Field(default=None, ge=0)
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
+    format_retries: int | None = Field(default=None, ge=0, le=MAX_RETRIES)
 
 
 class ExperimentFile:
@@ -176,8 +198,13 @@ def read_experiment(path: Path) -> ExperimentFile:
         exp = Experiment.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = "unknown field" if err["type"] == "extra_forbidden" else field_error(exc)[1]
         raise InputError(msg, file=file, field=_field(err["loc"])) from None
+    try:  # the generation parameters: their bounds are GenParams'
+        GenParams(**exp.params)
+    except ValidationError as exc:
+        loc, msg = field_error(exc)
+        raise InputError(msg, file=file, field=f"params.{loc}" if loc else "params") from None
     members = [member_from_table(t, file=file, record=f"judges[{i}]") for i, t in enumerate(exp.judges)]
     parts = {"grade": ("methods", exp.methods), "sbs": ("prompts", exp.prompts), "meta": ("frameworks", exp.frameworks)}
     key, listed = parts[exp.kind]

@@ -10,10 +10,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from knockout._bounds import MAX_NAME, MAX_TEMPERATURE, MAX_TOKENS, Int, Text
 from knockout.data import is_local
 from knockout.errors import ConfigError, JudgeError
 from knockout.judges._options import JudgeOptions, validate_options
@@ -44,12 +45,12 @@ class GenParams(BaseModel):
     and run id.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    temperature: float = 0.1
-    max_tokens: int = Field(default=512, gt=0)
-    seed: int | None = 0
-    stop: tuple[str, ...] = ()
+    temperature: float = Field(default=0.1, ge=0, le=MAX_TEMPERATURE)
+    max_tokens: int = Field(default=512, gt=0, le=MAX_TOKENS)
+    seed: Int | None = 0
+    stop: tuple[Annotated[Text, Field(min_length=1, max_length=MAX_NAME)], ...] = Field(default=(), max_length=64)
     top_p: float | None = Field(default=None, gt=0, le=1)
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
 

@@ -68,6 +68,16 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
 
 def make_judge(spec: str, options: Mapping[str, Any] | None = None) -> Judge:
     """Build a judge from a spec; optional dependencies are imported only here."""
+    from knockout._bounds import MAX_SPEC, valid_unicode
+
+    for what, text in [("judge spec", spec), *(("judge option", str(x)) for kv in (options or {}).items()
+                                                for x in kv)]:
+        try:
+            valid_unicode(text)
+        except ValueError as exc:
+            raise ConfigError(f"{what} {text[:60]!r}: {exc}") from None
+        if len(text) > MAX_SPEC:
+            raise ConfigError(f"{what} {text[:60]!r}...: longer than {MAX_SPEC} characters")
     backend, model, spec_options = parse_spec(spec)
     merged = {**spec_options, **(options or {})}
     try:

@@ -43,12 +43,13 @@ _OPPOSITE = {"A": "B", "B": "A", "C": "D", "D": "C"}
 
 
 class ScriptedOptions(JudgeOptions):
-    noise: float = Field(0.1, ge=0, description="Gaussian noise, a fraction of the maximum points")
-    bias: float = Field(0.0, description="bonus for the answer shown first (position bias), fraction of max")
-    inflation: float = Field(0.0, description="added to every grade, fraction of max")
+    noise: float = Field(0.1, ge=0, le=100, description="Gaussian noise, a fraction of the maximum points")
+    bias: float = Field(0.0, ge=-100, le=100, description="bonus for the answer shown first (position bias), "
+                        "fraction of max")
+    inflation: float = Field(0.0, ge=-100, le=100, description="added to every grade, fraction of max")
     invalid: float = Field(0.0, ge=0, le=1, description="probability of an unparseable reply")
     delay: float = Field(0.0, ge=0, le=3600, description="seconds per call")
-    seed: int = Field(0, description="seed of the noise")
+    seed: int = Field(0, ge=-(2**63 - 1), le=2**63 - 1, description="seed of the noise")
 
 
 class ScriptedJudge(Judge):

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from knockout._bounds import MAX_NAME, MAX_SPEC, valid_unicode
 from knockout.errors import InputError
 from knockout.judges._base import GenParams
 
@@ -63,14 +64,24 @@ def _option_text(v: Any) -> str:
     return str(v)
 
 
+#: an experiment or jury file is at most this large
+MAX_TOML_BYTES = 4 << 20
+
+
 def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file (experiment, jury): read as a data file is (a FIFO or a device is refused, not waited
+    on; at most :data:`MAX_TOML_BYTES`), and whatever ``tomllib`` raises on hostile input (bad syntax,
+    nesting past its recursion bound, invalid UTF-8, NUL bytes) is one :class:`InputError`."""
+    from knockout.data._io import InputPolicy, input_policy, read_text
+
+    with input_policy(InputPolicy(max_bytes=MAX_TOML_BYTES)):
+        text = read_text(path)
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise InputError("file not found", file=str(path)) from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML ({exc})", file=str(path)) from None
+    except RecursionError:
+        raise InputError("not valid TOML (nested too deeply)", file=str(path)) from None
 
 
 def member_from_table(t: Any, *, file: str, record: str) -> MemberSpec:
@@ -99,6 +110,14 @@ def member_from_table(t: Any, *, file: str, record: str) -> MemberSpec:
     for key in ("prompt", "name"):
         if key in t and (not isinstance(t[key], str) or not t[key].strip()):
             raise InputError("must be a non-empty string", file=file, record=record, field=key)
+    for key, bound in (("judge", MAX_SPEC), ("prompt", MAX_SPEC), ("name", MAX_NAME)):
+        if isinstance(t.get(key), str):
+            try:
+                valid_unicode(t[key])
+            except ValueError as exc:
+                raise InputError(str(exc), file=file, record=record, field=key) from None
+            if len(t[key]) > bound:
+                raise InputError(f"longer than {bound} characters", file=file, record=record, field=key)
     params = dict(t.get("params") or {})
     unknown_params = sorted(set(params) - set(GenParams.model_fields))
     if unknown_params:

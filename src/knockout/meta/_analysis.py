@@ -21,8 +21,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
+from knockout._bounds import MAX_K, MAX_SHUFFLES, Seed
 from knockout._verdict import Verdict
 from knockout.meta._frameworks import Judgement
 from knockout.meta._verdicts import VerdictSet
@@ -54,9 +56,21 @@ def match_table(matches: Sequence[Match]) -> dict[str, dict[str, dict[str, float
     return table
 
 
+class EloOptions(BaseModel):
+    """The bounds of Elo's options (``knockout elo``, ``knockout meta``)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    k: float = Field(default=DEFAULT_K, ge=0, le=MAX_K)
+    shuffles: int = Field(default=DEFAULT_SHUFFLES, ge=1, le=MAX_SHUFFLES)
+    check: int | None = Field(default=None, ge=1, le=MAX_SHUFFLES)
+    seed: Seed = 0  # numpy's generators take no negative seed
+
+
 def elo_report(matches: Sequence[Match], *, k: float = DEFAULT_K, shuffles: int = DEFAULT_SHUFFLES, seed: int = 0,
                check: int | None = None, tolerance: float = TOLERANCE) -> dict[str, Any]:
     """Shuffled Elo and its convergence check against ``check`` shuffles (default 5 x shuffles)."""
+    EloOptions(k=k, shuffles=shuffles, check=check, seed=seed)  # the bounds: a ValidationError
     res = elo_shuffled(matches, k=k, shuffles=shuffles, seed=seed)
     n_check = check if check is not None else 5 * shuffles
     more = elo_shuffled(matches, k=k, shuffles=n_check, seed=seed)

@@ -26,6 +26,10 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from knockout._bounds import MAX_DRAWS, MAX_ROUNDS, MAX_TRUNCATE, Name, Seed, bounded
 from knockout._registry import Registry
 from knockout._verdict import Verdict
 from knockout.engine import Engine, Outcome, Subject, Task
@@ -59,17 +63,25 @@ FINAL_REMINDER = (
 NO_TRANSCRIPT = "(the debate has not started yet)"
 
 
-@dataclass
+@pydantic_dataclass(config=ConfigDict(allow_inf_nan=False, validate_assignment=True))
 class MetaOptions:
-    framework: str = "jdeval"
-    draws: int = 3  # jdeval/mdeval: pairs of evaluators per item
+    """A framework's options (a pydantic dataclass: the bounds are checked however it is made)."""
+
+    framework: Name = "jdeval"
+    draws: int = Field(default=3, ge=1, le=MAX_DRAWS)  # jdeval/mdeval: pairs of evaluators per item
     both_orders: bool = False  # jdeval/mdeval: show every drawn pair in both orders (not in the study)
-    rounds: int = 5  # mdeval: the judge must decide by this round
-    max_criteria: int = MAX_CRITERIA  # bsmeval
-    truncate: int = DEFAULT_TRUNCATE  # characters per field (0 = never cut); see knockout.meta._prompts
-    seed: int = 0
+    rounds: int = Field(default=5, ge=1, le=MAX_ROUNDS)  # mdeval: the judge must decide by this round
+    max_criteria: int = Field(default=MAX_CRITERIA, ge=1, le=MAX_CRITERIA)  # bsmeval
+    #: characters per field (0 = never cut); see knockout.meta._prompts
+    truncate: int = Field(default=DEFAULT_TRUNCATE, ge=0, le=MAX_TRUNCATE)
+    seed: Seed = 0  # also the seed of Elo's shuffles: not negative
     #: mdeval/bsmeval: "own" (knockout's presets) or "authors" (the prompts of the authors' published code)
-    prompts: str = "own"
+    prompts: Name = "own"
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
     def check(self) -> None:
         if self.framework not in frameworks:

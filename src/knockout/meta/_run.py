@@ -11,8 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from knockout._bounds import MAX_CONCURRENCY, MAX_K, MAX_RETRIES, MAX_SHUFFLES, Name, bounded
 from knockout.engine import Observer
 from knockout.judges._base import GenParams, Judge
 from knockout.meta import _analysis as analysis
@@ -22,15 +24,22 @@ from knockout.runs import Oracle, Run, RunContext, RunSummary, execute, execute_
 from knockout.storage._store import ResultRow, Store
 
 
-@dataclass
+@pydantic_dataclass(config=ConfigDict(arbitrary_types_allowed=True, allow_inf_nan=False))
 class MetaConfig:
+    """What a meta-evaluation run does (a pydantic dataclass: the bounds are checked however it is made)."""
+
     options: MetaOptions = field(default_factory=MetaOptions)
     params: GenParams = field(default_factory=GenParams)
-    k: float = analysis.DEFAULT_K
-    shuffles: int = analysis.DEFAULT_SHUFFLES
-    self_name: str | None = None
-    concurrency: int | None = None
-    format_retries: int = 2
+    k: float = Field(default=analysis.DEFAULT_K, ge=0, le=MAX_K)
+    shuffles: int = Field(default=analysis.DEFAULT_SHUFFLES, ge=1, le=MAX_SHUFFLES)
+    self_name: Name | None = None
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
+    format_retries: int = Field(default=2, ge=0, le=MAX_RETRIES)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 class MetaSummary(RunSummary):

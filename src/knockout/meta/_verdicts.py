@@ -22,9 +22,7 @@ invalid assessment: kept (the meta-judge sees "no verdict"), and counted as wron
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import re
 from collections.abc import Iterator
@@ -32,8 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from knockout._bounds import Selection
 from knockout._verdict import META_SPELLING, Verdict
-from knockout.data._io import iter_json_lines, read_text, to_number
+from knockout.data._io import CsvRows, iter_json_lines, read_text, to_number
 from knockout.errors import InputError
 
 Kind = Literal["pairwise", "pointwise"]
@@ -86,6 +85,7 @@ class VerdictSet:
     source: str
 
     def subset(self, limit: int | None) -> VerdictSet:
+        Selection(limit=limit)  # the bound: a ValidationError
         return self if limit is None else VerdictSet(self.kind, self.items[:limit], self.evaluators, self.source)
 
     def has_human(self) -> bool:
@@ -108,12 +108,13 @@ class VerdictSet:
 def read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(record name, row) of a JSONL or CSV file."""
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(read_text(path)))
-        for n, row in enumerate(reader, 2):
-            yield f"line {n}", dict(row)
+        rows = CsvRows(read_text(path), file=path)
+        header = next(rows, [])
+        for n, cells in enumerate((r for r in rows if r), 2):
+            yield f"line {n}", dict(zip(header, cells, strict=False))
     elif path.suffix.lower() in (".jsonl", ".json"):
-        for n, row in iter_json_lines(path):
-            yield f"line {n}", row
+        for n, obj in iter_json_lines(path):
+            yield f"line {n}", obj
     else:
         raise InputError("expected a .jsonl or .csv file of evaluator verdicts", file=str(path))
 

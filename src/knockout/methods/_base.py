@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, computed_field, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from knockout._bounds import Name, bounded
 from knockout._registry import Registry
 from knockout.data._records import ItemSet
 from knockout.engine import CallTrace
@@ -17,12 +19,17 @@ if TYPE_CHECKING:
     from knockout.runs import RunContext
 
 
-@dataclass
+@pydantic_dataclass(config=ConfigDict(allow_inf_nan=False))
 class MethodOptions(PromptOptions):
     """Prompt options plus method knobs (each method reads the ones it knows)."""
 
     debias: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[Name, Any] = field(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 # -- typed per-answer details (stored as JSON in results.details) ---------------------------------

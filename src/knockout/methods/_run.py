@@ -13,8 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from knockout._bounds import MAX_CONCURRENCY, MAX_RETRIES, Name, bounded
 from knockout.data._records import ItemSet
 from knockout.engine import Observer, Subject
 from knockout.judges._base import GenParams, Judge
@@ -23,20 +25,27 @@ from knockout.runs import Oracle, Run, RunContext, RunSummary, execute, execute_
 from knockout.storage._store import ResultRow, Store
 
 
-@dataclass
+@pydantic_dataclass(config=ConfigDict(arbitrary_types_allowed=True, allow_inf_nan=False))
 class RunConfig:
-    method: str = "individual"
+    """What a grading run does (a pydantic dataclass: the bounds are checked however it is made)."""
+
+    method: Name = "individual"
     options: MethodOptions = field(default_factory=MethodOptions)
     params: GenParams = field(default_factory=GenParams)
-    concurrency: int | None = None
-    format_retries: int = 2
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
+    format_retries: int = Field(default=2, ge=0, le=MAX_RETRIES)
     #: how question figures go to the judge: auto (captioned for a judge that takes images, else as they
     #: are: a text-only backend leaves them out and counts them), separate, stacked, none (knockout.sciex)
-    figures: str = "auto"
+    figures: Name = "auto"
     figure_dir: Path | None = None  # where captioned figures are written (default: the user cache)
     #: pairwise methods: play step s of all questions as one wave instead of pipelining each question
     #: (same results; not part of the run's identity)
     lockstep: bool = False
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 class GradeSummary(RunSummary):

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from knockout._bounds import Bootstrap
 from knockout.data._io import natural_key
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
@@ -416,6 +417,7 @@ def build_rows(items: ItemSet, results: Iterable[Mapping[str, Any]]) -> tuple[li
 def analyse(items: ItemSet, results: Iterable[Mapping[str, Any]], *, level: str = "question",
             by: Sequence[str] = (), resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Analysis:
     """Agreement of stored results (``Store.results`` rows: item_id, score, valid, details) with humans."""
+    Bootstrap(resamples=resamples, seed=seed)  # the bounds: a ValidationError
     if level not in LEVELS:
         raise ConfigError(f"unknown level '{level}' (question or exam)")
     by = check_keys(by)

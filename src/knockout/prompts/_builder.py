@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import Any
 
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from knockout._bounds import MAX_SHOTS, Int, Name, Spec, bounded
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.prompts._fewshot import select_shots
@@ -13,17 +18,24 @@ from knockout.prompts._render import DEFAULT_QUOTING, Rendered, get_quoting, jud
 from knockout.prompts._templates import FAMILIES, PromptTemplate, auto_preset, fmt_points, get_template, render
 
 
-@dataclass
+@pydantic_dataclass(config=ConfigDict(allow_inf_nan=False))
 class PromptOptions:
-    prompt: str = "auto"  # preset name, template file, or "auto"
+    """Prompt options (a pydantic dataclass: the bounds are checked however it is made)."""
+
+    prompt: Spec = "auto"  # preset name, template file, or "auto"
     reference: bool = False
-    shots: int = 0
-    shot_source: str = "same-question"
-    seed: int = 0
+    shots: int = Field(default=0, ge=0, le=MAX_SHOTS)
+    shot_source: Name = "same-question"
+    seed: Int = 0
     #: how data texts are shown to the judge (knockout.prompts._render.QUOTINGS; docs/injection.md)
-    quoting: str = DEFAULT_QUOTING
+    quoting: Name = DEFAULT_QUOTING
     #: read the judge's replies with this registered parser instead of the template's (e.g. sciex-score)
-    parser: str | None = None
+    parser: Spec | None = None
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 class PromptBuilder:

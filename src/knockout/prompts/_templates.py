@@ -198,7 +198,11 @@ def _from_mapping(data: dict[str, object], where: str, source: str) -> PromptTem
 def load_template_file(path: str | Path) -> PromptTemplate:
     """Load a user template (TOML with fields, or a plain text body)."""
     p = Path(path)
-    if not p.exists():
+    try:
+        found = p.exists()
+    except (OSError, ValueError) as exc:  # a name too long for a path, a NUL character
+        raise ConfigError(f"prompt template file not found: {str(p)[:200]} ({exc})") from None
+    if not found:
         raise ConfigError(f"prompt template file not found: {p}")
     if not p.is_file():
         raise ConfigError(f"{p}: a prompt template must be a regular file")
@@ -213,6 +217,8 @@ def load_template_file(path: str | Path) -> PromptTemplate:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{p}: invalid TOML ({exc})") from None
+        except RecursionError:
+            raise ConfigError(f"{p}: invalid TOML (nested too deeply)") from None
         return _from_mapping(data, str(p), source=str(p))
     return _from_mapping({"name": p.stem, "template": text}, str(p), source=str(p))
 
@@ -240,7 +246,11 @@ def get_template(name_or_path: str) -> PromptTemplate:
     all_presets = presets()
     if name_or_path in all_presets:
         return all_presets[name_or_path]
-    if Path(name_or_path).suffix in (".toml", ".txt", ".md") or Path(name_or_path).exists():
+    try:
+        is_file = Path(name_or_path).suffix in (".toml", ".txt", ".md") or Path(name_or_path).exists()
+    except (OSError, ValueError):  # a name too long for a path, a NUL character
+        is_file = False
+    if is_file:
         return load_template_file(name_or_path)
     raise ConfigError(
         f"unknown prompt '{name_or_path}': not a preset ({', '.join(sorted(all_presets))}) nor a file"

@@ -20,8 +20,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from knockout._bounds import MAX_CONCURRENCY, MAX_COUNT, MAX_RETRIES, Name, Spec, bounded
 from knockout._registry import Registry
 from knockout._verdict import Verdict
 from knockout.engine import Engine, Observer
@@ -45,24 +47,27 @@ modes.add("soft", "knockout.sbs._debate:judge_soft", "debate; agent 2 may agree 
 modes.add("hard", "knockout.sbs._debate:judge_hard", "debate; agent 2 always disagrees (Titova et al., D.3)")
 
 
-@dataclass
+@pydantic_dataclass(config=ConfigDict(arbitrary_types_allowed=True, allow_inf_nan=False))
 class SbsConfig:
-    prompt: str = "I"
-    debate: str = "none"  # a judging mode: none | soft | hard
+    """What a side-by-side run does (a pydantic dataclass: the bounds are checked however it is made)."""
+
+    prompt: Spec = "I"
+    debate: Name = "none"  # a judging mode: none | soft | hard
     params: GenParams = field(default_factory=lambda: DEFAULT_PARAMS)
     # 0: an unreadable verdict is class E at once, as the paper counts it
-    format_retries: int = 0
-    concurrency: int | None = None
-    window: int = 20  # MPCC sliding window size N
-    stride: int = 5  # and stride K
+    format_retries: int = Field(default=0, ge=0, le=MAX_RETRIES)
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
+    window: int = Field(default=20, ge=1, le=MAX_COUNT)  # MPCC sliding window size N
+    stride: int = Field(default=5, ge=1, le=MAX_COUNT)  # and stride K
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
     def __post_init__(self) -> None:
         if self.debate not in modes:
             raise ConfigError(f"debate must be one of {', '.join(modes.names())}, got {self.debate!r}")
-        if self.window < 1 or self.stride < 1:
-            raise ConfigError("window and stride must be >= 1")
-        if self.format_retries < 0:
-            raise ConfigError("format retries must be >= 0")
 
     @property
     def method(self) -> str:

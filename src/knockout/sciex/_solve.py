@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from knockout._bounds import MAX_CONCURRENCY, MAX_RETRIES, Name, Spec, bounded
 from knockout.data._io import EMPTY_ANSWER
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.engine import CallTrace, Subject, Task
@@ -95,13 +97,20 @@ class SolveSummary(RunSummary):
     figures_left_out: int
 
 
-@dataclass
+@pydantic_dataclass(config=ConfigDict(arbitrary_types_allowed=True, allow_inf_nan=False))
 class SolveConfig:
-    prompt: str = "auto"  # a solve preset or template file; auto: sciex-solve-<language>[-stacked]
-    figures: str = "auto"  # auto | none | separate | stacked
+    """What a solve run does (a pydantic dataclass: the bounds are checked however it is made)."""
+
+    prompt: Spec = "auto"  # a solve preset or template file; auto: sciex-solve-<language>[-stacked]
+    figures: Name = "auto"  # auto | none | separate | stacked
     params: GenParams = field(default_factory=lambda: GenParams(max_tokens=1024))
-    concurrency: int | None = None
-    format_retries: int = 2
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
+    format_retries: int = Field(default=2, ge=0, le=MAX_RETRIES)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 @dataclass

@@ -16,7 +16,10 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markdown_it import MarkdownIt
 from markupsafe import Markup
+from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from knockout._bounds import bounded
 from knockout.annotations import (
     CHOICE_LABELS,
     MAX_VERSION,
@@ -42,17 +45,24 @@ MAX_NUMBER_TEXT = 32
 MAX_NEXT = 2_000
 
 
-@dataclass(frozen=True)
+@pydantic_dataclass(frozen=True, config=ConfigDict(arbitrary_types_allowed=True, allow_inf_nan=False))
 class WebSettings:
-    """How ``knockout serve`` runs the app (see docs/web.md)."""
+    """How ``knockout serve`` runs the app (see docs/web.md); a pydantic dataclass: the bounds are checked
+    however it is made."""
 
     secure_cookies: bool = False  # cookies only over HTTPS (behind a TLS reverse proxy)
     allowed_origins: tuple[str, ...] = ()  # origins accepted on POST besides the app's own
-    session_hours: float = 8.0
+    session_hours: float = Field(default=8.0, gt=0, le=24 * 30)
     throttle: ThrottlePolicy = field(default_factory=ThrottlePolicy)
-    hash_slots: int = 2  # password hashes at once (argon2: 64 MiB each)
-    hash_queue: int = 64  # password checks waiting for a slot before the server answers 503
-    max_body_bytes: int = 2**20
+    hash_slots: int = Field(default=2, ge=1, le=1024)  # password hashes at once (argon2: 64 MiB each)
+    #: password checks waiting for a slot before the server answers 503
+    hash_queue: int = Field(default=64, ge=0, le=1_000_000)
+    max_body_bytes: int = Field(default=2**20, ge=1024, le=2**31)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
 
 
 class LoginRequired(Exception):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from knockout.data._formats.table import Row, load_rows, parse_column_map
-from knockout.data._io import read_text
+from knockout.data._io import CsvRows, read_text
 from knockout.data._records import ItemSet
 from knockout.errors import InputError
 
@@ -23,7 +21,7 @@ def sniff(path: Path) -> bool:
 def load(path: Path, *, columns: Mapping[str, str] | str | None = None, delimiter: str = ",") -> ItemSet:
     """Options: ``columns`` maps our field names to the file's column names (or a "field=column,..."
     string); ``delimiter`` (default ",")."""
-    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter=delimiter)
+    reader = CsvRows(read_text(path), file=path, delimiter=delimiter)
     header = [h.strip() for h in next(reader, [])]
     if not any(header):
         raise InputError("empty CSV file (no header)", file=str(path), record="line 1")

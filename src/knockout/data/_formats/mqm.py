@@ -7,12 +7,11 @@ target text) and ``<name>_<pair>.avg_seg_scores.tsv`` (system, mqm_avg_score, se
 from __future__ import annotations
 
 import csv
-import io
 import logging
 import re
 from pathlib import Path
 
-from knockout.data._io import build, item_set, natural_key, read_text, to_number
+from knockout.data._io import CsvRows, build, item_set, natural_key, read_text, to_number
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import InputError
 
@@ -58,7 +57,7 @@ def _locate(path: Path, pair: str | None) -> tuple[Path, Path]:
 
 def _texts(path: Path) -> tuple[dict[tuple[str, str], str], dict[str, dict[str, str]]]:
     """(system, seg_id) -> target and ("", seg_id) -> source, <v> error marks removed; seg_id -> doc."""
-    rows = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+    rows = CsvRows(read_text(path), file=path, delimiter="\t", quoting=csv.QUOTE_NONE)
     header = [h.strip() for h in next(rows, [])]
     for name in ("system", "seg_id", "source", "target"):
         if name not in header:

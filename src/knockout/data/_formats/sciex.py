@@ -11,10 +11,12 @@ from knockout.data._io import (
     EMPTY_ANSWER,
     build,
     item_set,
+    list_folder,
     natural_key,
     read_json,
     read_text,
     resolve_image,
+    shorten,
     sniff_json,
     to_number,
 )
@@ -46,6 +48,7 @@ def _questions(path: Path, obj: Any) -> list[dict[str, Any]]:
     qs = obj.get("Questions") if isinstance(obj, dict) else None
     if not isinstance(qs, list):
         raise InputError("expected an object with a 'Questions' list", file=str(path), field="Questions")
+    seen: set[str] = set()
     for i, q in enumerate(qs, 1):
         if not isinstance(q, dict) or _is_none(q.get("Index")):
             raise InputError(
@@ -55,6 +58,10 @@ def _questions(path: Path, obj: Any) -> list[dict[str, Any]]:
                 field="Index",
             )
         q["Index"] = str(q["Index"]).strip()
+        if q["Index"] in seen:
+            raise InputError(f"a second entry with Index {shorten(q['Index'])}", file=str(path),
+                             record=f"Questions[{i}]", field="Index")
+        seen.add(q["Index"])
     return qs
 
 
@@ -90,11 +97,22 @@ def _gold(golds: dict[str, str], language: str) -> str | None:
     return golds.get(language) or next(iter(golds.values()), None)
 
 
-def _figures(q: dict[str, Any]) -> list[Any]:
-    figs = list(q.get("Figures") or [])
-    for sub in q.get("Subquestions") or []:
+def _figures(q: dict[str, Any], *, file: Path, record: str) -> list[Any]:
+    """Every ``Figures`` path of a question and its subquestions (each a list, when given)."""
+
+    def listed(obj: Any, field: str) -> list[Any]:
+        value = obj.get(field)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise InputError(f"must be a list, got {type(value).__name__}", file=str(file), record=record,
+                             field=field)
+        return value
+
+    figs = list(listed(q, "Figures"))
+    for sub in listed(q, "Subquestions"):
         if isinstance(sub, dict):
-            figs += sub.get("Figures") or []
+            figs += listed(sub, "Figures")
     return figs
 
 
@@ -111,6 +129,9 @@ def _read_answers(path: Path) -> dict[str, str]:
     for section in text.split(END_MARKER):
         m = SECTION.fullmatch(section)
         if m:
+            if m.group(1) in out:
+                raise InputError(f"a second answer to Question {shorten(m.group(1))}", file=str(path),
+                                 record=f"line {line}")
             out[m.group(1)] = m.group(2).strip()
         elif section.strip():
             lead = section[: len(section) - len(section.lstrip())]
@@ -166,7 +187,8 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
             "difficulty": None if _is_none(difficulty) else str(difficulty).strip().lower(),
             "exam_id": exam,
             "images": [
-                resolve_image(f, folder, file=exam_file, record=where, field="Figures") for f in _figures(q)
+                resolve_image(f, folder, file=exam_file, record=where, field="Figures")
+                for f in _figures(q, file=exam_file, record=where)
             ],
             "meta": {"index": idx, "average_student_points": avg_points,
                      **({"gold_answers": golds} if golds else {}),
@@ -190,7 +212,7 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
             )
 
     answers: dict[tuple[str, str], Answer] = {}
-    answer_files = sorted((folder / "answers").glob("*.*"), key=lambda p: natural_key(p.name))
+    answer_files = sorted(list_folder(folder / "answers", "*.*"), key=lambda p: natural_key(p.name))
     for file in (p for p in answer_files if p.suffix in (".json", ".txt")):
         examinee = file.stem
         for idx, text in _read_answers(file).items():
@@ -209,8 +231,8 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
             )
 
     grades = folder / "grades"
-    grade_files = [("human", p) for p in sorted(grades.glob("*_grade.json"))]
-    grade_files += [(p.parent.name, p) for p in sorted(grades.glob("*/*_grade.json"))]
+    grade_files = [("human", p) for p in sorted(list_folder(grades, "*_grade.json"))]
+    grade_files += [(p.parent.name, p) for p in sorted(list_folder(grades, "*/*_grade.json"))]
     for grader, file in grade_files:
         examinee = file.name.removesuffix("_grade.json")
         for q in _questions(file, read_json(file)):

@@ -52,6 +52,8 @@ def parse_column_map(spec: str) -> dict[str, str]:
         if not sep or not field or not column:
             raise ConfigError(f"bad column mapping '{part}' (expected field=column)")
         check_field(field)
+        if field in mapping:
+            raise ConfigError(f"column mapping names the field '{field}' twice ('{mapping[field]}' and '{column}')")
         mapping[field] = column
     return mapping
 
