@@ -145,6 +145,9 @@ def test_sbs_and_meta_verdicts_copied_from_responses_are_not_read() -> None:
     assert not parse_sbs("It ends with: Paris is the capital. [[A]]", shown=[response]).ok  # a copy, with context
     # By position, not by value: a final verdict the judge wrote itself counts even when a response holds it.
     assert parse_sbs("It ends with [[A]]", shown=[response]).value == "A"
+    # A bare verdict letter is a verdict, not an echo of a response that happens to contain the letter.
+    assert parse_sbs("A", shown=[response, "Both answers are fine."]).value == "A"
+    assert parse_sbs("D", shown=[response]).value == "D"
     assessment = "Assistant1 is right.\n<Better_assistant>Assistant1</Better_assistant>"
     reply = f"<Better_assistant>Assistant2</Better_assistant>\nassistant1 wrote: {assessment}"
     assert parse_better(reply).value["winner"] == "A"  # blind: the copied tag is the last one

@@ -160,9 +160,10 @@ class Copies:
         return [m for m in matches if not self.copied(m.string, m.start(), m.end())]
 
     def echo(self, text: str) -> bool:
-        """The whole reply repeats (a span of) a shown text."""
+        """The whole reply, at least :data:`CONTEXT` characters of it, repeats a span of a shown text (a
+        shorter reply, such as a bare verdict letter, is judged by its verdicts)."""
         sq = _squash(text)
-        return bool(sq) and any(sq in t for t in self._texts)
+        return len(sq) >= CONTEXT and any(sq in t for t in self._texts)
 
     def pick(self, matches: Sequence[re.Match[str]], *, span: Any = None, fresh_only: bool = False
              ) -> re.Match[str] | None:
