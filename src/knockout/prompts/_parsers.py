@@ -160,10 +160,10 @@ class Copies:
         return [m for m in matches if not self.copied(m.string, m.start(), m.end())]
 
     def echo(self, text: str) -> bool:
-        """The whole reply, at least :data:`CONTEXT` characters of it, repeats a span of a shown text (a
-        shorter reply, such as a bare verdict letter, is judged by its verdicts)."""
-        sq = _squash(text)
-        return len(sq) >= CONTEXT and any(sq in t for t in self._texts)
+        """The whole reply repeats a shown text: all of it, or a span of at least :data:`CONTEXT` characters
+        (a shorter reply that is only part of a text, such as a bare verdict letter, is judged by its verdicts)."""
+        sq = _squash(normalise(text))
+        return bool(sq) and any(sq == t or (len(sq) >= CONTEXT and sq in t) for t in self._texts)
 
     def pick(self, matches: Sequence[re.Match[str]], *, span: Any = None, fresh_only: bool = False
              ) -> re.Match[str] | None:
