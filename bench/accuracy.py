@@ -14,7 +14,8 @@ the embedded judge is deterministic for a seed, so two runs whose grades differ 
 
 Printed per suite: answers graded (n) and invalid, Pearson and Spearman with the human grades
 (normalised by max points, pooled, as in the papers) with 95% cluster-bootstrap CIs over questions,
-RMSE in points, and quadratic-weighted Cohen's kappa on grades binned to quarters of max points; for the
+RMSE in points, and quadratic-weighted Cohen's kappa on grades binned to quarters of max points (both only
+where the human grades are points: MQM scores are not); for the
 side-by-side suite, accuracy and Cohen's kappa of the four-class verdicts against the ensembled human
 verdict.  Then, per suite, the paired comparison against the committed baseline: the baseline's figure
 and this run's on the items valid in both, the paired-bootstrap delta with its CI and p-value (questions
@@ -138,7 +139,7 @@ def split_sets(pairs: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 # -- figures -------------------------------------------------------------------------------------------
 def grade_figures(items: ItemSet, scores: dict[str, float | None]) -> dict[str, Any]:
-    ids, j, h, m, q = [], [], [], [], []
+    ids, j, h, m, q, pts = [], [], [], [], [], []
     invalid = 0
     for a in items:
         s = scores.get(a.id)
@@ -152,7 +153,9 @@ def grade_figures(items: ItemSet, scores: dict[str, float | None]) -> dict[str, 
         h.append(a.human_score / qq.max_points if qq.human_scale == "points" else a.human_score)
         m.append(qq.max_points)
         q.append(qq.id)
+        pts.append(qq.human_scale == "points")
     jn, hn, mp = np.array(j), np.array(h), np.array(m)
+    points = bool(pts) and all(pts)  # RMSE and kappa need human grades in points (MQM scores are not)
     clusters = np.unique(np.array(q), return_inverse=True)[1] if q else np.zeros(0, dtype=int)
 
     def stat(idx: np.ndarray) -> np.ndarray:
@@ -161,12 +164,13 @@ def grade_figures(items: ItemSet, scores: dict[str, float | None]) -> dict[str, 
             return np.array([np.nan, np.nan, np.nan])
         from scipy.stats import spearmanr
 
-        kap = cohen_kappa(np.rint(x * 4).astype(int), np.rint(y * 4).astype(int), weights="quadratic")
+        kap = (cohen_kappa(np.rint(x * 4).astype(int), np.rint(y * 4).astype(int), weights="quadratic")
+               if points else None)
         return np.array([np.corrcoef(x, y)[0, 1], spearmanr(x, y).statistic, np.nan if kap is None else kap])
 
     full = stat(np.arange(len(jn))) if len(jn) else np.array([np.nan] * 3)
     cis = bootstrap(stat, clusters, resamples=RESAMPLES) if len(jn) >= 3 else []
-    rmse = float(np.sqrt(np.mean(((jn - hn) * mp) ** 2))) if len(jn) else None
+    rmse = float(np.sqrt(np.mean(((jn - hn) * mp) ** 2))) if len(jn) and points else None
     out: dict[str, Any] = {"n": len(jn), "invalid": invalid, "rmse": rmse}
     for i, name in enumerate(("pearson", "spearman", "kappa")):
         v = full[i]
@@ -197,11 +201,13 @@ def paired_grades(items: ItemSet, base: dict[str, float | None], new: dict[str, 
         return lambda s: float(np.sqrt(np.mean(((x[s] - h[s]) * mp[s]) ** 2)))
 
     pb = paired_bootstrap(corr(n), corr(b), clusters, resamples=RESAMPLES)
-    pr = paired_bootstrap(neg_rmse(n), neg_rmse(b), clusters, resamples=RESAMPLES)
+    points = all(q.human_scale == "points" for q in qs)
+    pr = paired_bootstrap(neg_rmse(n), neg_rmse(b), clusters, resamples=RESAMPLES if points else 0)
     out: dict[str, Any] = {"n": len(ids), "changed": changed, "pearson_base": corr(b)(np.arange(len(ids))),
                            "pearson_new": corr(n)(np.arange(len(ids))), "delta": pb.delta,
                            "delta_ci": None if pb.low is None else [pb.low, pb.high], "p_bootstrap": pb.p_value,
-                           "rmse_delta": pr.delta, "rmse_delta_ci": None if pr.low is None else [pr.low, pr.high]}
+                           "rmse_delta": pr.delta if points else None,
+                           "rmse_delta_ci": None if pr.low is None else [pr.low, pr.high]}
     r12, r13 = out["pearson_new"], out["pearson_base"]
     r23 = None if np.std(n) == 0 or np.std(b) == 0 else float(np.corrcoef(n, b)[0, 1])
     if None not in (r12, r13, r23) and len(ids) > 3 and r23 is not None and abs(r23) < 1:
