@@ -306,7 +306,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="the quick suites: " +
                     ", ".join(k for k, s in SUITES.items() if s.quick))
     ap.add_argument("--judge", default="llamacpp")
-    ap.add_argument("--judge-opt", action="append", default=["threads=2"], help="backend option key=value")
+    ap.add_argument("--judge-opt", action="append", default=[],
+                    help="backend option key=value (the embedded judge: threads=2 unless given)")
     ap.add_argument("--set", action="append", default=[], help="MethodOptions or GenParams field key=value")
     ap.add_argument("--out", type=Path, default=Path("accuracy.db"), help="the SQLite store")
     ap.add_argument("--baseline", type=Path, default=BASELINE)
@@ -321,6 +322,8 @@ def main() -> int:
         raise SystemExit(f"unknown suite {unknown[0]!r} (known: {', '.join(SUITES)})")
     opts, gen = split_sets(args.set)
     judge_opts = dict(p.split("=", 1) for p in args.judge_opt)
+    if args.judge.startswith("llamacpp"):
+        judge_opts.setdefault("threads", "2")  # the thread count changes llama.cpp's arithmetic: keep it fixed
     base = json.loads(args.baseline.read_text()) if args.baseline.exists() else {"suites": {}}
     results: dict[str, Any] = {"commit": commit(), "judge": args.judge, "judge_opts": judge_opts, "set": args.set,
                                "date": time.strftime("%Y-%m-%d"), "suites": {}}
