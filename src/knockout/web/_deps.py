@@ -53,6 +53,9 @@ class WebSettings:
     hash_slots: int = 2  # password hashes at once (argon2: 64 MiB each)
     hash_queue: int = 64  # password checks waiting for a slot before the server answers 503
     max_body_bytes: int = 2**20
+    #: addresses of reverse proxies whose X-Forwarded-For / -Proto headers are trusted ('*': any); empty (the
+    #: default): the headers are ignored and the client address is the connection's
+    trusted_proxies: tuple[str, ...] = ()
 
 
 class LoginRequired(Exception):
