@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 Reply = tuple[int, bytes]  # (status, body)
-#: Special statuses an ``answer`` may return: close the connection without a reply, or reply only after
-#: ``FakeAPI.hang_s`` seconds (past the client's time-out).
+#: Special statuses an ``answer`` may return: close the connection without a reply, reply only after
+#: ``FakeAPI.hang_s`` seconds (past the client's time-out), or send a 200 with the body one byte every
+#: ``FakeAPI.trickle_s`` seconds (status line and headers included: each read is quick, the reply is not).
 DROP = -1
 HANG = -2
+TRICKLE = -3
 
 
 def chat_body(text: str, prompt_tokens: int = 5, completion_tokens: int = 3) -> bytes:
@@ -41,9 +43,11 @@ def messages_body(blocks: list[dict[str, Any]]) -> bytes:
 class FakeAPI:
     """Replies come from ``answer(request_json, hit_number)``; every request body is kept in ``requests``."""
 
-    def __init__(self, answer: Callable[[dict[str, Any], int], Reply], hang_s: float = 5.0) -> None:
+    def __init__(self, answer: Callable[[dict[str, Any], int], Reply], hang_s: float = 5.0,
+                 trickle_s: float = 0.2) -> None:
         self.answer = answer
         self.hang_s = hang_s
+        self.trickle_s = trickle_s
         self.requests: list[dict[str, Any]] = []
         self.open_requests = 0  # being answered now
         self.lock = threading.Lock()
@@ -70,6 +74,13 @@ class FakeAPI:
                     if status == HANG:
                         time.sleep(fake.hang_s)
                         status = 200
+                    if status == TRICKLE:
+                        head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                f"Content-Length: {len(payload)}\r\n\r\n").encode()
+                        for byte in head + payload:  # OSError once the client has gone away
+                            self.wfile.write(bytes([byte]))
+                            time.sleep(fake.trickle_s)
+                        return
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
@@ -99,8 +110,9 @@ class FakeAPI:
 
 
 @contextmanager
-def fake_api(answer: Callable[[dict[str, Any], int], Reply], hang_s: float = 5.0) -> Iterator[FakeAPI]:
-    fake = FakeAPI(answer, hang_s)
+def fake_api(answer: Callable[[dict[str, Any], int], Reply], hang_s: float = 5.0,
+             trickle_s: float = 0.2) -> Iterator[FakeAPI]:
+    fake = FakeAPI(answer, hang_s, trickle_s)
     thread = threading.Thread(target=fake.server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -6,19 +6,24 @@ faults it served are the failed attempts in the run's summary."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import random
 import sqlite3
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from knockout.cli._main import app
-from tests.fake_server import DROP, HANG, Reply, chat_body, fake_api, write_exam
+from knockout.errors import JudgeError
+from knockout.judges import JudgeRequest, Message, make_judge
+from tests.fake_server import DROP, HANG, TRICKLE, Reply, chat_body, fake_api, messages_body, write_exam
 
 FAULT_SHARE = 0.3
 FAULTS: list[tuple[str, Reply]] = [
@@ -100,3 +105,58 @@ def test_grading_through_faults(tmp_path: Path) -> None:
     assert errors == 0  # every failure was retried within the run
     # ... and each fault the server served is one failed attempt in the summary
     assert summary["failed_attempts"] == faults, (summary["failed_attempts"], dict(schedule.faults))
+
+
+@pytest.mark.parametrize("backend", ["openai", "anthropic"])
+def test_trickling_server_fails_within_the_deadline(backend: str) -> None:
+    """A server that sends its reply one byte every 0.2 s never trips the client's read time-out; the
+    deadline on each whole attempt ends it, the SDK retries it as configured, and the request fails
+    within about timeout x (retries + 1) plus the SDK's backoff instead of hanging."""
+    body = chat_body("Score: 1/2") if backend == "openai" else messages_body([{"type": "text", "text": "1"}])
+    with fake_api(lambda req, n: (TRICKLE, body), trickle_s=0.2) as server:
+        judge = make_judge(f"{backend}:m?base_url={server.url}&api_key=k&timeout=0.5&retries=1&backoff=0.01")
+
+        async def ask() -> None:
+            try:
+                await asyncio.wait_for(judge.complete(JudgeRequest([Message(role="user", content="hi")])), 20)
+            finally:
+                await judge.aclose()
+
+        t0 = time.monotonic()
+        with pytest.raises(JudgeError) as failed:
+            asyncio.run(ask())
+        elapsed = time.monotonic() - t0
+    # two attempts of 0.5 s and the SDK's first backoff (at most 0.5 s); the whole reply needs ~50 s
+    assert elapsed < 0.5 * 2 + 0.5 + 1.0, elapsed
+    assert server.hits == 2
+    assert failed.value.failed_attempts == 2
+
+
+def test_trickled_request_is_recorded_failed(tmp_path: Path) -> None:
+    """Through a grading run: the trickled answer ends failed (no grade), the others are graded."""
+    data = write_exam(tmp_path / "exam.jsonl", 1, 2)
+    db = tmp_path / "k.db"
+
+    def answer(body: dict[str, Any], n: int) -> Reply:
+        if "Answer 0 to" in json.dumps(body.get("messages")):
+            return TRICKLE, chat_body("Score: 2/2")
+        return 200, chat_body("Score: 1/2")
+
+    with fake_api(answer, trickle_s=0.2) as server:
+        t0 = time.monotonic()
+        r = CliRunner().invoke(app, [
+            "grade", str(data), "--judge", "openai:fake-model", "--judge-opt", f"base_url={server.url}",
+            "--judge-opt", "timeout=0.5", "--judge-opt", "retries=1", "--judge-opt", "backoff=0.01",
+            "--temperature", "0", "-o", str(db), "--json", "-q",
+        ])
+        elapsed = time.monotonic() - t0
+    assert r.exit_code == 0, r.output + r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["answers"] == 2 and summary["valid"] == 1 and summary["failed"] == 1, summary
+    assert elapsed < 10, elapsed
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT item_id, valid, score FROM results ORDER BY item_id").fetchall()
+    finally:
+        con.close()
+    assert rows[0][0] == "q0/a0" and not rows[0][1] and rows[0][2] is None, rows

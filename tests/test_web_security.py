@@ -344,12 +344,83 @@ def test_serve_passes_the_proxy_options(db: Path, monkeypatch: pytest.MonkeyPatc
     assert r.exit_code == 0, r.output
     settings = seen["app"].state.settings
     assert settings.secure_cookies and settings.allowed_origins == ("https://grading.example.org",)
-    assert seen["root_path"] == "/grading" and seen["forwarded_allow_ips"] == "10.0.0.5" and seen["proxy_headers"]
+    assert seen["root_path"] == "/grading" and settings.trusted_proxies == ("10.0.0.5",)
+    assert seen["proxy_headers"] is False  # uvicorn trusts no one: the app reads the headers of trusted proxies
     assert "Secure" not in r.output  # no warning with --secure-cookies
     r = CliRunner().invoke(cli_with_web(), ["serve", "--db", str(db), "--root-path", "grading/"])
     assert r.exit_code == 2 and "--root-path" in r.output
     r = CliRunner().invoke(cli_with_web(), ["serve", "--db", str(db), "--allowed-origin", "grading.example.org"])
     assert r.exit_code == 2 and "--allowed-origin" in r.output
+
+
+def serve_as_cli(db: Path, monkeypatch: pytest.MonkeyPatch, serve_threads: list[Any], *options: str) -> str:
+    """``knockout serve`` with ``options``, run by a real uvicorn server with the arguments the command gives
+    ``uvicorn.run`` (on a free loopback port, in a thread); returns its base URL."""
+    port = free_port()
+
+    def run(app: Any, **kw: Any) -> None:
+        srv = uvicorn.Server(uvicorn.Config(app, **kw))
+        thread = threading.Thread(target=srv.run, daemon=True)
+        thread.start()
+        serve_threads.append((srv, thread))
+        deadline = time.time() + 30
+        while not srv.started:
+            assert time.time() < deadline and thread.is_alive(), "uvicorn did not start"
+            time.sleep(0.05)
+
+    monkeypatch.setattr(uvicorn, "run", run)
+    r = CliRunner().invoke(cli_with_web(), ["serve", "--db", str(db), "--port", str(port), *options])
+    assert r.exit_code == 0, r.output
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture()
+def serve_threads() -> Iterator[list[Any]]:
+    threads: list[Any] = []
+    yield threads
+    for srv, thread in threads:
+        srv.should_exit = True
+        thread.join(timeout=10)
+
+
+def failed_logins_with_forwarded_for(base: str, n: int) -> list[int]:
+    """``n`` bad logins (distinct unknown users) from this one client, each claiming another address."""
+    with httpx.Client(base_url=base, headers={"Origin": base}, timeout=60) as c:
+        statuses = []
+        for i in range(n):
+            forwarded = {"X-Forwarded-For": f"203.0.113.{i + 1}"}
+            token = csrf_of(c.get("/login", headers=forwarded).text)
+            r = c.post("/login", data={"csrf": token, "username": f"nobody{i}", "password": "wrong password"},
+                       headers=forwarded)
+            statuses.append(r.status_code)
+    return statuses
+
+
+def test_forwarded_for_is_ignored_unless_a_proxy_is_trusted(
+        db: Path, monkeypatch: pytest.MonkeyPatch, serve_threads: list[Any]) -> None:
+    """A local client cannot dodge the per-address limit (20 failures) by claiming other addresses in
+    X-Forwarded-For: by default the header is ignored; with --trust-proxy it is the client's address."""
+    base = serve_as_cli(db, monkeypatch, serve_threads)
+    statuses = failed_logins_with_forwarded_for(base, 30)
+    assert statuses == [401] * 20 + [429] * 10, statuses
+    assert count(db, "SELECT COUNT(DISTINCT key) FROM web_login_failures WHERE scope = 'address'") == 1
+
+    store = Store(db)
+    store.db.execute("DELETE FROM web_login_failures")
+    store.close()
+    base = serve_as_cli(db, monkeypatch, serve_threads, "--trust-proxy")
+    assert failed_logins_with_forwarded_for(base, 30) == [401] * 30
+    assert count(db, "SELECT COUNT(DISTINCT key) FROM web_login_failures WHERE scope = 'address' "
+                 "AND key LIKE '203.0.113.%'") == 30
+    # the app factory: off by default, on for the proxies named
+    assert not any(m.cls.__name__ == "ProxyHeadersMiddleware" for m in create_app(db).user_middleware)
+    trusted = create_app(db, WebSettings(trusted_proxies=("10.0.0.5",)))
+    proxied = TestClient(trusted, base_url=ORIGIN, headers={"Origin": ORIGIN, "X-Forwarded-For": "198.51.100.7"},
+                         client=("10.0.0.5", 1000))
+    assert try_login(proxied, "nobody", "wrong").status_code == 401
+    assert count(db, "SELECT COUNT(*) FROM web_login_failures WHERE key = '198.51.100.7'") == 1
+    r = CliRunner().invoke(cli_with_web(), ["serve", "--db", str(db), "--forwarded-allow-ips", " , "])
+    assert r.exit_code == 2 and "--forwarded-allow-ips" in r.output
 
 
 # -- ids with '/' ------------------------------------------------------------------------------------------------

@@ -66,9 +66,12 @@ def serve(
                                                  "HTTPS only): behind a TLS reverse proxy")] = False,
     root_path: Annotated[str, typer.Option("--root-path", help="the path prefix the reverse proxy serves the app "
                                            "under, e.g. /grading")] = "",
+    trust_proxy: Annotated[bool, typer.Option(
+        "--trust-proxy", help="trust the X-Forwarded-For/-Proto headers of a reverse proxy on this machine "
+        "(127.0.0.1, ::1); without it or --forwarded-allow-ips the headers are ignored")] = False,
     forwarded_allow_ips: Annotated[str | None, typer.Option(
         "--forwarded-allow-ips", help="addresses of reverse proxies whose X-Forwarded-For/-Proto headers are "
-        "trusted (comma-separated, '*' for any; default: uvicorn's, 127.0.0.1)")] = None,
+        "trusted (comma-separated, '*' for any; default: none, the headers are ignored)")] = None,
     allowed_origin: Annotated[list[str] | None, typer.Option(
         "--allowed-origin", help="an origin (https://host[:port]) accepted on form posts besides the app's own "
         "(repeatable)")] = None,
@@ -117,11 +120,16 @@ def serve(
                       "travel unencrypted — put the app behind a TLS reverse proxy and pass --secure-cookies.")
         import uvicorn
 
+        proxies = tuple(p.strip() for p in (forwarded_allow_ips or "").split(",") if p.strip())
+        if forwarded_allow_ips is not None and not proxies:
+            raise ConfigError("--forwarded-allow-ips needs at least one address (or '*')")
+        if trust_proxy:
+            proxies = tuple(dict.fromkeys((*proxies, "127.0.0.1", "::1")))
         settings = options(WebSettings, secure_cookies=secure_cookies, allowed_origins=origins,
-                           session_hours=session_hours)
+                           session_hours=session_hours, trusted_proxies=proxies)
         out.print(f"knockout grading app on http://{host}:{port}{root_path}/  (Ctrl-C to stop)")
         uvicorn.run(create_app(db, settings), host=host, port=port, log_level="warning", root_path=root_path,
-                    proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
+                    proxy_headers=False)  # the app reads the forwarded headers of trusted proxies only
     except KnockoutError as exc:
         fail(exc)
 

@@ -1,9 +1,10 @@
 """Anthropic Messages API through the ``anthropic`` SDK.
 
 Options (typed in :class:`AnthropicOptions`): ``api_key`` (else ``ANTHROPIC_API_KEY``), ``base_url``
-(else ``ANTHROPIC_BASE_URL``, else api.anthropic.com), ``timeout`` (120 s), ``retries`` (4; the SDK
-retries timeouts, 429 and 5xx with exponential backoff; a reply without text content is re-asked here
-after ``backoff`` seconds, doubled each time), ``concurrency`` (4).  System messages go to the
+(else ``ANTHROPIC_BASE_URL``, else api.anthropic.com), ``timeout`` (120 s per attempt, the whole reply
+included), ``retries`` (4; the SDK retries timeouts, 429 and 5xx with exponential backoff; a reply
+without text content is re-asked here after ``backoff`` seconds, doubled each time), ``concurrency``
+(4).  System messages go to the
 ``system`` field; images are sent as base64 image blocks (URL blocks for URLs).
 """
 
@@ -83,7 +84,7 @@ class AnthropicJudge(ServerJudge):
         base_url = o.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=o.timeout, max_retries=o.retries,
-            http_client=counting_http_client(anthropic),
+            http_client=counting_http_client(anthropic, o.timeout),
         )
         self._connect(anthropic, base_url)
         self._temperature_kw = "temperature" in inspect.signature(self._client.messages.create).parameters

@@ -3,11 +3,11 @@
 Works with OpenAI, vLLM, Ollama (``/v1``) and ``python -m llama_cpp.server``.
 Options (spec ``?key=value`` or ``--judge-opt``, typed in :class:`OpenAIOptions`): ``base_url`` (else
 ``OPENAI_BASE_URL``, else api.openai.com), ``api_key`` (else ``OPENAI_API_KEY``; a local server needs
-none), ``timeout`` seconds (default 120), ``retries`` (default 4: the SDK retries timeouts, connection
-errors, 429 and 5xx with exponential backoff; a 200 reply without a completion is re-asked here, after
-``backoff`` seconds, doubled each time), ``concurrency`` (default 8), ``images`` (whether the model
-accepts image parts; default yes), ``pools`` (HTTP client pools the requests are spread over; default one
-per 64 requests in flight).
+none), ``timeout`` seconds per attempt, the whole reply included (default 120), ``retries`` (default 4:
+the SDK retries timeouts, connection errors, 429 and 5xx with exponential backoff; a 200 reply without a
+completion is re-asked here, after ``backoff`` seconds, doubled each time), ``concurrency`` (default 8),
+``images`` (whether the model accepts image parts; default yes), ``pools`` (HTTP client pools the
+requests are spread over; default one per 64 requests in flight).
 
 The cache identity is the server (normalised ``base_url``) and the model: two servers never share a
 cached reply, whatever they call their model.
@@ -104,7 +104,7 @@ class OpenAIJudge(ServerJudge):
         def new_client() -> Any:
             return openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, timeout=o.timeout,
                                       max_retries=o.retries,
-                                      http_client=counting_http_client(openai))
+                                      http_client=counting_http_client(openai, o.timeout))
 
         self._new_client = new_client
         self._clients: list[Any] = []

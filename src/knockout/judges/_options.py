@@ -45,7 +45,9 @@ class ServerOptions(JudgeOptions):
         None, description="server address (else the *_BASE_URL variable, else the vendor's)"
     )
     api_key: SecretStr | None = Field(None, description="API key (else the *_API_KEY variable)")
-    timeout: float = Field(120.0, gt=0, le=86400, description="seconds per request")
+    timeout: float = Field(
+        120.0, gt=0, le=86400, description="seconds per attempt: connection, request and the whole reply"
+    )
     retries: int = Field(
         4, ge=0, le=100, description="retries of timeouts, 429, 5xx (by the SDK) and of malformed replies"
     )

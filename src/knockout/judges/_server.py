@@ -3,6 +3,9 @@ the identity, and one request with its error mapping and re-asks of malformed re
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -40,10 +43,43 @@ async def _on_response(response: Any) -> None:
         a.answered += 1
 
 
-def counting_http_client(sdk: Any) -> Any:
+@functools.cache
+def _deadline_client(base: type) -> type:
+    """``base`` (an SDK's async HTTP client class) whose ``send`` must end within ``deadline_s`` seconds:
+    connection, request, status and the whole body.  The client's own time-out bounds each read only, so
+    a server trickling one byte at a time would hold a request for ever; past the deadline the attempt
+    ends with the HTTP library's ``TimeoutException``, which the SDK retries like any time-out."""
+    http_client = next(c for c in base.__mro__ if c.__name__ == "AsyncClient")
+    timeout_error: Any = sys.modules[http_client.__module__.split(".")[0]].TimeoutException
+
+    class DeadlineClient(base):  # type: ignore[misc]
+        deadline_s: float | None = None
+
+        async def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.deadline_s is None:
+                return await super().send(request, *args, **kwargs)
+            attempts = _attempts.get()
+            answered = attempts.answered if attempts is not None else 0
+            try:
+                return await asyncio.wait_for(super().send(request, *args, **kwargs), self.deadline_s)
+            except TimeoutError:
+                if attempts is not None:  # a status arrived, but not the whole reply: a failed attempt
+                    attempts.answered = answered
+                raise timeout_error(f"no complete reply within {self.deadline_s:g} s", request=request) from None
+
+    DeadlineClient.__name__ = DeadlineClient.__qualname__ = f"Deadline{base.__name__}"
+    return DeadlineClient
+
+
+def counting_http_client(sdk: Any, deadline_s: float | None = None) -> Any:
     """The SDK's default async HTTP client, with hooks that count each attempt of the current request
-    (every 429, 5xx, time-out and dropped connection the SDK retries is a failed attempt)."""
-    return sdk.DefaultAsyncHttpxClient(event_hooks={"request": [_on_request], "response": [_on_response]})
+    (every 429, 5xx, time-out and dropped connection the SDK retries is a failed attempt), and with
+    ``deadline_s`` seconds for each whole attempt (see :func:`_deadline_client`)."""
+    client = _deadline_client(sdk.DefaultAsyncHttpxClient)(
+        event_hooks={"request": [_on_request], "response": [_on_response]}
+    )
+    client.deadline_s = deadline_s
+    return client
 
 
 class ServerJudge(Judge):

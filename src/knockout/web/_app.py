@@ -8,6 +8,8 @@ wired here (see docs/web.md):
 * every response: a Content-Security-Policy without any script, ``nosniff``, ``DENY`` framing, no caching;
 * every POST: a body of at most ``max_body_bytes`` (413 otherwise), an ``Origin`` (or, without one, a
   ``Referer``) of the app's own origin or one of ``allowed_origins`` (403 otherwise), and a CSRF token;
+* ``X-Forwarded-For`` / ``X-Forwarded-Proto`` read only from the proxies named in ``trusted_proxies``
+  (none by default: a client's claimed address never reaches the login throttle);
 * errors as pages: 303 to the login page without a session, 400 for a form value out of its bounds, 429
   while a login is locked out, 503 while too many password checks wait.
 """
@@ -164,6 +166,10 @@ def create_app(db: str | Path, settings: WebSettings | None = None) -> FastAPI:
         response.headers["Retry-After"] = str(int(exc.wait_s) + 1)
         return response
 
+    if settings.trusted_proxies:  # added last: the outermost layer, so everything sees the forwarded client
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     for module in (_routes_auth, _routes_exams, _routes_pairs, _routes_runs):
         app.include_router(module.router)

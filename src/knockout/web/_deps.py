@@ -58,6 +58,9 @@ class WebSettings:
     #: password checks waiting for a slot before the server answers 503
     hash_queue: int = Field(default=64, ge=0, le=1_000_000)
     max_body_bytes: int = Field(default=2**20, ge=1024, le=2**31)
+    #: addresses of reverse proxies whose X-Forwarded-For / -Proto headers are trusted ('*': any); empty (the
+    #: default): the headers are ignored and the client address is the connection's
+    trusted_proxies: tuple[str, ...] = ()
 
     @model_validator(mode="wrap")
     @classmethod
