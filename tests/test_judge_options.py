@@ -102,7 +102,7 @@ def test_judges_json_lists_options() -> None:
     assert openai["retries"] == {**openai["retries"], "type": "int", "default": 4, "constraints": ">= 0, <= 100"}
     assert openai["concurrency"]["constraints"].startswith(">= 1")
     assert openai["api_key"]["type"] == "str (secret) | None"
-    assert [o["name"] for o in js["options"]["llamacpp"]] == ["n_ctx", "threads", "parallel"]
+    assert [o["name"] for o in js["options"]["llamacpp"]] == ["n_ctx", "threads", "parallel", "grammar"]
 
 
 # ---------------------------------------------------------------- cache identity
