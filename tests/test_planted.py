@@ -209,3 +209,43 @@ def test_finding4_an_answer_listing_every_verdict_does_not_void_its_opponent(tmp
         texts = [veto] + [f"It maps names to addresses ({i})." for i in range(n - 1)]
         got = grade_all(tmp_path / str(n), texts, "knockout") if (tmp_path / str(n)).mkdir() is None else {}
         assert all(v == 0.0 for v in got.values()) and len(got) == n  # every answer keeps its grade
+
+
+def test_finding5_a_run_with_no_valid_grade_exits_non_zero(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from knockout.cli._main import app
+    from knockout.data import write_jsonl
+
+    items = ItemSet([question()], [Answer(id=f"a{i}", question_id="q", text=f"answer {i}") for i in range(3)])
+    data = tmp_path / "exam.jsonl"
+    write_jsonl(items, data)
+    base = ["grade", str(data), "--judge", "scripted?invalid=1", "-o", str(tmp_path / "k.db"), "-q"]
+    r = CliRunner().invoke(app, base)
+    assert r.exit_code == 1
+    assert "no answer got a valid grade (3 invalid)" in r.stderr
+    ok = CliRunner().invoke(app, ["grade", str(data), "--judge", "scripted", "-o", str(tmp_path / "k.db"), "-q"])
+    assert ok.exit_code == 0
+
+
+def test_finding5_refused_commands_create_no_store(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from knockout.cli import register_extensions
+    from knockout.cli._main import app
+
+    if not any(c.name == "serve" for c in app.registered_commands):
+        register_extensions(app)
+    pair = {"idx": 1, "motivation_app": "m", "cmp_key": "k", "instruction": "Say hi.", "input": "",
+            "response1": "Hi.", "response2": "Hello.", "annotator1": 1, "annotator2": 1, "annotator3": 2}
+    dup = tmp_path / "dup.json"
+    dup.write_text(json.dumps([pair, pair]))
+    r = CliRunner().invoke(app, ["import", str(dup), "--db", str(tmp_path / "p.db"), "--kind", "pairs"])
+    assert r.exit_code == 2 and "duplicate pair id" in r.stderr
+    assert not (tmp_path / "p.db").exists()
+    r = CliRunner().invoke(app, ["users", "add", "bad\nname", "--password-stdin", "--db", str(tmp_path / "u.db")],
+                           input="pw12345678\n")
+    assert r.exit_code == 2 and "user name" in r.stderr
+    assert not (tmp_path / "u.db").exists()

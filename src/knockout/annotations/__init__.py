@@ -45,6 +45,7 @@ from knockout.annotations._pairs import (
     PairAnnotations,
     PairView,
     check_overlap,
+    check_pairs,
     verdict_from_shown,
 )
 
@@ -74,6 +75,7 @@ __all__ = [
     "add_web_grades",
     "check_half_points",
     "check_overlap",
+    "check_pairs",
     "export_rows",
     "files_dir",
     "format_rows",

@@ -73,6 +73,16 @@ def check_overlap(overlap: int) -> int:
     return overlap
 
 
+def check_pairs(pairs: Sequence[PairItem], name: str, overlap: int, source: str | None = None) -> None:
+    """What an import of ``pairs`` needs, checked without a store (a refused import creates no file)."""
+    check_name(name, "pair set name")
+    check_overlap(overlap)
+    ids = [p.id for p in pairs]
+    dup = next((i for i, n in itertools.groupby(sorted(ids)) if len(list(n)) > 1), None)
+    if dup is not None:
+        raise InputError("duplicate pair id", file=source, record=dup, field="id")
+
+
 class PairAnnotations:
     """The pair sets of a store, the annotators' queues and verdicts."""
 
@@ -86,12 +96,7 @@ class PairAnnotations:
         source: str | None = None,
     ) -> int:
         """Add ``pairs`` to the pair set ``name`` (created on first use); returns how many were new."""
-        check_name(name, "pair set name")
-        check_overlap(overlap)
-        ids = [p.id for p in pairs]
-        dup = next((i for i, n in itertools.groupby(sorted(ids)) if len(list(n)) > 1), None)
-        if dup is not None:
-            raise InputError("duplicate pair id", file=source, record=dup, field="id")
+        check_pairs(pairs, name, overlap, source)
         with self.store.transaction():
             self.db.execute("INSERT OR IGNORE INTO pairsets (id, source, overlap, seed, created) VALUES (?,?,?,?,?)",
                             (name, source, overlap, seed, time.time()))

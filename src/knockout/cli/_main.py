@@ -293,16 +293,27 @@ def grade(
                             aggregate=aggregate or (jury_file.aggregate if jury_file else None),
                             trim=jury_file.trim if jury_file else None)
         report = execute_in_store(out_db, run, quiet=quiet, executor=executor)
+        summary = report.summary()
         if as_json:
-            print_json(report.summary())
-            return
-        if show_answers:
-            out.print(answers_table(items, report.results, f"{method} grades"))
-        print_summary(report.summary())
-        if run.kind == "jury":
-            print_jury(out_db, report.run_id)
+            print_json(summary)
+        else:
+            if show_answers:
+                out.print(answers_table(items, report.results, f"{method} grades"))
+            print_summary(summary)
+            if run.kind == "jury":
+                print_jury(out_db, report.run_id)
+        no_valid_grade(summary)
     except KnockoutError as exc:
         fail(exc)
+
+
+def no_valid_grade(summary: dict[str, Any]) -> None:
+    """A run in which not one answer got a valid grade is no result: one line on stderr and exit 1 (the run
+    and every raw reply stay in the store for `knockout report` / `export`)."""
+    if summary.get("answers") and not summary.get("valid"):
+        err.print(f"error: run {summary.get('run_id')}: no answer got a valid grade ({summary.get('invalid', 0)} "
+                  "invalid); every reply is stored: knockout export STORE:RUN_ID shows them", markup=False)
+        raise typer.Exit(1)
 
 
 @app.command()

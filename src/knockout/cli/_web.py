@@ -164,6 +164,9 @@ def import_(
                 check_name(value, option)
         if as_pairs:
             pairs = read_pairs(data)
+            from knockout.annotations import check_pairs
+
+            check_pairs(pairs, pairset or data.stem, overlap, str(data))  # before the store: no file on refusal
             with opened(db, must_exist=False) as store:
                 name = pairset or data.stem
                 annotations = PairAnnotations(store)
@@ -213,6 +216,7 @@ def users_add(
         from knockout.web._auth import Accounts
 
         password = _read_password(name, password_stdin)
+        Accounts.check_new(name, password, role)  # before the store: a refused command creates no file
         with opened(db, must_exist=False) as store:
             assignments = Assignments(store)
             for e in exam or []:  # checked before the user is created

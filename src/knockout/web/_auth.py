@@ -75,13 +75,18 @@ class Accounts:
         self.store = store
         self.db = store.db
 
-    def add_user(self, name: str, password: str, role: str = "grader") -> None:
+    @staticmethod
+    def check_new(name: str, password: str, role: str) -> None:
+        """What a new account must be, checked without a store (a refused ``users add`` creates no file)."""
         if not name.strip() or name != name.strip() or len(name) > MAX_NAME or not name.isprintable():
             raise ConfigError(f"user name {name[:MAX_NAME]!r} must be 1 to {MAX_NAME} printable characters "
                               "without surrounding spaces")
         if role not in ROLES:
             raise ConfigError(f"unknown role '{role}' (known: {', '.join(ROLES)})")
         check_password(password)
+
+    def add_user(self, name: str, password: str, role: str = "grader") -> None:
+        self.check_new(name, password, role)
         if self.user(name) is not None:
             raise ConfigError(f"user '{name}' exists (remove it first, or use `knockout users passwd`)")
         self.db.execute("INSERT INTO web_users (name, password_hash, role, created) VALUES (?,?,?,?)",
