@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -141,3 +142,43 @@ def test_a_lease_left_by_a_dead_process_is_taken_over(tmp_path: Path) -> None:
         assert not store.claim("k2", "r2", 60)  # another host's live lease is honoured until it expires
         store.release("k1")
         assert store.claim("k1", "r3", 60)
+
+
+@pytest.mark.parametrize(("signame", "code"), [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_signal_stops_the_run_resumably(tmp_path: Path, signame: str, code: int) -> None:
+    """SIGINT, SIGTERM and SIGHUP stop ``knockout grade``: the run is stored ``interrupted``, one line on
+    stderr names it and the command that resumes it, the exit code is 128 + the signal, and that command
+    completes the run."""
+    if not hasattr(signal, signame):
+        pytest.skip(f"no {signame} here")
+    data = write_data(tmp_path / "exam.jsonl")
+    db = tmp_path / "k.db"
+    cmd = [sys.executable, "-m", "knockout.cli", "grade", str(data), "--judge", "scripted?delay=0.5",
+           "--concurrency", "1", "-o", str(db), "--json", "-q"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not live_calls(db):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(getattr(signal, signame))
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code, (stdout, stderr)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    con = sqlite3.connect(db)
+    try:
+        (run_id, status), = con.execute("SELECT id, status FROM runs").fetchall()
+    finally:
+        con.close()
+    assert status == "interrupted"
+    assert signame in lines[0] and run_id in lines[0] and "resume it with: knockout grade " in lines[0], lines[0]
+    resume = shlex.split(lines[0].split("resume it with: ", 1)[1])
+    assert resume[1:] == cmd[3:]
+    done = subprocess.run([sys.executable, "-m", "knockout.cli", *resume[1:]], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["run_id"] == run_id and summary["valid"] == len(ANSWERS)
+    listed = subprocess.run([sys.executable, "-m", "knockout.cli", "runs", str(db), "--json"], capture_output=True,
+                            text=True, timeout=60)
+    assert [r["status"] for r in json.loads(listed.stdout)] == ["complete"]

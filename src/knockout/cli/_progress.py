@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import shlex
+import signal
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+import typer
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -104,16 +108,37 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
+#: Signals that stop a run from the command line the way Ctrl-C does (stored ``interrupted``, resumable).
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def resume_command() -> str:
+    """This command line, to run again (``knockout`` and the arguments it was given)."""
+    return shlex.join(["knockout", *sys.argv[1:]])
+
+
 def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging",
                      executor: str | None = None) -> R:
-    """Open the store, run ``run`` through the one lifecycle with a progress bar, close the store."""
-    from knockout.runs import check_run, execute
+    """Open the store, run ``run`` through the one lifecycle with a progress bar, close the store.
+
+    SIGINT, SIGTERM and SIGHUP stop the run: it is stored ``interrupted``, one line on stderr names it and
+    the command that resumes it, and the command exits with 128 + the signal's number (130, 143, 129)."""
+    from knockout.runs import RunStopped, check_run, execute
     from knockout.storage import Store
 
     check_run(run, executor)  # bad options and prompts fail before the store is created or touched
     freeze_heap()
-    with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet) as bar:
-        try:
-            return execute(run, store, observer=bar, executor=executor, checked=True)
-        except sqlite3.OperationalError as exc:  # locked by another process past the wait, disk full, ...
-            raise ConfigError(f"{store_path}: cannot write the store ({exc})") from None
+    try:
+        with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet) as bar:
+            try:
+                return execute(run, store, observer=bar, executor=executor, checked=True,
+                               stop_signals=STOP_SIGNALS)
+            except sqlite3.OperationalError as exc:  # locked by another process past the wait, disk full, ...
+                raise ConfigError(f"{store_path}: cannot write the store ({exc})") from None
+    except RunStopped as stop:
+        name = signal.Signals(stop.signum).name
+        what = (f"run {stop.run_id} in {store_path} is stored as interrupted" if stop.run_id
+                else "stopped before the run was stored")
+        sys.stderr.write(f"knockout: {name}: {what}; resume it with: {resume_command()}\n")
+        sys.stderr.flush()
+        raise typer.Exit(128 + stop.signum) from None

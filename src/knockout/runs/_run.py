@@ -21,9 +21,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import signal
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -213,16 +216,67 @@ async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
 
 
+class RunStopped(KeyboardInterrupt):
+    """A run :func:`execute` stopped on one of its ``stop_signals``: it is stored ``interrupted`` (as after
+    Ctrl-C) and running it again resumes it.  ``signum`` is the signal; ``run_id`` the run, or None when
+    the signal came before the run was written."""
+
+    def __init__(self, signum: int, run_id: str | None) -> None:
+        self.signum = signum
+        self.run_id = run_id
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+
+
+@contextmanager
+def _cancel_on(signals: Iterable[int], received: list[int]) -> Iterator[None]:
+    """While the block runs in the main thread's event loop, each of ``signals`` is recorded in ``received``
+    and cancels the current task (the lifecycle then stores the run ``interrupted``).  A signal ignored
+    when the block starts (``nohup``'s SIGHUP, a background job's SIGINT) stays ignored; the previous
+    handlers are put back afterwards.  Elsewhere (a worker thread) nothing is installed."""
+    task = asyncio.current_task()
+    installed: dict[int, Any] = {}
+    if task is not None and threading.current_thread() is threading.main_thread():
+        loop = asyncio.get_running_loop()
+
+        def stop(signum: int) -> None:
+            received.append(signum)
+            task.cancel()
+
+        for signum in signals:
+            previous = signal.getsignal(signum)
+            if previous == signal.SIG_IGN:
+                continue
+            loop.add_signal_handler(signum, stop, signum)
+            installed[signum] = previous
+    try:
+        yield
+    finally:
+        for signum, previous in installed.items():
+            asyncio.get_running_loop().remove_signal_handler(signum)
+            signal.signal(signum, signal.SIG_DFL if previous is None else previous)
+
+
 def execute(run: Run[R], store: Store, *, observer: Observer | None = None, close_judges: bool = True,
-            executor: str | None = None, checked: bool = False) -> R:
-    """Synchronous :func:`execute_async`; closes the run's judges afterwards unless told not to."""
+            executor: str | None = None, checked: bool = False, stop_signals: Iterable[int] = ()) -> R:
+    """Synchronous :func:`execute_async`; closes the run's judges afterwards unless told not to.
+
+    ``stop_signals`` (e.g. SIGINT, SIGTERM, SIGHUP; honoured in the main thread): each stops the run the
+    way Ctrl-C does — it is stored ``interrupted`` — and raises :class:`RunStopped` naming the signal."""
+    received: list[int] = []
 
     async def main() -> R:
-        try:
-            return await execute_async(run, store, observer=observer, executor=executor, checked=checked)
-        finally:
-            if close_judges:
-                for j in {id(j): j for j in run.judges().values()}.values():
-                    await j.aclose()
+        with _cancel_on(stop_signals, received):
+            try:
+                return await execute_async(run, store, observer=observer, executor=executor, checked=checked)
+            finally:
+                if close_judges:
+                    for j in {id(j): j for j in run.judges().values()}.values():
+                        await j.aclose()
 
-    return run_sync(main)
+    try:
+        return run_sync(main)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        if not received:
+            raise
+        run_id = run_id_for(run.identity())
+        raise RunStopped(received[0], run_id if store.get_run(run_id) is not None else None) from None
