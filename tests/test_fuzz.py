@@ -25,7 +25,6 @@ import csv
 import io
 import json
 import math
-import os
 import re
 import signal
 import sqlite3
@@ -47,6 +46,7 @@ from knockout.cli import _progress, register_extensions
 from knockout.cli._main import app
 from knockout.errors import KnockoutError
 from knockout.storage import _store
+from tests.test_bad_input import snapshot
 
 register_extensions(app)
 
@@ -72,19 +72,6 @@ def time_bound(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-
-
-def snapshot(folder: Path) -> dict[str, object]:
-    seen: dict[str, object] = {}
-    for p in sorted(folder.rglob("*")):
-        rel = str(p.relative_to(folder))
-        if p.is_symlink():
-            seen[rel] = ("link", os.readlink(p))
-        elif p.is_dir():
-            seen[rel] = "dir"
-        else:
-            seen[rel] = p.read_bytes()
-    return seen
 
 
 @dataclass
