@@ -159,6 +159,9 @@ _RUN_COLS = ("id, kind, method, judge, config, data_source, data_fingerprint, st
 
 
 class Store:
+    """One store file: open it with ``Store(path)`` to write (created when missing), or
+    :meth:`open_existing` to read one that must already be there."""
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
@@ -182,6 +185,15 @@ class Store:
         self._blobs_seen: set[bytes] = set()
         self._zdict: tuple[bytes, bytes] | None = None  # (hash, content) of this writer's preset dictionary
         self._zdicts: dict[bytes, bytes] = {}  # dictionaries read back, by hash
+
+    @classmethod
+    def open_existing(cls, path: str | Path) -> Store:
+        """The store at ``path`` for reading: a clear error when there is none (SQLite would create it)."""
+        if not Path(path).is_file():
+            raise ConfigError(f"store not found: {path}")
+        if Path(path).stat().st_size == 0:  # SQLite would take it as a new store and write one
+            raise ConfigError(f"{path}: empty file, not a knockout store")
+        return cls(path)
 
     def close(self) -> None:
         self.db.close()
@@ -345,6 +357,46 @@ class Store:
             ).fetchone()
         return int(row[0])
 
+    def run_calls(self, run_id: str) -> tuple[int, int, int, float]:
+        """(live calls, prompt tokens, completion tokens, summed latency) of every successful call sent for
+        ``run_id`` over all its invocations (the call log joined to the cached calls)."""
+        try:
+            row = self.db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(c.prompt_tokens), 0), COALESCE(SUM(c.completion_tokens), 0), "
+                "COALESCE(SUM(c.latency_s), 0) FROM call_log l JOIN calls c ON c.key = l.key "
+                "WHERE l.run_id = ? AND l.error IS NULL", (run_id,)).fetchone()
+        except sqlite3.Error as exc:  # pragma: no cover - a damaged store
+            raise ConfigError(f"{self.path}: cannot read the call log ({exc})") from None
+        return int(row[0]), int(row[1]), int(row[2]), float(row[3])
+
+    def call_costs(self, keys: Iterable[str] | None = None) -> dict[str, tuple[int, int, float]]:
+        """(prompt tokens, completion tokens, latency) of the stored calls ``keys`` (default: every call)."""
+        if keys is None:
+            return {r[0]: (int(r[1]), int(r[2]), float(r[3])) for r in self.db.execute(
+                "SELECT key, prompt_tokens, completion_tokens, latency_s FROM calls")}
+        return {k: (pt, ct, lat) for k, (_, pt, ct, lat) in self.call_requests(keys, decode=False).items()}
+
+    def call_requests(self, keys: Iterable[str], *, decode: bool = True
+                      ) -> dict[str, tuple[dict[str, Any], int, int, float]]:
+        """(request, prompt tokens, completion tokens, latency) of each stored call among ``keys`` (a request
+        that cannot be read back is ``{}``; ``decode=False``: no request at all)."""
+        wanted = list(dict.fromkeys(keys))
+        out: dict[str, tuple[dict[str, Any], int, int, float]] = {}
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i:i + 500]
+            rows = self.db.execute(
+                f"SELECT key, request, prompt_tokens, completion_tokens, latency_s FROM calls WHERE key IN "
+                f"({','.join('?' * len(chunk))})", chunk).fetchall()
+            for k, req, pt, ct, lat in rows:
+                request: dict[str, Any] = {}
+                if decode:
+                    try:
+                        request = self.request_of(req)
+                    except (TypeError, json.JSONDecodeError):
+                        request = {}
+                out[k] = (request, pt, ct, lat)
+        return out
+
     def iter_calls(self) -> Iterator[dict[str, Any]]:
         cur = self.db.execute(
             "SELECT key, backend, model, request, reply, parsed, prompt_tokens, completion_tokens, "
@@ -435,6 +487,20 @@ class Store:
     def get_run(self, run_id: str) -> RunRecord | None:
         row = self.db.execute(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         return self._run(row) if row else None
+
+    def find_run(self, ref: str) -> RunRecord:
+        """The run whose id is ``ref`` or starts with it (a prefix of at least 4 characters that only one run
+        has); a clear error naming the matches (or every run) otherwise."""
+        found = self.get_run(ref)
+        if found is not None:
+            return found
+        matches = [r for r in self.runs() if r.id.startswith(ref)] if len(ref) >= 4 else []
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise ConfigError(f"{self.path}: run id prefix '{ref}' is ambiguous: "
+                              f"{', '.join(r.id for r in matches)}")
+        raise ConfigError(f"{self.path}: no run '{ref}' (runs: {', '.join(r.id for r in self.runs()) or 'none'})")
 
     def runs(self) -> list[RunRecord]:
         rows = self.db.execute(f"SELECT {_RUN_COLS} FROM runs ORDER BY created, rowid").fetchall()
@@ -541,6 +607,14 @@ class Store:
                     d = {} if groups is None else {"groups": groups}
                 yield {"item_id": r[1], "question_id": r[2], "score": r[3], "valid": bool(r[4]), "details": d}
             last = rows[-1][0]
+
+    def result_counts(self) -> dict[str, tuple[int, int, int]]:
+        """Per run: (results, invalid results, questions)."""
+        return {r[0]: (int(r[1]), int(r[2] or 0), int(r[3])) for r in self.db.execute(
+            "SELECT run_id, COUNT(*), SUM(valid = 0), COUNT(DISTINCT question_id) FROM results GROUP BY run_id")}
+
+    def has_matches(self, run_id: str) -> bool:
+        return self.db.execute("SELECT 1 FROM matches WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None
 
     def count_results(self, run_id: str) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()[0])
