@@ -21,7 +21,7 @@ from knockout.judges import make_judge
 from knockout.judges._base import Completion, Judge, JudgeRequest
 from knockout.meta import MetaConfig, MetaOptions, load_verdicts, run_meta
 from knockout.methods import MethodOptions, RunConfig, run, run_async
-from knockout.runs import run_kinds
+from knockout.runs import kind_of, run_kinds
 from knockout.sbs import SbsConfig, SbsItem, run_sbs
 from knockout.storage import Store, latest
 from tests.conftest import ROOT
@@ -58,7 +58,8 @@ def write_verdicts(folder: Path) -> Path:
 # -- the registry of kinds ------------------------------------------------------------------------
 def test_run_kinds_are_registered_by_name() -> None:
     assert {"grade", "sbs", "meta"} <= set(run_kinds.names())
-    assert run_kinds.get("grade").kind == "grade" and run_kinds.get("sbs").kind == "sbs"
+    assert kind_of("grade").run_class.kind == "grade" and kind_of("sbs").run_class.kind == "sbs"
+    assert all(kind_of(n).name == n for n in run_kinds.names())
 
 
 # -- states ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from knockout.data import load_items
 from knockout.errors import ConfigError
 from knockout.judges import make_judge
 from knockout.judges._base import Completion, Judge, JudgeRequest
-from knockout.runs import execute, run_kinds
+from knockout.runs import execute, kind_of
 from knockout.sciex import SolveConfig, SolveRun, parse_model, write_solved
 from knockout.sciex._output import STARS
 from knockout.storage import Store
@@ -44,7 +44,7 @@ class SeeingExaminee(Judge):
 
 
 def test_solve_is_a_registered_run_kind() -> None:
-    assert run_kinds.get("solve") is SolveRun
+    assert kind_of("solve").run_class is SolveRun
 
 
 def test_model_names() -> None:

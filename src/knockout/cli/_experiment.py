@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table as RichTable
 
-from knockout.cli._main import JsonOpt, JudgeKV, err, fail, out, parse_kv, print_json
+from knockout.cli._common import JsonOpt, JudgeKV, err, fail, out, parse_kv, print_json
 from knockout.errors import KnockoutError
 
 
@@ -49,7 +49,7 @@ def run(
     if as_json:
         print_json(rep)
         return
-    from knockout.cli._report import print_tables
+    from knockout.cli._common import print_tables
 
     print_tables(experiment_tables(rep))
     out.print(f"store: {store} ({len(parts)} runs; `knockout report {store}:RUN_ID` for any of them)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from importlib import resources
@@ -10,10 +9,28 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from knockout.cli._common import (
+    AggregateOpt,
+    FreqPenaltyOpt,
+    JsonOpt,
+    JudgeKV,
+    JudgeOpt,
+    JudgesOpt,
+    JuryOpt,
+    TopPOpt,
+    err,
+    fail,
+    fmt,
+    gen_params,
+    one_line,
+    options,
+    out,
+    parse_kv,
+    print_json,
+)
 from knockout.errors import ConfigError, KnockoutError
 
 app = typer.Typer(
@@ -23,76 +40,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
-
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def one_line(text: str) -> str:
-    """``text`` as one printable line: control characters and line breaks (``\\n``, ``\\x1e``, U+2028 ...)
-    written as escapes, rich markup escaped, so an error naming a hostile value is still one line."""
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-    return escape(text)
-
-
-def fail(exc: KnockoutError) -> None:
-    err.print(f"[bold red]error:[/] {one_line(str(exc))}", highlight=False, soft_wrap=True)
-    raise typer.Exit(exc.exit_code)
-
-
-def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
-
-
-def parse_kv(pairs: list[str] | None, what: str) -> dict[str, str]:
-    result: dict[str, str] = {}
-    for p in pairs or []:
-        k, sep, v = p.partition("=")
-        if not sep or not k:
-            raise ConfigError(f"{what} '{p}' must look like key=value")
-        result[k.strip()] = v.strip()
-    return result
-
-
-#: model fields whose command-line option is not ``--field-name``
-OPTION_NAMES = {"self_name": "--self", "extra": "--method-opt", "options": "--data-opt"}
-
-M = TypeVar("M")
-
-
-def option_name(loc: tuple[Any, ...]) -> str:
-    """The command-line option of a model field's location (``("options", "shots")`` -> ``--shots``)."""
-    if loc and loc[0] in OPTION_NAMES:
-        return OPTION_NAMES[loc[0]]
-    name = next((str(x) for x in reversed(loc) if isinstance(x, str) and not x.startswith("[")), "")
-    return OPTION_NAMES.get(name) or ("--" + name.replace("_", "-") if name else "options")
-
-
-def options(factory: Callable[..., M], /, **values: Any) -> M:
-    """``factory(**values)``: a model built from command-line options.  The bounds live on the model
-    (``knockout._bounds``, ``GenParams``, ``RunConfig``, ...); a value it refuses is a ConfigError naming the
-    option: one line, exit code 2."""
-    from pydantic import ValidationError
-
-    from knockout._bounds import BoundsError, field_error
-
-    try:
-        return factory(**values)
-    except BoundsError as exc:  # a configuration dataclass
-        raise ConfigError(f"{option_name(exc.loc)}: {str(exc).split(': ', 1)[-1]}") from None
-    except ValidationError as exc:  # a pydantic model
-        _, msg = field_error(exc)
-        raise ConfigError(f"{option_name(tuple(exc.errors()[0]['loc']))}: {msg}") from None
-
-
-def fmt(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:.{digits}f}"
-    return str(x)
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -138,29 +86,6 @@ def answers_table(items: Any, results: list[Any], title: str) -> Table:
 
 
 # Shared options -----------------------------------------------------------------------
-JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help="judge spec, e.g. llamacpp, openai:MODEL, "
-                                       "anthropic:MODEL, scripted (simulation)")]
-JudgeKV = Annotated[list[str] | None, typer.Option("--judge-opt", help="backend option key=value "
-                                                   "(base_url, api_key, timeout, retries, ...)")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print one machine-readable JSON summary")]
-JudgesOpt = Annotated[list[str] | None, typer.Option("--judge", "-j", help="judge spec, e.g. llamacpp, "
-                      "openai:MODEL, anthropic:MODEL, scripted (simulation); repeat it for a jury")]
-JuryOpt = Annotated[Path | None, typer.Option("--jury", help="jury file (TOML): members with backend, model, "
-                                              "options, prompt, params (docs/juries.md)")]
-AggregateOpt = Annotated[str | None, typer.Option("--aggregate", help="jury: mean, median or trimmed (scores); "
-                                                  "majority or table8 (side-by-side)")]
-TopPOpt = Annotated[float | None, typer.Option("--top-p", help="nucleus sampling (unset: the backend's "
-                                               "default; the side-by-side paper's Table 9: 0.1)")]
-FreqPenaltyOpt = Annotated[float | None, typer.Option("--frequency-penalty", help="frequency penalty (unset: the "
-                                                      "backend's default; Table 9: 1.0)")]
-
-
-def gen_params(**values: Any) -> Any:
-    """Generation parameters from command-line options (a value out of range is a one-line error)."""
-    from knockout.judges import GenParams
-
-    return options(GenParams, **values)
-
 
 def jury_members(judge: list[str] | None, jury: Path | None) -> tuple[list[Any], Any]:
     """The members named by ``--jury FILE`` and ``--judge`` (default: the embedded judge), and the file."""
@@ -171,17 +96,18 @@ def jury_members(judge: list[str] | None, jury: Path | None) -> tuple[list[Any],
     return members or [MemberSpec("llamacpp")], spec
 
 
-def print_jury(out_db: Path, run_id: str) -> None:
-    """A jury's table: each member's and the jury's agreement, inter-judge agreement, cost."""
-    from knockout.cli._report import print_tables
-    from knockout.reports._export import open_existing
-    from knockout.reports._jury import grade_jury_section, jury_tables
-    from knockout.reports._runs import load_run
+def print_after_run(out_db: Path, kind: str, run_id: str) -> None:
+    """The tables a kind shows after a run (a jury: each member's and the jury's agreement, inter-judge
+    agreement, cost)."""
+    from knockout.cli._common import print_tables
+    from knockout.runs import kind_of
+    from knockout.storage import Store
 
-    loaded = load_run(out_db, run_id)
-    with open_existing(out_db) as store:
-        sec = grade_jury_section(store, loaded.run, loaded.items, loaded.results)
-    print_tables(jury_tables(sec, loaded.cost))
+    with Store.open_existing(out_db) as store:
+        record = store.find_run(run_id)
+        print_tables(kind_of(kind).after_run_tables(store, record))
+
+
 ExecutorOpt = Annotated[str, typer.Option("--executor", help="where judge requests run: local, ray, "
                                           "ray://HOST:PORT (options: ray?workers=2&cpus=1)")]
 
@@ -300,8 +226,7 @@ def grade(
             if show_answers:
                 out.print(answers_table(items, report.results, f"{method} grades"))
             print_summary(summary)
-            if run.kind == "jury":
-                print_jury(out_db, report.run_id)
+            print_after_run(out_db, run.kind, report.run_id)
         no_valid_grade(summary)
     except KnockoutError as exc:
         fail(exc)
@@ -423,12 +348,14 @@ def runs(
     as_json: JsonOpt = False,
 ) -> None:
     """List the runs in a store, with their status (running, complete, interrupted, failed)."""
-    from knockout.reports._export import open_existing
+    from knockout.runs import kind_of
+    from knockout.storage import Store
 
     try:
-        with open_existing(db) as store:
+        with Store.open_existing(db) as store:
             records = store.runs()
-            counts = {r.id: store.count_results(r.id) for r in records}
+            written = store.result_counts()
+            counts = {r.id: written.get(r.id, (0, 0, 0))[0] for r in records}
     except KnockoutError as exc:
         fail(exc)
         return
@@ -441,11 +368,11 @@ def runs(
     for col in ("run", "kind", "method", "judge", "status", "results", "invalid", "pearson"):
         t.add_column(col)
     for r in records:
-        s = r.summary or {}
+        head = kind_of(r.kind).headline(r)
         judge = r.judge + (" (SIMULATION)" if r.simulated else "")
         status = r.status if r.complete else f"[bold yellow]{r.status}[/]"
-        t.add_row(r.id, r.kind, r.method, judge, status, str(counts[r.id]), fmt(s.get("invalid")),
-                  fmt((s.get("agreement") or {}).get("pearson")))
+        t.add_row(r.id, r.kind, r.method, judge, status, str(counts[r.id]), fmt(head["invalid"]),
+                  fmt(head["pearson"]))
     out.print(t)
 
 

@@ -9,18 +9,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._main import (
-    ExecutorOpt,
-    JsonOpt,
-    JudgeKV,
-    fail,
-    fmt,
-    gen_params,
-    options,
-    out,
-    parse_kv,
-    print_json,
-)
+from knockout.cli._common import JsonOpt, JudgeKV, fail, fmt, gen_params, options, out, parse_kv, print_json
+from knockout.cli._main import ExecutorOpt
 from knockout.errors import ConfigError, KnockoutError
 
 

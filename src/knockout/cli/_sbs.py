@@ -8,9 +8,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._main import (
+from knockout.cli._common import (
     AggregateOpt,
-    ExecutorOpt,
     FreqPenaltyOpt,
     JsonOpt,
     JudgeKV,
@@ -19,22 +18,25 @@ from knockout.cli._main import (
     TopPOpt,
     fail,
     gen_params,
-    jury_members,
     options,
     out,
     parse_kv,
     print_json,
 )
+from knockout.cli._main import ExecutorOpt, jury_members
 from knockout.errors import ConfigError, KnockoutError
 
 
 def print_sbs(out_db: Path, summary: dict[str, Any]) -> None:
     """The tables of ``knockout report`` for the run just made (one rendering), then this invocation's cost."""
-    from knockout.cli._report import print_tables
-    from knockout.reports._runs import find_run
-    from knockout.reports._sbs_report import build_sbs_report, sbs_tables
+    from knockout.cli._common import print_tables
+    from knockout.reports._runs import reads_as
+    from knockout.runs import ReportOptions, kind_of
+    from knockout.storage import Store
 
-    print_tables(sbs_tables(build_sbs_report(out_db, find_run(out_db, summary["run_id"]))))
+    with Store.open_existing(out_db) as store:
+        record = store.find_run(summary["run_id"])
+        print_tables(kind_of(reads_as(record)).report(store, record, ReportOptions()).tables)
     out.print(f"this invocation: {summary['judge_calls']} live judge calls, {summary['cache_hits']} from the cache, "
               f"{summary['waves']} waves, {summary['prompt_tokens']} + {summary['completion_tokens']} tokens, "
               f"{summary['wall_s']:.1f} s")

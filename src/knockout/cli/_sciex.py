@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._main import JsonOpt, err, fail, gen_params, options, out, parse_kv, print_json
+from knockout.cli._common import JsonOpt, err, fail, gen_params, options, out, parse_kv, print_json
 from knockout.errors import ConfigError, KnockoutError
 from knockout.metrics._constants import DEFAULT_RESAMPLES
 
@@ -142,7 +142,7 @@ def make_board(store: Path, runs: Sequence[str], llm_grades: Sequence[Path], res
 
 
 def show_board(board: dict[str, Any], *, csv_out: Path | None, html: Path | None, as_json: bool) -> None:
-    from knockout.cli._report import print_tables, write_html
+    from knockout.cli._common import print_tables, write_html
     from knockout.sciex._leaderboard import leaderboard_csv, leaderboard_html, leaderboard_tables
 
     if csv_out is not None:

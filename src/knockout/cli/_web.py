@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from knockout.cli._main import err, fail, fmt, options, out, parse_kv, print_json
+from knockout.cli._common import err, fail, fmt, options, out, parse_kv, print_json
 from knockout.errors import ConfigError, KnockoutError
 
 if TYPE_CHECKING:

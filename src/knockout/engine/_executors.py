@@ -24,7 +24,7 @@ from knockout.judges._base import Completion, Judge, JudgeRequest
 from knockout.judges._options import parse_query
 
 if TYPE_CHECKING:
-    from knockout.engine._cache import Cache
+    pass
 
 
 class Executor(ABC):
@@ -93,24 +93,6 @@ def ray_options(options: dict[str, str]) -> dict[str, int]:
             raise ConfigError(f"executor option {name} must be >= {RAY_OPTIONS[name]} (got {value})")
         out[name] = value
     return out
-
-
-def make_executor(spec: str | None, judge: Judge, cache: Cache, run_id: str | None) -> Executor:
-    """The executor for ``judge``: a batch judge's own batch executor, else the one ``spec`` names."""
-    batch = getattr(judge, "batch_api", None)
-    kind, address, options = parse_executor(spec or "local")
-    if batch is not None:
-        if kind != "local":
-            raise ConfigError(f"judge {judge.spec} submits batch jobs to its provider; it takes no executor "
-                              f"(got '{spec}')")
-        from knockout.engine._batch import BatchExecutor
-
-        return BatchExecutor(judge, cache, run_id)
-    if kind == "ray":
-        from knockout.engine._ray import RayExecutor
-
-        return RayExecutor(judge, address=address, options=options)
-    return LocalExecutor(judge)
 
 
 def judge_recipe(judge: Judge) -> tuple[type[Judge], str, dict[str, Any]]:

@@ -40,6 +40,12 @@ from knockout.meta._parsers import MAX_CRITERIA
 Strict = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+#: how each kind of experiment is reported: ``grid`` (methods x judges, Table 1 of the knockout paper, then
+#: ``compare`` per judge), ``compare`` (the run kind's own comparison of every part), ``summaries`` (a row per
+#: part from its summary)
+LAYOUTS = {"grade": "grid", "sbs": "compare", "meta": "summaries"}
+
+
 class DataSpec(BaseModel):
     model_config = Strict
 

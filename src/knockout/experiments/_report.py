@@ -14,9 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from knockout.experiments._file import ExperimentFile
+from knockout.experiments._file import LAYOUTS, ExperimentFile
 from knockout.experiments._run import Part
-from knockout.reports._report import Table, comparison_tables, num, transpose, with_ci
+from knockout.reports._report import comparison_tables
+from knockout.reports._tables import Table, num, transpose, with_ci
 
 
 def experiment_report(ef: ExperimentFile, parts: list[Part], store: Path) -> dict[str, Any]:
@@ -24,15 +25,18 @@ def experiment_report(ef: ExperimentFile, parts: list[Part], store: Path) -> dic
     cmp = exp.compare
     head = {"experiment": exp.title or ef.path.stem, "file": str(ef.path), "kind": exp.kind, "store": str(store),
             "parts": [{"row": p.row, "column": p.column, "run_id": p.run_id, "status": p.status} for p in parts]}
-    if exp.kind == "sbs":
-        from knockout.reports._runs import find_run
-        from knockout.reports._sbs_compare import build_sbs_comparison
+    layout = LAYOUTS[exp.kind]
+    if layout == "compare":  # the kind's own comparison of every part
+        from knockout.runs import ReportOptions, kind_of
+        from knockout.storage import Store
 
-        refs = [(store, find_run(store, p.run_id)) for p in parts]
-        return {**head, "comparison": build_sbs_comparison(refs, resamples=cmp.resamples, seed=cmp.seed)}
-    if exp.kind == "meta":
-        return {**head, "meta": [{"row": p.row, "column": p.column, "run_id": p.run_id, **_meta_row(p.summary)}
-                                 for p in parts]}
+        with Store.open_existing(store) as st:
+            page = kind_of(exp.kind).compare([(st, st.find_run(p.run_id)) for p in parts],
+                                             ReportOptions(resamples=cmp.resamples, seed=cmp.seed))
+        return {**head, "layout": layout, "comparison": page.data}
+    if layout == "summaries":
+        return {**head, "layout": layout, "meta": [{"row": p.row, "column": p.column, "run_id": p.run_id,
+                                                    **_meta_row(p.summary)} for p in parts]}
     from knockout.metrics._analysis import analyse
     from knockout.reports._report import build_comparison
     from knockout.reports._runs import load_run
@@ -52,7 +56,7 @@ def experiment_report(ef: ExperimentFile, parts: list[Part], store: Path) -> dic
         for c in cols:
             comparisons[c] = build_comparison([loaded[(r, c)] for r in order], resamples=cmp.resamples, seed=cmp.seed,
                                               by=cmp.by)
-    return {**head, "rows": rows, "columns": cols, "baseline": baseline, "cells": cells,
+    return {**head, "layout": layout, "rows": rows, "columns": cols, "baseline": baseline, "cells": cells,
             "comparisons": comparisons, "resamples": cmp.resamples}
 
 
@@ -70,13 +74,13 @@ def _meta_row(s: dict[str, Any]) -> dict[str, Any]:
 
 def experiment_tables(rep: dict[str, Any]) -> list[Table]:
     title = rep["experiment"]
-    if rep["kind"] == "sbs":
-        from knockout.reports._sbs_compare import sbs_comparison_tables
+    if rep["layout"] == "compare":
+        from knockout.runs import kind_of
 
-        tables = sbs_comparison_tables(rep["comparison"])
+        tables = kind_of(rep["kind"]).compare_tables(rep["comparison"])
         tables[0].title = f"{title}: {tables[0].title}"
         return tables
-    if rep["kind"] == "meta":
+    if rep["layout"] == "summaries":
         t = Table(f"{title}: meta-evaluation", ["framework", "meta-judge", "run", "judgements (invalid)",
                                                 "meta ranking", "human ranking", "Kendall tau (p)", "live calls"])
         for m in rep["meta"]:

@@ -62,79 +62,96 @@ def _check_data(ef: ExperimentFile) -> Path:
 def plan(ef: ExperimentFile, judge_options: dict[str, str] | None = None) -> list[Part]:
     """Every part of the experiment, checked (data loaded, prompts rendered) before any judge is called.
     ``judge_options`` (``--judge-opt``) go to every judge, under each judge's own ``options``."""
-    from knockout.jury import grade_member_runs, make_jury, sbs_member_runs
-
-    exp, file = ef.exp, str(ef.path)
+    exp = ef.exp
     kv = dict(judge_options or {})
     path = _check_data(ef)
     labels = unique_labels(ef.members)
-    parts: list[Part] = []
-    if exp.kind == "grade":
-        from knockout.data import load_items
-        from knockout.methods._base import MethodOptions, methods
-        from knockout.methods._run import RunConfig
-
-        items = load_items(path, exp.data.format, **exp.data.options).subset(
-            limit=exp.data.limit, answers_per_question=exp.data.answers_per_question)
-        params = _params(ef, GenParams())
-        for m in exp.methods:
-            methods.get(m.method)
-            p = exp.prompt
-            cfg = RunConfig(method=m.method,
-                            options=MethodOptions(prompt=p.prompt, reference=p.reference, shots=p.shots,
-                                                  shot_source=p.shot_source, seed=p.seed, quoting=p.quoting,
-                                                  debias=m.debias,
-                                                  extra={k: str(v) for k, v in m.options.items()}),
-                            params=params, concurrency=exp.concurrency,
-                            format_retries=2 if exp.format_retries is None else exp.format_retries)
-            runs = grade_member_runs(items, ef.members, cfg, kv, file=file)
-            parts += [Part(m.label(), label, r) for label, r in zip(labels, runs, strict=True)]
-            if exp.jury is not None:  # fresh member runs: each part's judges are closed after it
-                jury = make_jury(grade_member_runs(items, ef.members, cfg, kv, file=file), ef.members,
-                                 aggregate=exp.jury.aggregate, trim=exp.jury.trim)
-                parts.append(Part(m.label(), exp.jury.name, jury))
-    elif exp.kind == "sbs":
-        from knockout.sbs._data import load_sbs
-        from knockout.sbs._run import DEFAULT_PARAMS, SbsConfig
-
-        sbs_items = load_sbs(path, tie=exp.data.tie, candidate=exp.data.candidate)[:exp.data.limit]
-        params = _params(ef, DEFAULT_PARAMS)
-        for sp in exp.prompts:
-            try:
-                sp_params = GenParams(**{**params.model_dump(), **sp.params}) if sp.params else params
-            except ValidationError as exc:
-                raise InputError(exc.errors()[0]["msg"], file=file, record=sp.label(), field="params") from None
-            scfg = SbsConfig(prompt=sp.prompt, debate=sp.debate, params=sp_params,
-                             format_retries=0 if exp.format_retries is None else exp.format_retries,
-                             concurrency=exp.concurrency, window=exp.sbs.window, stride=exp.sbs.stride)
-            runs = sbs_member_runs(sbs_items, ef.members, scfg, kv, source=str(path), file=file)
-            parts += [Part(sp.label(), label, r) for label, r in zip(labels, runs, strict=True)]
-            if exp.jury is not None:
-                jury = make_jury(sbs_member_runs(sbs_items, ef.members, scfg, kv, source=str(path), file=file),
-                                 ef.members, aggregate=exp.jury.aggregate, trim=exp.jury.trim)
-                parts.append(Part(sp.label(), exp.jury.name, jury))
-    else:
-        from knockout.judges import make_judge
-        from knockout.meta import MetaConfig, MetaOptions, MetaRun, load_verdicts
-
-        vs = load_verdicts(path, human_field=exp.data.human)
-        params = _params(ef, GenParams())
-        for f in exp.frameworks:
-            opts = MetaOptions(framework=f.framework, draws=f.draws, both_orders=f.both_orders, rounds=f.rounds,
-                               seed=f.seed)
-            if f.max_criteria is not None:
-                opts.max_criteria = f.max_criteria
-            if f.truncate is not None:
-                opts.truncate = f.truncate
-            for label, member in zip(labels, ef.members, strict=True):
-                mcfg = MetaConfig(options=opts, params=member.gen_params(params, file=file), k=f.k,
-                                  shuffles=f.shuffles, self_name=f.self_name, concurrency=exp.concurrency,
-                                  format_retries=2 if exp.format_retries is None else exp.format_retries)
-                judge = make_judge(member.judge, {**kv, **member.options})
-                parts.append(Part(f.label(), label, MetaRun(vs, judge, mcfg, limit=exp.data.limit)))
+    #: the parts of each kind of experiment (``kind`` in the file)
+    planner = {"grade": _grade_parts, "sbs": _sbs_parts, "meta": _meta_parts}[exp.kind]
+    parts = planner(ef, path, kv, labels)
     for part in parts:
         part.run.check()
         part.run_id = run_id_for(part.run.identity())
+    return parts
+
+
+def _grade_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: list[str]) -> list[Part]:
+    exp, file = ef.exp, str(ef.path)
+    parts: list[Part] = []
+    from knockout.data import load_items
+    from knockout.jury import grade_member_runs, make_jury
+    from knockout.methods._base import MethodOptions, methods
+    from knockout.methods._run import RunConfig
+
+    items = load_items(path, exp.data.format, **exp.data.options).subset(
+        limit=exp.data.limit, answers_per_question=exp.data.answers_per_question)
+    params = _params(ef, GenParams())
+    for m in exp.methods:
+        methods.get(m.method)
+        p = exp.prompt
+        cfg = RunConfig(method=m.method,
+                        options=MethodOptions(prompt=p.prompt, reference=p.reference, shots=p.shots,
+                                              shot_source=p.shot_source, seed=p.seed, quoting=p.quoting,
+                                              debias=m.debias,
+                                              extra={k: str(v) for k, v in m.options.items()}),
+                        params=params, concurrency=exp.concurrency,
+                        format_retries=2 if exp.format_retries is None else exp.format_retries)
+        runs = grade_member_runs(items, ef.members, cfg, kv, file=file)
+        parts += [Part(m.label(), label, r) for label, r in zip(labels, runs, strict=True)]
+        if exp.jury is not None:  # fresh member runs: each part's judges are closed after it
+            jury = make_jury(grade_member_runs(items, ef.members, cfg, kv, file=file), ef.members,
+                             aggregate=exp.jury.aggregate, trim=exp.jury.trim)
+            parts.append(Part(m.label(), exp.jury.name, jury))
+    return parts
+
+
+def _sbs_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: list[str]) -> list[Part]:
+    exp, file = ef.exp, str(ef.path)
+    parts: list[Part] = []
+    from knockout.jury import make_jury, sbs_member_runs
+    from knockout.sbs._data import load_sbs
+    from knockout.sbs._run import DEFAULT_PARAMS, SbsConfig
+
+    sbs_items = load_sbs(path, tie=exp.data.tie, candidate=exp.data.candidate)[:exp.data.limit]
+    params = _params(ef, DEFAULT_PARAMS)
+    for sp in exp.prompts:
+        try:
+            sp_params = GenParams(**{**params.model_dump(), **sp.params}) if sp.params else params
+        except ValidationError as exc:
+            raise InputError(exc.errors()[0]["msg"], file=file, record=sp.label(), field="params") from None
+        scfg = SbsConfig(prompt=sp.prompt, debate=sp.debate, params=sp_params,
+                         format_retries=0 if exp.format_retries is None else exp.format_retries,
+                         concurrency=exp.concurrency, window=exp.sbs.window, stride=exp.sbs.stride)
+        runs = sbs_member_runs(sbs_items, ef.members, scfg, kv, source=str(path), file=file)
+        parts += [Part(sp.label(), label, r) for label, r in zip(labels, runs, strict=True)]
+        if exp.jury is not None:
+            jury = make_jury(sbs_member_runs(sbs_items, ef.members, scfg, kv, source=str(path), file=file),
+                             ef.members, aggregate=exp.jury.aggregate, trim=exp.jury.trim)
+            parts.append(Part(sp.label(), exp.jury.name, jury))
+    return parts
+
+
+def _meta_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: list[str]) -> list[Part]:
+    exp, file = ef.exp, str(ef.path)
+    parts: list[Part] = []
+    from knockout.judges import make_judge
+    from knockout.meta import MetaConfig, MetaOptions, MetaRun, load_verdicts
+
+    vs = load_verdicts(path, human_field=exp.data.human)
+    params = _params(ef, GenParams())
+    for f in exp.frameworks:
+        opts = MetaOptions(framework=f.framework, draws=f.draws, both_orders=f.both_orders, rounds=f.rounds,
+                           seed=f.seed)
+        if f.max_criteria is not None:
+            opts.max_criteria = f.max_criteria
+        if f.truncate is not None:
+            opts.truncate = f.truncate
+        for label, member in zip(labels, ef.members, strict=True):
+            mcfg = MetaConfig(options=opts, params=member.gen_params(params, file=file), k=f.k,
+                              shuffles=f.shuffles, self_name=f.self_name, concurrency=exp.concurrency,
+                              format_retries=2 if exp.format_retries is None else exp.format_retries)
+            judge = make_judge(member.judge, {**kv, **member.options})
+            parts.append(Part(f.label(), label, MetaRun(vs, judge, mcfg, limit=exp.data.limit)))
     return parts
 
 

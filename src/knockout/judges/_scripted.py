@@ -110,12 +110,9 @@ class ScriptedJudge(Judge):
         kind = hint.get("kind", "individual")
         if rng.uniform() < self.invalid:
             return "I am not sure how to grade this."
-        if kind == "sbs":
-            return self.sbs_reply(hint, rng)
-        if kind == "meta":
-            return self.meta_reply(hint, rng)
-        if kind == "solve":
-            return self.solve_reply(hint, rng)
+        other = {"sbs": self.sbs_reply, "meta": self.meta_reply, "solve": self.solve_reply}.get(kind)
+        if other is not None:  # the subject of a side-by-side, meta-evaluation or solve run
+            return other(hint, rng)
         max_points = float(hint.get("max_points", 1.0))
         humans: list[float | None] = list(hint.get("humans", [None]))
         scores = [self.score(h, max_points, i, rng) for i, h in enumerate(humans)]

@@ -57,6 +57,8 @@ META_PLACEHOLDERS = {
     "criterion": "one sub-criterion (BSMEval)",
     "max_criteria": "how many sub-criteria at most (BSMEval)",
 }
+#: the placeholders a template of one kind may use beyond :data:`PLACEHOLDERS`
+KIND_PLACEHOLDERS = {"meta": META_PLACEHOLDERS}
 _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 DEFAULT_REMINDERS = {
@@ -154,7 +156,7 @@ class PromptTemplate:
 def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
     for part, text in (("template", t.template), ("system", t.system), ("reminder", t.reminder),
                        ("example", t.example)):
-        allowed = {**PLACEHOLDERS, **(META_PLACEHOLDERS if t.kind == "meta" else {})}
+        allowed = {**PLACEHOLDERS, **KIND_PLACEHOLDERS.get(t.kind, {})}
         unknown = placeholders(text) - set(allowed)
         if unknown:
             names = ", ".join("{" + u + "}" for u in sorted(unknown))

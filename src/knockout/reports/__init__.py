@@ -12,7 +12,8 @@ _EXPORTS = {
     "run_cost": "knockout.reports._runs",
     "build_report": "knockout.reports._report",
     "build_comparison": "knockout.reports._report",
-    "build_sbs_report": "knockout.reports._sbs_report",
+    "build_sbs_report": "knockout.sbs._report",
+    "Table": "knockout.reports._tables",
     "analyse_verdicts": "knockout.reports._verdicts",
     "export_run": "knockout.reports._export",
     "export_rows": "knockout.reports._export",
@@ -21,6 +22,7 @@ _EXPORTS = {
 }
 __all__ = [
     "LoadedRun",
+    "Table",
     "analyse_verdicts",
     "build_comparison",
     "build_report",
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from knockout.reports._export import export_rows, export_run
     from knockout.reports._report import build_comparison, build_report
     from knockout.reports._runs import LoadedRun, load_run, pick_run, run_cost
-    from knockout.reports._sbs_report import build_sbs_report
+    from knockout.reports._tables import Table
     from knockout.reports._tidy import results_df, tidy_rows
     from knockout.reports._verdicts import analyse_verdicts
+    from knockout.sbs._report import build_sbs_report

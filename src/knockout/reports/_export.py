@@ -16,53 +16,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from knockout.errors import ConfigError
-from knockout.storage._store import MatchRow, RunRecord, Store
+from knockout.reports._replies import expand, replies_in
+from knockout.storage._store import RunRecord, Store
 
 #: the export of every reply (streamed row by row)
 FORMATS = ("csv", "jsonl")
 #: the tidy tables (knockout.reports._tidy)
 TIDY_FORMATS = ("csv", "jsonl", "parquet")
-
-
-def open_existing(db: Path) -> Store:
-    if not Path(db).is_file():
-        raise ConfigError(f"store not found: {db}")
-    if Path(db).stat().st_size == 0:  # SQLite would take it as a new store and write one
-        raise ConfigError(f"{db}: empty file, not a knockout store")
-    return Store(db)
-
-
-def attempts_in(obj: Any) -> Iterator[dict[str, Any]]:
-    """Every attempt (a request's key, raw reply, cached, error) recorded anywhere in a result's details, in the
-    engine's call traces (depth first, in recorded order)."""
-    if isinstance(obj, dict):
-        attempts = obj.get("attempts")
-        if isinstance(attempts, list):
-            yield from (a for a in attempts if isinstance(a, dict))
-        for k, v in obj.items():
-            if k != "attempts" and isinstance(v, (dict, list)):
-                yield from attempts_in(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            if isinstance(v, (dict, list)):
-                yield from attempts_in(v)
-
-
-def replies_in(obj: Any) -> Iterator[str]:
-    """Every raw reply recorded anywhere in a result's details (depth first, in recorded order)."""
-    return (a["reply"] for a in attempts_in(obj) if isinstance(a.get("reply"), str))
-
-
-def expand(details: dict[str, Any], matches: dict[str, MatchRow]) -> dict[str, Any]:
-    """The details with each match reference completed by the stored match (both games, raw replies)."""
-    refs = details.get("matches")
-    if not isinstance(refs, list) or not matches:
-        return details
-    full = []
-    for ref in refs:
-        m = matches.get(str(ref.get("match_id"))) if isinstance(ref, dict) else None
-        full.append({**ref, "games": m.games} if m is not None else ref)
-    return {**details, "matches": full}
 
 
 def iter_export_rows(store: Store, run: RunRecord) -> Iterator[dict[str, Any]]:
@@ -105,9 +65,9 @@ def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
 
 
 def _pick_exportable(store: Store, db: Path, run_id: str | None, partial: bool) -> RunRecord:
-    from knockout.reports._runs import EXPORT_KINDS, pick_run
+    from knockout.reports._runs import pick_run
 
-    run = pick_run(store, db, run_id, EXPORT_KINDS)
+    run = pick_run(store, run_id, "export")
     if not run.complete and not partial:
         n = store.count_results(run.id)
         raise ConfigError(f"{db}: run {run.id} is {run.status} ({n} results written"
@@ -122,7 +82,7 @@ def export_to(db: Path, run_id: str | None, fmt: str, out: TextIO, *, partial: b
     ``partial`` (its rows then say its status)."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format '{fmt}' ({' or '.join(FORMATS)}; parquet writes the tidy table)")
-    with open_existing(db) as store:
+    with Store.open_existing(db) as store:
         run = _pick_exportable(store, db, run_id, partial)
         out.writelines(export_lines(store, run, fmt))
         return run, store.count_results(run.id)
@@ -145,7 +105,7 @@ def export_tidy(db: Path, run_id: str | None, fmt: str, table: str | None, outpu
         raise ConfigError(f"unknown export format '{fmt}' ({', '.join(TIDY_FORMATS)})")
     if fmt == "parquet" and output is None:
         raise ConfigError("--format parquet writes a file: give --output FILE")
-    with open_existing(db) as store:
+    with Store.open_existing(db) as store:
         run = _pick_exportable(store, db, run_id, partial)
         rows = tidy_rows(store, run, table)
     if fmt == "parquet":

@@ -7,7 +7,6 @@ The tables (:class:`Table`) are plain strings, rendered by the CLI with rich and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from knockout.errors import ConfigError
@@ -15,50 +14,8 @@ from knockout.metrics._analysis import Analysis, analyse
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
 from knockout.metrics._comparison import group_comparison, paired_comparison
 from knockout.reports._runs import LoadedRun
-
-
-@dataclass
-class Table:
-    title: str
-    columns: list[str]
-    rows: list[list[str]] = field(default_factory=list)
-    note: str = ""
-
-
-def num(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, bool):
-        return str(x)
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        return f"{x:.{digits}f}"
-    return str(x)
-
-
-def pvalue(p: Any) -> str:
-    if p is None:
-        return "-"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def transpose(t: Table) -> Table:
-    """Columns become rows (for printing a wide table with few rows in a terminal)."""
-    cols = [t.columns[0]] + [r[0] for r in t.rows]
-    rows = [[c] + [r[i] for r in t.rows] for i, c in enumerate(t.columns) if i > 0]
-    return Table(t.title, cols, rows, t.note)
-
-
-def with_ci(d: dict[str, Any] | None, key: str, digits: int = 3) -> str:
-    if not d or d.get(key) is None:
-        return "-"
-    ci = d.get(f"{key}_ci")
-    return num(d[key], digits) + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
-
-
-def pct(x: Any) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
+from knockout.reports._tables import Table, kv, num, pct, pvalue, with_ci
+from knockout.runs import ReportOptions, kind_of
 
 
 # -- report -------------------------------------------------------------------------------------------------
@@ -70,13 +27,7 @@ def build_report(run: LoadedRun, *, level: str = "question", by: Sequence[str] =
     report = {"run": run.header(), "cost": run.cost, "resamples": resamples, "seed": seed, **an.to_dict(),
               "length": length_analysis(an.aligned, resamples=resamples, seed=seed),
               "position": match_bias(run.items, run.matches)}
-    if run.run.kind == "jury":
-        from knockout.reports._export import open_existing
-        from knockout.reports._jury import grade_jury_section
-
-        with open_existing(run.store_path) as store:
-            report["jury"] = grade_jury_section(store, run.run, run.items, run.results, resamples=resamples,
-                                                seed=seed)
+    report.update(kind_of(run.run.kind).report_sections(run, ReportOptions(level, by, resamples, seed)))
     return report, an
 
 
@@ -85,7 +36,7 @@ def bias_tables(length: dict[str, Any] | None, position: dict[str, Any] | None) 
     tables = []
     if length:
         p = length["pairs"]
-        tables.append(_kv("length bias (answer length in words)", [
+        tables.append(kv("length bias (answer length in words)", [
             ("partial r(judge, length | human) [95% CI]", with_ci(length, "partial_r")),
             ("r(judge, length) / r(human, length)",
              f"{num(length['judge_length_r'])} / {num(length['human_length_r'])}"),
@@ -112,13 +63,11 @@ def bias_tables(length: dict[str, Any] | None, position: dict[str, Any] | None) 
             rows += [("swap consistency (same winner in both orders)",
                       f"{pct(q['swap_consistency'])} of {q['debiased_matches']} matches"),
                      ("first-shown wins in both orders", pct(q["first_wins_both"]))]
-        tables.append(_kv("position bias (the run's pairwise matches)", rows,
+        tables.append(kv("position bias (the run's pairwise matches)", rows,
                           "an unbiased judge wins the first position as often as the humans' grades say"))
     return tables
 
 
-def _kv(title: str, pairs: list[tuple[str, str]], note: str = "") -> Table:
-    return Table(title, ["what", "value"], [[k, v] for k, v in pairs], note)
 
 
 def question_rows(q: dict[str, Any]) -> list[tuple[str, str]]:
@@ -180,7 +129,7 @@ def human_sources(h: dict[str, Any]) -> str:
 
 def report_tables(report: dict[str, Any]) -> list[Table]:
     run, cost, q, e = report["run"], report["cost"], report["question_level"], report["exam_level"]
-    tables = [_kv(f"run {run['run_id']}", [
+    tables = [kv(f"run {run['run_id']}", [
         ("method", run["method"]), ("judge", run["judge"] + ("  (SIMULATION, not an LLM)" if run["simulated_judge"]
                                                              else "")),
         ("data", str(run["data"])),
@@ -191,10 +140,10 @@ def report_tables(report: dict[str, Any]) -> list[Table]:
         ("tokens", f"{cost['prompt_tokens']} prompt + {cost['completion_tokens']} completion"),
         ("wall time", "-" if cost["wall_s"] is None else f"{cost['wall_s']:.1f} s"),
     ])]
-    level_tables = [_kv("question level", question_rows(q),
+    level_tables = [kv("question level", question_rows(q),
                         f"95% CIs: cluster bootstrap over questions, {report['resamples']} resamples")]
     if e:
-        level_tables.append(_kv("exam level", exam_rows(e), "one point per examinee and exam: points / max points"))
+        level_tables.append(kv("exam level", exam_rows(e), "one point per examinee and exam: points / max points"))
     if report["level"] == "exam":
         level_tables.reverse()
     tables += level_tables
@@ -231,10 +180,7 @@ def report_tables(report: dict[str, Any]) -> list[Table]:
         tables.append(Table("human-human agreement (the ceiling) and the judge against each grader",
                             ["pair", "n", "Pearson [95% CI]", "Spearman", "kappa", "kappa (quadratic)"], rows))
     tables += bias_tables(report.get("length"), report.get("position"))
-    if report.get("jury"):
-        from knockout.reports._jury import jury_tables
-
-        tables += jury_tables(report["jury"], report["cost"])
+    tables += kind_of(run["kind"]).section_tables(report)
     cal = report.get("calibration")
     if cal:
         tables.append(Table("calibration: mean judge score per human score bin (normalised)",

@@ -1,8 +1,14 @@
-"""Finding a stored run, its item set and results, and what it cost."""
+"""Finding a stored run and reading it: its item set, results, human grades and cost.
+
+Every command that reads runs picks them here (:func:`pick_run`) and asks the run's kind
+(:func:`knockout.runs.kind_of`) what it can do: ``report``, ``compare``, tidy tables.  The store is opened
+once by the caller (:meth:`knockout.storage.Store.open_existing`) and passed on.
+"""
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,7 +16,7 @@ from typing import Any
 from knockout.annotations import add_web_grades
 from knockout.data._records import ItemSet
 from knockout.errors import ConfigError
-from knockout.reports._export import open_existing
+from knockout.runs import RunKind, kind_of, kinds_with
 from knockout.storage._store import MatchRow, RunRecord, Store
 
 
@@ -25,6 +31,8 @@ class LoadedRun:
     human_grades: dict[str, Any] = field(default_factory=dict)
     #: the run's pairwise matches (both games with their grades), for the position-bias figures
     matches: list[MatchRow] = field(default_factory=list)
+    #: what the run's kind read besides (:meth:`knockout.runs.RunKind.load_extra`: a jury's member runs)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -33,8 +41,8 @@ class LoadedRun:
         return f"{self.run.method} · {self.run.judge}" + (f" · {opts}" if opts else "")
 
     def header(self) -> dict[str, Any]:
-        return {"run_id": self.run.id, "store": str(self.store_path), "method": self.run.method,
-                "judge": self.run.judge, "simulated_judge": self.run.simulated,
+        return {"run_id": self.run.id, "kind": self.run.kind, "store": str(self.store_path),
+                "method": self.run.method, "judge": self.run.judge, "simulated_judge": self.run.simulated,
                 "data": self.run.data_source, "status": self.run.status, "label": self.label,
                 "options": self.run.config.get("options", {}), "results": len(self.results),
                 "human_grades": self.human_grades}
@@ -48,98 +56,105 @@ def parse_ref(ref: str) -> tuple[Path, str | None]:
     return Path(path), run_id or None
 
 
+@contextmanager
+def reading(store: Store | str | Path) -> Iterator[Store]:
+    """``store`` itself when it is open, else the store at that path opened for reading (and closed after)."""
+    if isinstance(store, Store):
+        yield store
+        return
+    with Store.open_existing(store) as opened:
+        yield opened
+
+
 def run_cost(store: Store, run: RunRecord) -> dict[str, Any]:
-    """Judge requests, live calls, tokens and time of a run.
-
-    ``requests``: what the method asked for in its latest invocation, cache hits included (the method's
-    cost in calls whatever the cache held).  ``live_calls``, tokens and ``judge_s`` (summed latency) come
-    from the store's call log: every call actually sent for this run over all its invocations (a resumed
-    run adds up).  ``wall_s``: the latest invocation's wall time from the run summary.
-    """
-    s = run.summary or {}
-    try:
-        row = store.db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(c.prompt_tokens), 0), COALESCE(SUM(c.completion_tokens), 0), "
-            "COALESCE(SUM(c.latency_s), 0) FROM call_log l JOIN calls c ON c.key = l.key "
-            "WHERE l.run_id = ? AND l.error IS NULL",
-            (run.id,),
-        ).fetchone()
-    except sqlite3.Error as exc:  # pragma: no cover - a damaged store
-        raise ConfigError(f"{store.path}: cannot read the call log ({exc})") from None
-    live, pt, ct, lat = int(row[0]), int(row[1]), int(row[2]), float(row[3])
-    return {
-        "requests": int(s.get("judge_calls", 0)) + int(s.get("cache_hits", 0)),
-        "live_calls": live,
-        "prompt_tokens": pt,
-        "completion_tokens": ct,
-        "tokens": pt + ct,
-        "judge_s": round(lat, 3),
-        "wall_s": s.get("wall_s"),
-        "format_retries": s.get("format_retries", 0),
-    }
+    """What the run cost (:meth:`knockout.runs.RunKind.cost`: a jury adds up its members)."""
+    return kind_of(run.kind).cost(store, run)
 
 
-KIND_NAMES = {"grade": "grade", "sbs": "side-by-side", "meta": "meta-evaluation", "jury": "jury"}
-#: what each command reads, in order of preference when no run id is given
-REPORT_KINDS = ("grade", "sbs")
-EXPORT_KINDS = ("grade", "sbs", "meta")
+def reads_as(run: RunRecord) -> str:
+    """What a run's results are read as: its kind, or for a jury the kind of its members."""
+    return kind_of(run.kind).reads_as(run)
 
 
-def content_kind(run: RunRecord) -> str:
-    """What a run's results are: its kind, or for a jury the kind of its members (``grade`` or ``sbs``),
-    so that a jury's aggregate is read like a run of that kind."""
-    return str(run.config.get("of", "grade")) if run.kind == "jury" else run.kind
+def _names(kinds: list[RunKind]) -> str:
+    return " and ".join(k.title or k.name for k in kinds) or "no"
 
 
-def pick_run(store: Store, path: Path, run_id: str | None, kinds: tuple[str, ...]) -> RunRecord:
-    """The one way ``report``, ``compare`` and ``export`` pick a run: the run ``run_id`` (whose results must
-    be of one of ``kinds``), or else the latest run of the first of ``kinds`` the store holds (a member run
-    of a jury stands for its jury: the latest jury that lists it)."""
-    runs = store.runs()
+def readers(hook: str) -> list[RunKind]:
+    """The kinds whose runs ``hook`` reads, in the order a default run is looked for: ``export`` reads every
+    exportable kind; ``grades`` the kinds whose results are grades of answers (:func:`load_run`); ``report``,
+    ``compare`` and ``tidy`` the kinds that have that hook."""
+    if hook in ("export", "grades"):
+        from knockout.runs import run_kinds
+
+        every = [kind_of(n) for n in run_kinds.names()]
+        wanted = [k for k in every if (k.exportable if hook == "export" else k.grades_answers)]
+        return sorted(wanted, key=lambda k: k.rank)
+    return kinds_with(hook)
+
+
+def pick_run(store: Store, run_id: str | None, hook: str) -> RunRecord:
+    """The one way ``report``, ``compare`` and ``export`` pick a run: the run ``run_id`` (an id or a unique
+    prefix), which must be read as a kind that has ``hook`` (``report``, ``compare``, ``export``), or else the
+    latest run read as the first such kind the store holds (a member run of a jury stands for its jury: the
+    latest jury that lists it)."""
+    kinds = readers(hook)
+    names = {k.name for k in kinds}
     if run_id is not None:
-        found = store.get_run(run_id)
-        if found is None:
-            raise ConfigError(f"{path}: no run '{run_id}' (runs: {', '.join(r.id for r in runs) or 'none'})")
-        if content_kind(found) not in kinds:
-            raise ConfigError(f"{path}: run {found.id} is a {KIND_NAMES.get(found.kind, found.kind)} run; this "
-                              f"reads {' and '.join(KIND_NAMES.get(k, k) for k in kinds)} runs")
+        found = store.find_run(run_id)
+        if reads_as(found) not in names:
+            kind = kind_of(found.kind)
+            raise ConfigError(f"{store.path}: run {found.id} is a {kind.title or kind.name} run; this reads "
+                              f"{_names(kinds)} runs")
         return found
-    jury_of = {str(m.get("run_id")): r for r in runs if r.kind == "jury" for m in r.config.get("members", [])}
+    runs = store.runs()
+    jury_of = {str(m.get("run_id")): r for r in runs if kind_of(r.kind).reads_as(r) != r.kind
+               for m in r.config.get("members", [])}
     for kind in kinds:
-        of_kind = [r for r in runs if content_kind(r) == kind]
+        of_kind = [r for r in runs if reads_as(r) == kind.name]
         if of_kind:
             latest = of_kind[-1]
             return jury_of.get(latest.id, latest)
-    raise ConfigError(f"{path}: no {' or '.join(KIND_NAMES.get(k, k) for k in kinds)} runs")
+    raise ConfigError(f"{store.path}: no {' or '.join(k.title or k.name for k in kinds)} runs")
 
 
-def find_run(path: Path, run_id: str | None = None, kinds: tuple[str, ...] = REPORT_KINDS) -> RunRecord:
-    """The run ``run_id``, or else the latest run of the first of ``kinds`` (default: grade, then sbs)."""
-    with open_existing(path) as store:
-        return pick_run(store, path, run_id, kinds)
+def find_run(path: Store | str | Path, run_id: str | None = None, hook: str = "report") -> RunRecord:
+    """The run ``run_id``, or else the latest run that ``hook`` reads (default: grading, then side-by-side)."""
+    with reading(path) as store:
+        return pick_run(store, run_id, hook)
 
 
-def load_run(path: Path, run_id: str | None = None, *, details: bool = True) -> LoadedRun:
-    """A run (default: the latest grade run) with its item-set snapshot, results and cost (``details=False``:
-    each result's breakdown groups only, not its raw replies: what agreement reports read).
+def read_run(store: Store, run: RunRecord, *, details: bool = True, items_needed: bool = True,
+             web_grades: bool = False) -> LoadedRun:
+    """One run read from the open store: its item-set snapshot (an error when ``items_needed`` and there is
+    none), results (an error when there are none), cost, matches, and what its kind reads besides
+    (:meth:`knockout.runs.RunKind.load_extra`); ``web_grades``: the web app's grades join the file's."""
+    items = store.items_for_run(run.id)
+    if items is None:
+        if items_needed:
+            raise ConfigError(f"{store.path}: run {run.id} has no stored item set (made by an older version?)")
+        items = ItemSet([], [])
+    results = store.results(run.id, details=details)
+    if not results:
+        raise ConfigError(f"{store.path}: run {run.id} has no results (status {run.status})")
+    kind = kind_of(run.kind)
+    human: dict[str, Any] = {}
+    if web_grades:
+        items, human = add_web_grades(store, items)
+    return LoadedRun(Path(store.path), run, items, results, kind.cost(store, run), human, store.matches(run.id),
+                     kind.load_extra(store, run))
+
+
+def load_run(path: Store | str | Path, run_id: str | None = None, *, details: bool = True) -> LoadedRun:
+    """A run read as a grading run (default: the latest) with its item-set snapshot, results and cost
+    (``details=False``: each result's breakdown groups only, not its raw replies: what agreement reports
+    read), and what its kind reads besides (a jury: its members' results).
 
     The human grades are those of the snapshot (the input file) plus the grades entered in the web app on
     the same answers in the same store (:func:`knockout.annotations.add_web_grades`, graders ``web:<user>``)."""
-    with open_existing(path) as store:
-        run = pick_run(store, path, run_id, ("grade",))
-        items = store.items_for_run(run.id)
-        if items is None:
-            raise ConfigError(f"{path}: run {run.id} has no stored item set (made by an older version?)")
-        results = store.results(run.id, details=details)
-        if not results:
-            raise ConfigError(f"{path}: run {run.id} has no results (status {run.status})")
-        cost = run_cost(store, run)
-        if run.kind == "jury":
-            from knockout.reports._jury import jury_cost
-
-            cost = jury_cost(store, run, cost)
-        items, human = add_web_grades(store, items)
-        return LoadedRun(Path(path), run, items, results, cost, human, store.matches(run.id))
+    with reading(path) as store:
+        run = pick_run(store, run_id, "grades")
+        return read_run(store, run, details=details, web_grades=True)
 
 
 def load_ref(ref: str, *, details: bool = True) -> LoadedRun:

@@ -27,12 +27,9 @@ from typing import Any
 from knockout._verdict import Verdict
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
-from knockout.reports._export import attempts_in
+from knockout.reports._replies import attempts_in
+from knockout.runs import kind_of
 from knockout.storage._store import MatchRow, RunRecord, Store
-
-TABLES = ("answers", "matches", "orders", "judgements")
-DEFAULT_TABLE = {"grade": "answers", "sbs": "orders", "meta": "judgements"}
-TABLE_KINDS = {"answers": ("grade",), "matches": ("grade",), "orders": ("sbs",), "judgements": ("meta",)}
 
 
 def keys_in(obj: Any) -> Iterator[str]:
@@ -40,12 +37,11 @@ def keys_in(obj: Any) -> Iterator[str]:
     return (a["key"] for a in attempts_in(obj) if isinstance(a.get("key"), str))
 
 
-class _Tokens:
+class Tokens:
     """Tokens and latency of stored calls, by key (read once per run)."""
 
     def __init__(self, store: Store) -> None:
-        self.rows = {r[0]: (int(r[1]), int(r[2]), float(r[3])) for r in store.db.execute(
-            "SELECT key, prompt_tokens, completion_tokens, latency_s FROM calls")}
+        self.rows = store.call_costs()
 
     def of(self, details: Any) -> dict[str, Any]:
         keys = list(keys_in(details))
@@ -54,7 +50,7 @@ class _Tokens:
                 "completion_tokens": sum(f[1] for f in found), "judge_s": round(sum(f[2] for f in found), 3)}
 
 
-def _run_cols(run: RunRecord) -> dict[str, Any]:
+def run_cols(run: RunRecord) -> dict[str, Any]:
     opts = run.config.get("options") or {}
     params = run.config.get("params") or {}
     return {"run_id": run.id, "kind": run.kind, "method": run.method, "judge": run.judge, "status": run.status,
@@ -105,9 +101,9 @@ def _method_cols(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def answer_rows(store: Store, run: RunRecord, items: ItemSet) -> list[dict[str, Any]]:
-    tokens = _Tokens(store)
+    tokens = Tokens(store)
     matches = {m.match_id: m for m in store.matches(run.id)}
-    base = _run_cols(run)
+    base = run_cols(run)
     rows = []
     for r in store.results(run.id):
         d = r["details"]
@@ -149,8 +145,8 @@ def _mean(*xs: float | None) -> float | None:
 
 
 def match_rows(store: Store, run: RunRecord, items: ItemSet) -> list[dict[str, Any]]:
-    tokens = _Tokens(store)
-    base = _run_cols(run)
+    tokens = Tokens(store)
+    base = run_cols(run)
     rows = []
     for m in store.matches(run.id):
         try:
@@ -175,71 +171,25 @@ def match_rows(store: Store, run: RunRecord, items: ItemSet) -> list[dict[str, A
     return rows
 
 
-def order_rows(store: Store, run: RunRecord, items: ItemSet) -> list[dict[str, Any]]:
-    tokens = _Tokens(store)
-    base = _run_cols(run)
-    rows = []
-    for r in store.results(run.id):
-        d = r["details"]
-        q = items.questions.get(r["item_id"])
-        texts = {a.meta.get("role"): a for a in items.answers_for(r["item_id"])} if q else {}
-        sbs = (q.meta.get("sbs") or {}) if q else {}
-        for swap in (0, 1):
-            key = f"swap{swap}"
-            verdict = (d.get("verdicts") or {}).get(key)
-            call = (d.get("calls") or {}).get(key) or {}
-            human = d.get("human")
-            rows.append({
-                **base, "item_id": r["item_id"], "swap": swap,
-                "shown_first": "baseline" if swap else "candidate",
-                "candidate_system": sbs.get("candidate_system"), "baseline_system": sbs.get("baseline_system"),
-                "prompt": d.get("prompt"), "debate": d.get("debate"),
-                "verdict": verdict, "display": (d.get("display") or {}).get(key), "human": human,
-                "agrees_with_human": None if human is None or verdict is None else verdict == human,
-                "valid": bool(call.get("valid", verdict not in (None, Verdict.E))), "error": call.get("error"),
-                "question_chars": len(q.text) if q else None,
-                "candidate_chars": len(texts["candidate"].text) if "candidate" in texts else None,
-                "baseline_chars": len(texts["baseline"].text) if "baseline" in texts else None,
-                **tokens.of(call)})
-    return rows
-
-
-def judgement_rows(store: Store, run: RunRecord) -> list[dict[str, Any]]:
-    tokens = _Tokens(store)
-    base = _run_cols(run)
-    framework = (run.config.get("options") or {}).get("framework")
-    rows = []
-    for r in store.results(run.id):
-        d = r["details"]
-        ev = list(d.get("evaluators") or [])
-        rows.append({**base, "framework": framework, "judgement_id": r["item_id"], "item": r["question_id"],
-                     "evaluator_1": ev[0] if ev else None, "evaluator_2": ev[1] if len(ev) > 1 else None,
-                     "value": r["score"], "valid": r["valid"], "winner": d.get("winner"),
-                     "swapped": d.get("swapped"), "rounds": d.get("rounds"), "error": d.get("error"),
-                     **tokens.of(d)})
-    return rows
-
-
 def tidy_rows(store: Store, run: RunRecord, table: str | None = None) -> list[dict[str, Any]]:
-    """The run's rows of ``table`` (default: answers, orders or judgements by the run's kind)."""
-    table = table or DEFAULT_TABLE.get(run.kind)
-    if table not in TABLES:
-        raise ConfigError(f"unknown table {table!r} (known: {', '.join(TABLES)})")
-    if run.kind not in TABLE_KINDS[table]:
-        fits = [t for t, kinds in TABLE_KINDS.items() if run.kind in kinds]
-        raise ConfigError(f"run {run.id} is a {run.kind} run: its tables are {', '.join(fits) or 'none'}, "
-                          f"not {table}")
-    if table == "judgements":
-        return normalise(judgement_rows(store, run))
+    """The run's rows of ``table`` (default: its kind's first table: answers, orders or judgements)."""
+    kind = kind_of(run.kind)
+    names = kind.table_names(run)
+    title = kind.title or kind.name
+    if not names:
+        raise ConfigError(f"run {run.id} is a {title} run: it has no tidy tables")
+    table = table or names[0]
+    if table not in names:
+        raise ConfigError(f"run {run.id} is a {title} run: its tables are {', '.join(names)}, not {table!r}")
+    return normalise(kind.tidy(store, run, table))
+
+
+def snapshot(store: Store, run: RunRecord) -> ItemSet:
+    """The run's item-set snapshot (an error for a store from before snapshots)."""
     items = store.items_for_run(run.id)
     if items is None:
         raise ConfigError(f"run {run.id} has no item-set snapshot (a store from before snapshots)")
-    if run.kind == "grade":  # the human grades of the report: the file's and the web app's (web:<user>)
-        from knockout.annotations import add_web_grades
-
-        items, _ = add_web_grades(store, items)
-    rows = {"answers": answer_rows, "matches": match_rows, "orders": order_rows}[table](store, run, items)
-    return normalise(rows)
+    return items
 
 
 def normalise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -265,17 +215,10 @@ def results_df(store: Store | str | Path, run_id: str | None = None, *, table: s
         import pandas as pd
     except ImportError:
         raise ConfigError("results_df needs pandas: pip install 'knockout[dataframes]'") from None
-    from knockout.reports._export import open_existing
-    from knockout.reports._runs import EXPORT_KINDS, pick_run
+    from knockout.reports._runs import pick_run, reading
 
-    own = not isinstance(store, Store)
-    st = open_existing(Path(store)) if not isinstance(store, Store) else store
-    try:
-        run = pick_run(st, st.path, run_id, EXPORT_KINDS)
-        return pd.DataFrame(tidy_rows(st, run, table))
-    finally:
-        if own:
-            st.close()
+    with reading(store) as st:
+        return pd.DataFrame(tidy_rows(st, pick_run(st, run_id, "export"), table))
 
 
 def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:

@@ -38,7 +38,7 @@ from knockout.errors import ConfigError, InputError
 from knockout.metrics._analysis import ci_pair, correlations_np, finite_or_none
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap
 from knockout.metrics._kappa import cohen_kappa
-from knockout.reports._report import Table, num, with_ci
+from knockout.reports._tables import Table, num, with_ci
 
 KINDS = ("auto", "pairwise", "score")
 NON_INTEGER = ("keep", "exclude", "round")

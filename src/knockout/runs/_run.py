@@ -2,13 +2,14 @@
 
 A kind describes *what* to run as a :class:`Run`: its judges by role, the identity that determines its
 outputs (hashed into the run id), its stored configuration and data snapshot, a validation step, and an
-``execute`` coroutine that plans the work, asks the engine(s) in waves and writes its typed results
+``execute`` coroutine that plans the work, asks the engine(s) (pipelined, or in waves where a kind's steps
+must wait for each other) and writes its typed results
 through the :class:`RunContext`.  :func:`execute_async` does the rest, the same way for every kind:
 
 1. validate everything (``check``) before anything is written;
 2. hash the identity into the run id; snapshot the data; ``start_run`` (status ``running``);
 3. build one engine per judge role over the store (the cache), with the observer for progress;
-4. ``execute``: the kind asks in waves and writes results (one transaction per batch);
+4. ``execute``: the kind asks the engines and writes results (one transaction per batch);
 5. ``finish_run`` with the kind's typed summary (status ``complete``) — or, when the run stops early,
    ``interrupted`` (Ctrl-C, cancelled) or ``failed`` (with the error), never ``complete``.
 
@@ -32,7 +33,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from knockout.data._records import ItemSet
 from knockout.engine import Engine, Observer, Planned, Subject
-from knockout.engine._executors import make_executor, parse_executor
+from knockout.engine._choose import make_executor
+from knockout.engine._executors import parse_executor
 from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
 from knockout.storage._store import MatchRow, ResultRow, Store
@@ -137,7 +139,7 @@ class Run(ABC, Generic[R]):
 
     @abstractmethod
     async def execute(self, ctx: RunContext) -> R:
-        """Plan, ask the engine(s) in waves, write results through ``ctx``, return the report."""
+        """Plan, ask the engine(s), write results through ``ctx``, return the report."""
 
 
 def check_run(run: Run[Any], executor: str | None = None) -> None:

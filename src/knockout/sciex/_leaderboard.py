@@ -31,7 +31,7 @@ from typing import Any
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
-from knockout.reports._report import Table, num, with_ci
+from knockout.reports._tables import Table, num, with_ci
 from knockout.sciex._copyrate import ShotGrading, copy_rate, run_gradings
 from knockout.sciex._german import DEFAULT_NOTE
 from knockout.sciex._results import examinee_result, exams_of, expert_grades, student_result
@@ -96,20 +96,21 @@ class Gathered:
 def gather(path: Path, run_ids: Sequence[str] = ()) -> Gathered:
     """The merged item set and one judge per complete grade run of the store (or the runs ``run_ids``)."""
     from knockout.annotations import add_web_grades
-    from knockout.reports._export import open_existing
+    from knockout.runs import kind_of
+    from knockout.storage import Store
 
-    with open_existing(path) as store:
-        runs = [r for r in store.runs() if r.kind == "grade"]
+    with Store.open_existing(path) as store:
+        runs = [r for r in store.runs() if kind_of(r.kind).grades_answers]
         skipped: dict[str, str] = {}
         if run_ids:
             known = {r.id: r for r in store.runs()}
-            missing = [i for i in run_ids if i not in known]
+            missing = [i for i in run_ids if i not in known and not any(k.startswith(i) for k in known)]
             if missing:
                 raise ConfigError(f"{path}: no run {', '.join(missing)}")
-            wrong = [i for i in run_ids if known[i].kind != "grade"]
+            runs = [store.find_run(i) for i in run_ids]  # an id or a unique prefix
+            wrong = [r.id for r in runs if not kind_of(r.kind).grades_answers]
             if wrong:
                 raise ConfigError(f"{path}: run {', '.join(wrong)} is not a grade run")
-            runs = [known[i] for i in run_ids]
         picked: list[tuple[RunRecord, ItemSet, list[dict[str, Any]]]] = []
         for r in runs:
             if not r.complete:

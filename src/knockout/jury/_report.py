@@ -14,6 +14,8 @@ members.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -21,46 +23,61 @@ import numpy as np
 from knockout._verdict import Verdict
 from knockout.data._records import ItemSet
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, bootstrap
-from knockout.reports._report import Table, num, with_ci
+from knockout.reports._tables import Table, num, with_ci
 from knockout.storage._store import RunRecord, Store
 
 T = TypeVar("T")
 COST_KEYS = ("live_calls", "prompt_tokens", "completion_tokens", "tokens", "judge_s", "format_retries")
 
 
-def member_records(store: Store, run: RunRecord) -> list[tuple[dict[str, Any], RunRecord | None]]:
-    """(the member's entry in the jury's configuration, its stored run or None) for every member."""
-    return [(m, store.get_run(str(m.get("run_id")))) for m in run.config.get("members", [])]
+@dataclass
+class Member:
+    """One member of a jury as read from the store: its entry in the jury's configuration, its run (None
+    when the run is not in this store), the run's results and cost."""
+
+    entry: dict[str, Any]
+    run: RunRecord | None
+    results: list[dict[str, Any]] = field(default_factory=list)
+    cost: dict[str, Any] = field(default_factory=dict)
 
 
-def member_rows(store: Store, run: RunRecord, figures: Callable[[list[dict[str, Any]]], tuple[dict[str, Any], T]]
+def load_members(store: Store, run: RunRecord) -> list[Member]:
+    """Every member of the jury ``run`` with its results and cost (the only store reads of a jury section)."""
+    from knockout.runs import kind_of
+
+    out = []
+    for m in run.config.get("members", []):
+        rec = store.get_run(str(m.get("run_id")))
+        out.append(Member(m, rec) if rec is None else
+                   Member(m, rec, store.results(rec.id), kind_of(rec.kind).cost(store, rec)))
+    return out
+
+
+def member_rows(members: list[Member], figures: Callable[[list[dict[str, Any]]], tuple[dict[str, Any], T]]
                 ) -> tuple[list[dict[str, Any]], list[str], list[T]]:
     """One row per member (``figures(results)`` gives its fields and the data the inter-judge figures need;
     a member whose run is not in the store is marked ``missing``), with the present members' labels and data."""
-    from knockout.reports._runs import run_cost
-
     rows: list[dict[str, Any]] = []
     labels: list[str] = []
     data: list[T] = []
-    for m, rec in member_records(store, run):
+    for mem in members:
+        m, rec = mem.entry, mem.run
         label = str(m.get("label"))
         if rec is None:
             rows.append({"label": label, "run_id": m.get("run_id"), "missing": True})
             continue
-        fields, d = figures(store.results(rec.id))
+        fields, d = figures(mem.results)
         rows.append({"label": label, "run_id": rec.id, "judge": rec.judge, "prompt": m.get("prompt"),
-                     "status": rec.status, **fields, "cost": run_cost(store, rec)})
+                     "status": rec.status, **fields, "cost": mem.cost})
         labels.append(label)
         data.append(d)
     return rows, labels, data
 
 
-def jury_cost(store: Store, run: RunRecord, own: dict[str, Any]) -> dict[str, Any]:
+def jury_cost(members: list[Member], own: dict[str, Any]) -> dict[str, Any]:
     """The jury's cost: its members' calls, tokens and judge time added up (the jury itself calls no judge);
     ``requests`` and ``wall_s`` from the jury's own summary (which already sums its members' requests)."""
-    from knockout.reports._runs import run_cost
-
-    costs = [run_cost(store, rec) for _, rec in member_records(store, run) if rec is not None]
+    costs = [m.cost for m in members if m.run is not None]
     out = dict(own)
     for k in COST_KEYS:
         out[k] = round(sum(c.get(k) or 0 for c in costs), 3) if k == "judge_s" else sum(c.get(k) or 0 for c in costs)
@@ -72,7 +89,7 @@ def _ci(iv: Any) -> list[float] | None:
     return None if iv.low is None or iv.high is None else [iv.low, iv.high]
 
 
-def grade_jury_section(store: Store, run: RunRecord, items: ItemSet, results: list[dict[str, Any]], *,
+def grade_jury_section(members: list[Member], run: RunRecord, items: ItemSet, results: list[dict[str, Any]], *,
                        resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
     """The jury section of a grading jury's report (module doc)."""
     from knockout.metrics._analysis import analyse
@@ -84,7 +101,7 @@ def grade_jury_section(store: Store, run: RunRecord, items: ItemSet, results: li
         paired = paired_comparison(items, results, res, resamples=resamples, seed=seed)
         return {"question_level": ql, "jury_minus_member": paired["question_level"]}, res
 
-    rows, labels, member_results = member_rows(store, run, figures)
+    rows, labels, member_results = member_rows(members, figures)
     jury_ql = analyse(items, results, resamples=resamples, seed=seed).to_dict()["question_level"]
 
     # answers x members matrix of normalised scores (NaN: invalid or missing)
@@ -119,18 +136,18 @@ def grade_jury_section(store: Store, run: RunRecord, items: ItemSet, results: li
             "jury": {"question_level": jury_ql}, "inter_judge": inter}
 
 
-def sbs_jury_section(store: Store, run: RunRecord, results: list[dict[str, Any]], *,
+def sbs_jury_section(members: list[Member], run: RunRecord, results: list[dict[str, Any]], path: Path, *,
                      resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
     """The jury section of a side-by-side jury's report (module doc)."""
     from knockout.metrics._interrater import krippendorff_alpha
     from knockout.metrics._kappa import cohen_kappa
-    from knockout.reports._sbs_report import verdict_lists
     from knockout.sbs._metrics import bootstrap_intervals, sbs_metrics
+    from knockout.sbs._report import verdict_lists
 
     window, stride = int(run.config.get("window", 20)), int(run.config.get("stride", 5))
 
     def figures(res: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, list[str]]]:
-        v, humans, _ = verdict_lists(res, store.path, run.id)
+        v, humans, _ = verdict_lists(res, path, run.id)
         has = any(h is not None for h in humans)
         m = sbs_metrics(v["swap0"], v["swap1"], humans if has else None, window=window, stride=stride)
         m["ci"] = bootstrap_intervals(v["swap0"], v["swap1"], humans if has else None, resamples=resamples,
@@ -141,7 +158,7 @@ def sbs_jury_section(store: Store, run: RunRecord, results: list[dict[str, Any]]
         met, v = figures(res)
         return {"metrics": met}, v
 
-    rows, labels, member_verdicts = member_rows(store, run, member)
+    rows, labels, member_verdicts = member_rows(members, member)
     jury_metrics, _ = figures(results)
     units = np.array([[None if x == Verdict.E else x for o in ("swap0", "swap1") for x in v[o]]
                       for v in member_verdicts], dtype=object)

@@ -16,12 +16,11 @@ from typing import Any
 from knockout.errors import ConfigError
 from knockout.metrics._bias import sbs_length
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
-from knockout.reports._export import open_existing
-from knockout.reports._report import Table, num, pct
-from knockout.reports._runs import run_cost
+from knockout.reports._runs import LoadedRun
+from knockout.reports._tables import Table, num, pct
+from knockout.runs import ReportOptions, kind_of
 from knockout.sbs._metrics import human_agreement, sbs_metrics
 from knockout.sbs._verdicts import CLASSES, INVALID
-from knockout.storage._store import RunRecord
 
 ORDERS = ("swap0", "swap1")
 ORDER_LABEL = {"swap0": "swap 0 (candidate first)", "swap1": "swap 1 (baseline first)", "mean": "mean"}
@@ -56,34 +55,21 @@ def verdict_lists(results: list[dict[str, Any]], path: Path, run_id: str
     return verdicts, humans, annotations
 
 
-def build_sbs_report(path: Path, run: RunRecord, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
-                     ) -> dict[str, Any]:
-    """The side-by-side report of one stored run (the ``knockout report --json`` object for sbs runs); a
-    side-by-side jury adds its ``jury`` section."""
-    jury = None
-    with open_existing(path) as store:
-        results = store.results(run.id)
-        cost = run_cost(store, run)
-        snapshot = store.items_for_run(run.id)
-        if results and run.kind == "jury":
-            from knockout.reports._jury import jury_cost, sbs_jury_section
-
-            cost = jury_cost(store, run, cost)
-            jury = sbs_jury_section(store, run, results, resamples=resamples, seed=seed)
-    if not results:
-        raise ConfigError(f"{path}: run {run.id} has no results (status {run.status})")
-    verdicts, humans, annotations = verdict_lists(results, path, run.id)
-    cfg = run.config
+def build_sbs_report(run: LoadedRun, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    """The side-by-side report of one stored run (the ``knockout report --json`` object for sbs runs), with
+    the sections its kind adds (a side-by-side jury: ``jury``)."""
+    rec, results, snapshot = run.run, run.results, run.items
+    verdicts, humans, annotations = verdict_lists(results, run.store_path, rec.id)
+    cfg = rec.config
     has_human = any(h is not None for h in humans)
     metrics = sbs_metrics(verdicts["swap0"], verdicts["swap1"], humans if has_human else None,
                           window=int(cfg.get("window", 20)), stride=int(cfg.get("stride", 5)))
     return {
         "kind": "sbs",
         "run": {
-            "run_id": run.id, "store": str(path), "method": run.method, "judge": run.judge,
-            "simulated_judge": run.simulated,
-            "data": run.data_source, "status": run.status, "results": len(results), "prompt": cfg.get("prompt"),
-            "debate": cfg.get("debate", "none"),
+            "run_id": rec.id, "kind": rec.kind, "store": str(run.store_path), "method": rec.method,
+            "judge": rec.judge, "simulated_judge": rec.simulated, "data": rec.data_source, "status": rec.status,
+            "results": len(results), "prompt": cfg.get("prompt"), "debate": cfg.get("debate", "none"),
         },
         "items": len(results),
         "orders_invalid": sum(v == INVALID for o in ORDERS for v in verdicts[o]),
@@ -91,9 +77,9 @@ def build_sbs_report(path: Path, run: RunRecord, *, resamples: int = DEFAULT_RES
         "confusion": {o: confusion(humans, verdicts[o]) for o in ORDERS} if has_human else None,
         "human_agreement": human_agreement(annotations) if annotations else {},
         "length": sbs_length(snapshot, verdicts["swap0"], verdicts["swap1"], humans,
-                             [str(r["item_id"]) for r in results]) if snapshot is not None else None,
-        "cost": cost,
-        **({"jury": jury} if jury is not None else {}),
+                             [str(r["item_id"]) for r in results]) if len(snapshot.questions) else None,
+        "cost": run.cost,
+        **kind_of(rec.kind).report_sections(run, ReportOptions(resamples=resamples, seed=seed)),
     }
 
 
@@ -145,10 +131,7 @@ def sbs_tables(rep: dict[str, Any]) -> list[Table]:
         tables.append(Table("length: A/B verdicts preferring the longer answer (words)", ["who", "share", "verdicts"],
                             [["judge (both orders)", pct(ln["longer_preferred"]), str(ln["verdicts"])],
                              ["humans", pct(ln["longer_preferred_human"]), str(ln["human_verdicts"])]]))
-    if rep.get("jury"):
-        from knockout.reports._jury import jury_tables
-
-        tables += jury_tables(rep["jury"], rep["cost"])
+    tables += kind_of(run["kind"]).section_tables(rep)
     c = rep["cost"]
     cost = Table("cost" + (" (the jury: its members added up)" if rep.get("jury") else ""),
                  ["requests", "live calls", "prompt tokens", "completion tokens", "judge s", "wall s"])

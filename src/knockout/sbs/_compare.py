@@ -15,18 +15,16 @@ when all share a prompt, else both.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from knockout.errors import ConfigError
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
-from knockout.reports._export import open_existing
-from knockout.reports._report import Table, num, pvalue, with_ci
-from knockout.reports._runs import run_cost
-from knockout.reports._sbs_report import verdict_lists
+from knockout.reports._tables import Table, num, pvalue, with_ci
+from knockout.runs import kind_of
 from knockout.sbs._metrics import bootstrap_intervals, paired_kappa, sbs_metrics
+from knockout.sbs._report import verdict_lists
 from knockout.sbs._verdicts import ALL_CLASSES
-from knockout.storage._store import RunRecord
+from knockout.storage._store import RunRecord, Store
 
 
 def _name(rec: RunRecord) -> tuple[str, str]:
@@ -35,21 +33,17 @@ def _name(rec: RunRecord) -> tuple[str, str]:
     return rec.judge, prompt
 
 
-def build_sbs_comparison(refs: Sequence[tuple[Path, RunRecord]], *, resamples: int = DEFAULT_RESAMPLES,
+def build_sbs_comparison(refs: Sequence[tuple[Store, RunRecord]], *, resamples: int = DEFAULT_RESAMPLES,
                          seed: int = 0) -> dict[str, Any]:
     """Runs x the paper's figures (module doc), with the human row and paired kappa differences."""
     if len(refs) < 2:
         raise ConfigError("compare needs at least two runs")
     rows: list[dict[str, Any]] = []
     lists: list[tuple[dict[str, list[str]], list[str | None]]] = []
-    for path, rec in refs:
-        with open_existing(path) as store:
-            results = store.results(rec.id)
-            cost = run_cost(store, rec)
-            if rec.kind == "jury":
-                from knockout.reports._jury import jury_cost
-
-                cost = jury_cost(store, rec, cost)
+    for store, rec in refs:
+        path = store.path
+        results = store.results(rec.id)
+        cost = kind_of(rec.kind).cost(store, rec)
         if not results:
             raise ConfigError(f"{path}: run {rec.id} has no results (status {rec.status})")
         v, humans, _ = verdict_lists(results, path, rec.id)

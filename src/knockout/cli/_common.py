@@ -1,0 +1,130 @@
+"""What every command module shares: the consoles, one-line errors, JSON output, options built into models,
+and tables printed with rich."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from knockout.errors import ConfigError, KnockoutError
+
+if TYPE_CHECKING:
+    from knockout.reports._tables import Table
+
+JudgeOpt = Annotated[str, typer.Option("--judge", "-j", help="judge spec, e.g. llamacpp, openai:MODEL, "
+                                       "anthropic:MODEL, scripted (simulation)")]
+JudgeKV = Annotated[list[str] | None, typer.Option("--judge-opt", help="backend option key=value "
+                                                   "(base_url, api_key, timeout, retries, ...)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print one machine-readable JSON summary")]
+JudgesOpt = Annotated[list[str] | None, typer.Option("--judge", "-j", help="judge spec, e.g. llamacpp, "
+                      "openai:MODEL, anthropic:MODEL, scripted (simulation); repeat it for a jury")]
+JuryOpt = Annotated[Path | None, typer.Option("--jury", help="jury file (TOML): members with backend, model, "
+                                              "options, prompt, params (docs/juries.md)")]
+AggregateOpt = Annotated[str | None, typer.Option("--aggregate", help="jury: mean, median or trimmed (scores); "
+                                                  "majority or table8 (side-by-side)")]
+TopPOpt = Annotated[float | None, typer.Option("--top-p", help="nucleus sampling (unset: the backend's "
+                                               "default; the side-by-side paper's Table 9: 0.1)")]
+FreqPenaltyOpt = Annotated[float | None, typer.Option("--frequency-penalty", help="frequency penalty (unset: the "
+                                                      "backend's default; Table 9: 1.0)")]
+
+out = Console()
+err = Console(stderr=True)
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line: control characters and line breaks (``\\n``, ``\\x1e``, U+2028 ...)
+    written as escapes, rich markup escaped, so an error naming a hostile value is still one line."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return escape(text)
+
+
+def fail(exc: KnockoutError) -> None:
+    err.print(f"[bold red]error:[/] {one_line(str(exc))}", highlight=False, soft_wrap=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+
+
+def parse_kv(pairs: list[str] | None, what: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for p in pairs or []:
+        k, sep, v = p.partition("=")
+        if not sep or not k:
+            raise ConfigError(f"{what} '{p}' must look like key=value")
+        result[k.strip()] = v.strip()
+    return result
+
+
+#: model fields whose command-line option is not ``--field-name``
+OPTION_NAMES = {"self_name": "--self", "extra": "--method-opt", "options": "--data-opt"}
+
+M = TypeVar("M")
+
+
+def option_name(loc: tuple[Any, ...]) -> str:
+    """The command-line option of a model field's location (``("options", "shots")`` -> ``--shots``)."""
+    if loc and loc[0] in OPTION_NAMES:
+        return OPTION_NAMES[loc[0]]
+    name = next((str(x) for x in reversed(loc) if isinstance(x, str) and not x.startswith("[")), "")
+    return OPTION_NAMES.get(name) or ("--" + name.replace("_", "-") if name else "options")
+
+
+def options(factory: Callable[..., M], /, **values: Any) -> M:
+    """``factory(**values)``: a model built from command-line options.  The bounds live on the model
+    (``knockout._bounds``, ``GenParams``, ``RunConfig``, ...); a value it refuses is a ConfigError naming the
+    option: one line, exit code 2."""
+    from pydantic import ValidationError
+
+    from knockout._bounds import BoundsError, field_error
+
+    try:
+        return factory(**values)
+    except BoundsError as exc:  # a configuration dataclass
+        raise ConfigError(f"{option_name(exc.loc)}: {str(exc).split(': ', 1)[-1]}") from None
+    except ValidationError as exc:  # a pydantic model
+        _, msg = field_error(exc)
+        raise ConfigError(f"{option_name(tuple(exc.errors()[0]['loc']))}: {msg}") from None
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def gen_params(**values: Any) -> Any:
+    """Generation parameters from command-line options (a value out of range is a one-line error)."""
+    from knockout.judges import GenParams
+
+    return options(GenParams, **values)
+
+
+def print_tables(tables: Sequence[Table]) -> None:
+    from rich.table import Table as RichTable
+
+    for t in tables:
+        rt = RichTable(title=t.title, caption=t.note or None, title_justify="left")
+        for c in t.columns:
+            rt.add_column(c, overflow="fold")
+        for row in t.rows:
+            rt.add_row(*row)
+        out.print(rt)
+
+
+def write_html(path: Path, text: str) -> None:
+    from knockout.data._io import atomic_output
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output(path, newline=None) as f:
+        f.write(text)

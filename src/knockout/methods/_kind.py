@@ -1,0 +1,202 @@
+"""The ``grade`` run kind: answers graded by a method (individual, knockout, pairwise, all-pairs, sorting).
+
+How its runs are read: ``knockout report`` (agreement with the human grades, :mod:`knockout.reports._report`),
+``compare`` (methods x metrics with paired tests), the tidy ``answers`` and ``matches`` tables, and the
+viewer's rows (question, examinee, human and judge grade, gap) with each question's bracket or matches.
+A grading jury reads as this kind (its aggregate is a grade per answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from knockout.data._records import Answer, ItemSet, Question
+from knockout.methods._run import GradeRun, GradeSummary
+from knockout.runs import Column, ReportOptions, ReportPage, RunKind
+from knockout.storage._store import MatchRow, RunRecord, Store
+
+GRADE = "grade"
+
+
+class GradeKind(RunKind):
+    name = GRADE
+    title = "grade"
+    run = GradeRun
+    summary_model = GradeSummary
+    tables = ("answers", "matches")
+    grades_answers = True
+    rank = 0
+
+    def report(self, store: Store, record: RunRecord, options: ReportOptions) -> ReportPage:
+        from knockout.reports._report import build_report, report_tables
+        from knockout.reports._runs import load_run
+
+        loaded = load_run(store, record.id, details=options.details)
+        if options.on_loaded is not None:
+            options.on_loaded()
+        rep, an = build_report(loaded, level=options.level, by=options.by, resamples=options.resamples,
+                               seed=options.seed)
+
+        def plots() -> dict[str, bytes]:
+            from knockout.reports._plots import report_plots
+
+            return report_plots(rep, an)
+
+        return ReportPage(f"knockout report: run {record.id}", rep, list(report_tables(rep)), plots, [rep["run"]])
+
+    def compare(self, runs: Sequence[tuple[Store, RunRecord]], options: ReportOptions) -> ReportPage:
+        from knockout.reports._report import build_comparison
+        from knockout.reports._runs import load_run
+
+        cmp = build_comparison([load_run(store, rec.id, details=False) for store, rec in runs],
+                               resamples=options.resamples, seed=options.seed, by=options.by)
+
+        def plots() -> dict[str, bytes]:
+            from knockout.reports._plots import cost_vs_agreement, group_deltas
+
+            return {"cost vs agreement": cost_vs_agreement(cmp),
+                    **{f"difference to the baseline by {g['key']}": group_deltas(cmp, g) for g in cmp["by"]}}
+
+        return ReportPage("knockout: runs compared", cmp, self.compare_tables(cmp), plots, cmp["runs"])
+
+    def compare_tables(self, data: dict[str, Any]) -> list[Any]:
+        from knockout.reports._report import comparison_tables
+
+        return list(comparison_tables(data))
+
+    def tidy(self, store: Store, record: RunRecord, table: str) -> list[dict[str, Any]]:
+        from knockout.annotations import add_web_grades
+        from knockout.reports._tidy import answer_rows, match_rows, snapshot
+
+        # the human grades of the report: the file's and the web app's (web:<user>)
+        items, _ = add_web_grades(store, snapshot(store, record))
+        return answer_rows(store, record, items) if table == "answers" else match_rows(store, record, items)
+
+    # -- the viewer -----------------------------------------------------------------------------------
+    def columns(self, store: Store, record: RunRecord) -> list[Column]:
+        cols = [Column("question", "question_id", "question"), Column("examinee", "examinee", "item"),
+                Column("human", "human", "points"), Column("judge", "value", "num"), Column("max", "max", "points"),
+                Column("gap", "gap", "gap")]
+        if store.has_matches(record.id):
+            cols.append(Column("round", "round"))
+        return cols
+
+    def listing(self, store: Store, record: RunRecord, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        items = graded_items(store, record)
+        return [_row(r, items) for r in results]
+
+    def item_view(self, store: Store, record: RunRecord, row: dict[str, Any], view: dict[str, Any]) -> None:
+        from knockout.reports._replies import expand
+
+        items = graded_items(store, record)
+        d = row["details"]
+        a: Answer | None = None
+        if items is not None:
+            try:
+                a = items.answer(row["item_id"])
+                q = items.question_of(a)
+                view["answer"], view["question"] = a, q
+                view["names"] = {x.id: x.examinee or x.id for x in items.answers_for(q.id)}
+            except KeyError:
+                pass
+        view["step"] = "round" if record.method == "knockout" else "step"
+        q = view["question"]
+        if row["valid"]:
+            score = "–" if row["score"] is None else f"{row['score']:g}"
+            view["facts"].append(("Parsed grade", score + (f" of {q.max_points:g}" if q is not None else "")))
+        if a is not None:
+            human = ", ".join(f"{g} {s:g}" for g, s in a.human_scores.items())
+            view["facts"].append(("Human", f"{human} (mean {a.human_score:g})" if a.human_scores and
+                                  a.human_score is not None else "no human grade"))
+        if d.get("scores"):
+            view["facts"].append(("Grades received", ", ".join(str(s) for s in d["scores"])))
+        if d.get("champion"):
+            view["facts"].append(("Champion", "★ Champion of its question."))
+        elif d.get("eliminated_round"):
+            byes = f"; byes in round {', '.join(str(b) for b in d['byes'])}" if d.get("byes") else ""
+            view["facts"].append(("Eliminated", f"in round {d['eliminated_round']}{byes}."))
+        if record.method != "individual" and q is not None:
+            view["links"].append((("Bracket" if record.method == "knockout" else "Matches") +
+                                  f" of question {q.id}", "bracket", q.id))
+        if isinstance(d.get("matches"), list):
+            view["details"] = expand(d, {m.match_id: m for m in store.matches(record.id,
+                                                                              question_id=row["question_id"])})
+
+    def bracket(self, store: Store, record: RunRecord, question_id: str) -> dict[str, Any]:
+        return bracket(store, record, question_id, graded_items(store, record))
+
+
+def graded_items(store: Store, record: RunRecord) -> ItemSet | None:
+    """The run's item set with the human grades of its report (the file's and the web app's)."""
+    from knockout.annotations import add_web_grades
+    from knockout.reports._transcripts import snapshot
+
+    items = snapshot(store, record)
+    if items is not None:
+        items, _ = add_web_grades(store, items)
+    return items
+
+
+def _row(r: dict[str, Any], items: ItemSet | None) -> dict[str, Any]:
+    a: Answer | None = None
+    q: Question | None = None
+    if items is not None:
+        try:
+            a = items.answer(r["item_id"])
+            q = items.question_of(a)
+        except KeyError:
+            pass
+    human = a.human_score if a else None
+    mx = q.max_points if q else 1.0
+    gap = None if human is None or r["score"] is None else abs(r["score"] - human) / mx
+    d = r["details"]
+    rnd = (d.get("groups") or {}).get("round")
+    return {"id": r["item_id"], "question_id": r["question_id"],
+            "examinee": (a.examinee if a else None) or r["item_id"], "human": human, "value": r["score"],
+            "max": mx, "valid": r["valid"], "gap": gap,
+            "error": d.get("error"), "round": f"{rnd or ''}{' ★' if d.get('champion') else ''}"}
+
+
+# -- the bracket of a question ------------------------------------------------------------------------------
+def _score(m: MatchRow, aid: str) -> float | None:
+    got = []
+    for g in m.games:
+        s = g.get("scores")
+        if s:
+            got.append(float(s[0]) if g.get("first") == aid else float(s[1]))
+    return sum(got) / len(got) if got else None
+
+
+def bracket(store: Store, run: RunRecord, question_id: str, items: ItemSet | None) -> dict[str, Any]:
+    """Rounds (steps) of one question's matches; for the knockout also the byes and the champion."""
+    if items is None or question_id not in items.questions:
+        raise KeyError(question_id)
+    answers = {a.id: a for a in items.answers_for(question_id)}
+    results = {r["item_id"]: r for r in store.results(run.id, question_id=question_id) if r["item_id"] in answers}
+    matches = store.matches(run.id, question_id=question_id)
+    steps = sorted({m.step for m in matches})
+    knockout = run.method == "knockout"
+    eliminated = {aid: r["details"].get("eliminated_round") for aid, r in results.items()}
+    rounds = []
+    for s in steps:
+        played = []
+        for m in (m for m in matches if m.step == s):
+            sa, sb = _score(m, m.a), _score(m, m.b)
+            if knockout:
+                winner = m.b if eliminated.get(m.a) == s else m.a if eliminated.get(m.b) == s else None
+            else:
+                winner = None if sa is None or sb is None or sa == sb else (m.a if sa > sb else m.b)
+            games = []
+            for g in m.games:
+                games.append({"first": g.get("first"), "second": g.get("second"), "scores": g.get("scores"),
+                              "valid": g.get("valid"), "error": g.get("error"),
+                              "replies": [str(a.get("reply") or "") for a in g.get("attempts") or []
+                                          if isinstance(a, dict)]})
+            played.append({"id": m.match_id, "a": m.a, "b": m.b, "score_a": sa, "score_b": sb, "winner": winner,
+                           "valid": m.valid, "partial": m.partial, "games": games})
+        byes = [aid for aid, r in results.items() if s in (r["details"].get("byes") or [])]
+        rounds.append({"step": s, "matches": played, "byes": byes})
+    champion = next((aid for aid, r in results.items() if r["details"].get("champion")), None)
+    return {"question": items.questions[question_id], "answers": answers, "results": results, "rounds": rounds,
+            "champion": champion, "knockout": knockout}

@@ -1,0 +1,56 @@
+"""Tables of strings: what ``report``, ``compare`` and every kind's read hooks print (rendered by the CLI with
+rich and by :mod:`knockout.reports._html` as HTML, so both show the same figures), and the number formats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    note: str = ""
+
+
+def num(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def pvalue(p: Any) -> str:
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def transpose(t: Table) -> Table:
+    """Columns become rows (for printing a wide table with few rows in a terminal)."""
+    cols = [t.columns[0]] + [r[0] for r in t.rows]
+    rows = [[c] + [r[i] for r in t.rows] for i, c in enumerate(t.columns) if i > 0]
+    return Table(t.title, cols, rows, t.note)
+
+
+def with_ci(d: dict[str, Any] | None, key: str, digits: int = 3) -> str:
+    if not d or d.get(key) is None:
+        return "-"
+    ci = d.get(f"{key}_ci")
+    return num(d[key], digits) + (f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "")
+
+
+def pct(x: Any) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def kv(title: str, pairs: list[tuple[str, str]], note: str = "") -> Table:
+    """A two-column table: what, value."""
+    return Table(title, ["what", "value"], [[k, v] for k, v in pairs], note)
