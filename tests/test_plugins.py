@@ -16,12 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from knockout._registry import GROUPS, OWN_ENTRY_POINTS
+from knockout._registry import GROUPS, Registry
 from knockout.data import detect_format, load_items, loaders
 from knockout.errors import ConfigError, InputError
 from knockout.judges import backends, make_judge
 from knockout.methods._base import methods
 from knockout.prompts import parsers
+from knockout.runs import execute, kind_of, run_kinds
+from knockout.storage import Store
 from tests.conftest import ROOT
 
 PLUGIN = {
@@ -95,6 +97,101 @@ PLUGIN = {
                 return Parsed(value=max_points if word == "yes" else 0.0)
             return Parsed(error="reply yes or no")
         ''',
+    "knockout_testplugin/poll.py": '''
+        """A run kind written by the test suite: ``poll`` asks the judge "right or not?" of every answer; its
+        kind object says how knockout reads it (report, tidy table, viewer columns), with no change to knockout."""
+        from __future__ import annotations
+
+        from typing import Any
+
+        from knockout.data import ItemSet
+        from knockout.engine import Subject, Task
+        from knockout.judges import GenParams, Judge, Message
+        from knockout.prompts import Parsed
+        from knockout.reports import Table
+        from knockout.runs import Column, ReportOptions, ReportPage, Run, RunContext, RunKind, RunSummary
+        from knockout.storage import ResultRow
+
+
+        class PollSummary(RunSummary):
+            answers: int
+            yes: int
+            invalid: int
+
+
+        class PollReport:
+            def __init__(self, run_id: str, summary: PollSummary) -> None:
+                self.run_id, self._summary = run_id, summary
+
+            def summary(self) -> dict[str, Any]:
+                return self._summary.model_dump()
+
+
+        def parse(text: str) -> Parsed:
+            word = text.strip().lower().rstrip(".!")
+            return Parsed(value=word == "yes") if word in ("yes", "no") else Parsed(error="reply yes or no")
+
+
+        class PollRun(Run[PollReport]):
+            kind = "poll"
+
+            def __init__(self, items: ItemSet, judge: Judge) -> None:
+                super().__init__(method="poll", data_source=items.source, params=GenParams())
+                self.items, self.judge = items, judge
+
+            def judges(self) -> dict[str, Judge]:
+                return {"judge": self.judge}
+
+            def identity(self) -> dict[str, Any]:
+                return {"kind": "poll", "data": self.items.fingerprint(), "judge": self.judge.identity()}
+
+            def config(self) -> dict[str, Any]:
+                return {}
+
+            def snapshot(self) -> ItemSet:
+                return self.items
+
+            async def execute(self, ctx: RunContext) -> PollReport:
+                answers = list(self.items)
+                tasks = [Task(messages=[Message(role="user", content=f"Is this right? {a.text} Reply yes or no.")],
+                              parse=parse, subject=Subject("poll", (a.id,)), label=a.id) for a in answers]
+                outcomes = await ctx.engine.ask_all(tasks)
+                ctx.write_results(ResultRow(a.id, a.question_id, float(o.value) if o.valid else None, o.valid,
+                                            o.details()) for a, o in zip(answers, outcomes))
+                s = PollSummary(run_id=ctx.run_id, kind="poll", method="poll", judge=self.judge.spec,
+                                simulated_judge=self.judge.simulated, data=self.items.source,
+                                answers=len(answers), yes=sum(bool(o.valid and o.value) for o in outcomes),
+                                invalid=sum(not o.valid for o in outcomes),
+                                **{k: v for k, v in ctx.stats().items() if k in RunSummary.model_fields})
+                return PollReport(ctx.run_id, s)
+
+
+        class PollKind(RunKind):
+            name = "poll"
+            title = "poll"
+            run = PollRun
+            summary_model = PollSummary
+            tables = ("votes",)
+
+            def report(self, store: Any, record: Any, options: ReportOptions) -> ReportPage:
+                s = self.summary(record)
+                data = {"run": {"run_id": record.id, "status": record.status, "simulated_judge": record.simulated},
+                        "yes": s.yes, "answers": s.answers}
+                return ReportPage(f"poll {record.id}", data,
+                                  [Table("poll", ["answers", "yes"], [[str(s.answers), str(s.yes)]])], dict,
+                                  [data["run"]])
+
+            def tidy(self, store: Any, record: Any, table: str) -> list[dict[str, Any]]:
+                return [{"answer": r["item_id"], "yes": r["score"]} for r in store.results(record.id)]
+
+            def columns(self, store: Any, record: Any) -> list[Column]:
+                return [Column("answer", "id", "item"), Column("vote", "vote")]
+
+            def listing(self, store: Any, record: Any, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                return [{"id": r["item_id"], "question_id": r["question_id"], "valid": r["valid"], "gap": None,
+                         "error": None, "vote": {1.0: "VOTED-YES", 0.0: "VOTED-NO"}.get(r["score"], "-")}
+                        for r in results]
+        ''',
     "knockout_testplugin/broken.py": 'raise ImportError("boom: this plugin module is broken")\n',
     "knockout_testplugin-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: knockout-testplugin\nVersion: 0.1\n",
     "knockout_testplugin-0.1.dist-info/entry_points.txt": """
@@ -106,6 +203,9 @@ PLUGIN = {
 
         [knockout.loaders]
         quiz = knockout_testplugin.quiz
+
+        [knockout.run_kinds]
+        poll = knockout_testplugin.poll:PollKind
 
         [knockout.parsers]
         yesno = knockout_testplugin.parsers:parse_yesno
@@ -119,7 +219,7 @@ parser = "yesno"
 citation = "written for the plugin test"
 template = "Is this answer to {question} right? {answer} Reply yes or no."
 '''
-REGISTRIES = (backends, methods, loaders, parsers)
+REGISTRIES = (backends, methods, loaders, parsers, run_kinds)
 
 
 def _reset() -> None:
@@ -211,17 +311,87 @@ def test_plugin_end_to_end_in_a_fresh_process(plugin_site: Path, tmp_path: Path)
     assert js["options"]["echo"][0]["name"] == "reply" and js["options"]["echo"][0]["default"] == "yes"
 
 
-def test_own_entry_points_match_pyproject() -> None:
-    """knockout's own entry points (read from pyproject once installed) and the copy that keeps them
-    working before a reinstall are the same table; prompts/ no longer names the sbs/meta features."""
+def test_plugin_run_kind_is_read_everywhere(plugin: Path, tmp_path: Path) -> None:
+    """A run kind from a plugin (its Run class and its read hooks registered under ``knockout.run_kinds``) is
+    written through the one lifecycle and appears in ``runs``, ``report``, ``export`` (raw replies and its tidy
+    table) and the transcript viewer, with no change to knockout."""
+    quiz = tmp_path / "exam.quiz"
+    quiz.write_text(QUIZ, encoding="utf-8")
+    kind = kind_of("poll")
+    assert run_kinds.plugin("poll").distribution == "knockout-testplugin"  # type: ignore[union-attr]
+    db = tmp_path / "poll.db"
+    with Store(db) as store:
+        run_id = execute(kind.run_class(load_items(quiz), make_judge("echo?reply=yes")), store).run_id  # type: ignore[call-arg]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin), str(ROOT / "src")])}
+
+    def cli(*args: str) -> str:
+        res = subprocess.run([sys.executable, "-m", "knockout.cli", *args], capture_output=True, text=True,
+                             timeout=300, env=env)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    listed = json.loads(cli("runs", str(db), "--json"))
+    assert [(r["run_id"], r["kind"], r["results"]) for r in listed] == [(run_id, "poll", 2)]
+    assert json.loads(cli("report", f"{db}:{run_id}", "--json"))["yes"] == 2
+    assert "poll" in cli("report", str(db))  # the latest run a report reads: the plugin's
+    rows = [json.loads(line) for line in cli("export", f"{db}:{run_id[:6]}", "--format", "jsonl").splitlines()]
+    assert [r["replies"] for r in rows] == [["yes"], ["yes"]] and {r["kind"] for r in rows} == {"poll"}
+    assert "answer,yes" in cli("export", f"{db}:{run_id}", "--table", "votes", "--format", "csv")
+
+    pytest.importorskip("fastapi")
+    pytest.importorskip("argon2")
+    from knockout.web._auth import Accounts
+    from tests.test_web_app import PASSWORD, client_for
+
+    with Store(db) as store:
+        Accounts(store).add_user("vic", PASSWORD, "viewer")
+    client = client_for(db, "vic")
+    assert run_id in client.get("/runs").text
+    page = client.get(f"/runs/{run_id}").text
+    assert page.count("VOTED-YES") == 2 and "<th>vote</th>" in page
+    item = client.get(f"/runs/{run_id}/item/a1").text
+    assert "Parsed value" in item and "Judge calls" in item and "Reply yes or no." in item
+
+
+def test_one_registration_and_every_registry_in_the_groups() -> None:
+    """knockout's own parsers are lazy registry entries (no entry points of its own in pyproject), found
+    without importing their features; every registry's entry-point group is in GROUPS."""
+    import knockout.jury
+    import knockout.meta._frameworks
+    import knockout.sbs._run  # noqa: F401
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    declared = {g: dict(eps) for g, eps in project.get("entry-points", {}).items() if g.startswith("knockout.")}
-    assert declared == OWN_ENTRY_POINTS
-    assert set(declared) <= set(GROUPS)
+    assert not [g for g in project.get("entry-points", {}) if g.startswith("knockout.")]
+    made = {r.group for r in Registry.made if r.group}
+    assert made == set(GROUPS), (made ^ set(GROUPS))
     source = (ROOT / "src/knockout/prompts/_parsers.py").read_text(encoding="utf-8")
     assert "knockout.sbs" not in source and "knockout.meta" not in source
-    for name in ("sbs", "meta-better", "meta-score"):
-        assert name in parsers and callable(parsers.get(name))
+    for name in ("sbs", "meta-better", "meta-score", "answer", "sciex-score"):
+        assert name in parsers and parsers.plugin(name) is None and callable(parsers.get(name))
+
+
+def test_lazy_init_name_lists_agree() -> None:
+    """Each package whose ``__init__`` re-exports lazily lists every public name three times: the lazy table
+    (``_EXPORTS``), ``__all__`` and the imports for type checkers; the three agree."""
+    import ast
+
+    checked = 0
+    for init in sorted((ROOT / "src/knockout").rglob("__init__.py")):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        exports = all_names = typed = None
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                if node.targets[0].id == "_EXPORTS":
+                    exports = set(ast.literal_eval(node.value))
+                elif node.targets[0].id == "__all__":
+                    all_names = set(ast.literal_eval(node.value))
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                typed = {a.asname or a.name for n in node.body if isinstance(n, ast.ImportFrom) for a in n.names}
+        if exports is None:
+            continue
+        checked += 1
+        assert exports == all_names == typed, (init, exports ^ (all_names or set()), exports ^ (typed or set()))
+    assert checked >= 3
 
 
 def test_sniff_ambiguity_is_an_input_error(plugin: Path, tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ import importlib.metadata
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from knockout.errors import ConfigError
 
@@ -39,25 +39,10 @@ GROUPS = (
     "knockout.run_kinds",
     "knockout.meta_frameworks",
     "knockout.sbs_modes",
+    "knockout.jury_scores",
+    "knockout.jury_verdicts",
 )
 
-#: knockout's own entry points, exactly as in ``pyproject.toml`` (``[project.entry-points.*]``;
-#: a test keeps the two equal).  They are read from here too, so that a checkout whose installed
-#: metadata predates them (an editable install not yet reinstalled) still finds them.
-OWN_ENTRY_POINTS: dict[str, dict[str, str]] = {
-    "knockout.parsers": {
-        "sbs": "knockout.sbs._verdicts:parse_sbs",
-        "meta-better": "knockout.meta._parsers:parse_better",
-        "meta-debate": "knockout.meta._parsers:parse_debate",
-        "meta-score": "knockout.meta._parsers:parse_score",
-        "meta-criteria": "knockout.meta._parsers:parse_criteria",
-        "meta-argument": "knockout.meta._parsers:parse_argument",
-        "answer": "knockout.sciex._parse:parse_answer",
-        "sciex-score": "knockout.sciex._parse:parse_sciex_score",
-        "meta-plan": "knockout.meta._parsers:parse_plan",
-        "meta-score-tag": "knockout.meta._parsers:parse_score_tag",
-    },
-}
 OWN_DISTRIBUTION = "knockout"
 
 
@@ -83,7 +68,11 @@ def _first_line(obj: Any) -> str:
 class Registry(Generic[T]):
     """Objects found by name: entries added by knockout, then plugins of the entry-point ``group``."""
 
+    #: every registry made (a test checks that each one's group is in :data:`GROUPS`)
+    made: ClassVar[list[Registry[Any]]] = []
+
     def __init__(self, kind: str, group: str | None = None) -> None:
+        Registry.made.append(self)
         self.kind = kind
         #: the entry-point group third-party packages register in (``knockout.methods``, ...)
         self.group = group
@@ -115,8 +104,6 @@ class Registry(Generic[T]):
         """Read the entry points again (after installing a plugin, or changing ``sys.path``)."""
         found: dict[str, Plugin] = {}
         if self.group:
-            for name, value in OWN_ENTRY_POINTS.get(self.group, {}).items():
-                found[name] = Plugin(name, value, self.group, OWN_DISTRIBUTION)
             for ep in importlib.metadata.entry_points(group=self.group):
                 dist = ep.dist.name if ep.dist is not None else "?"
                 old = found.get(ep.name)

@@ -13,6 +13,21 @@ from knockout.prompts._templates import (
     render,
 )
 
+# The parsers of other features, as lazy entries: a template names one and its module is imported only then.
+for _name, _where in (
+    ("sbs", "knockout.sbs._verdicts:parse_sbs"),
+    ("meta-better", "knockout.meta._parsers:parse_better"),
+    ("meta-debate", "knockout.meta._parsers:parse_debate"),
+    ("meta-score", "knockout.meta._parsers:parse_score"),
+    ("meta-criteria", "knockout.meta._parsers:parse_criteria"),
+    ("meta-argument", "knockout.meta._parsers:parse_argument"),
+    ("meta-plan", "knockout.meta._parsers:parse_plan"),
+    ("meta-score-tag", "knockout.meta._parsers:parse_score_tag"),
+    ("answer", "knockout.sciex._parse:parse_answer"),
+    ("sciex-score", "knockout.sciex._parse:parse_sciex_score"),
+):
+    parsers.add(_name, _where)
+
 __all__ = [
     "SHOT_SOURCES",
     "Parsed",

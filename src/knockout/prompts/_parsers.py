@@ -81,7 +81,8 @@ class Parser(Protocol):
     def __call__(self, text: str, max_points: float, /, *, shown: Sequence[str] = ()) -> Parsed: ...
 
 
-# Parsers of other features (side-by-side, meta-evaluation) and of plugins come through entry points.
+# Parsers of other features (side-by-side, meta-evaluation, SciEx): lazy entries added in prompts/__init__;
+# of plugins: through entry points.
 parsers: Registry[Parser] = Registry("parser", group="knockout.parsers")
 COPIED = "every verdict in the reply is copied from the text being judged, none is the judge's own"
 
