@@ -1,13 +1,14 @@
 """The engine: sends judge requests through the cache, parses, retries, counts.
 
-Run kinds and methods describe *what* to ask as :class:`Task` objects and hand a whole wave of them to
-:meth:`Engine.ask_all`; the engine does the rest:
+Run kinds and methods describe *what* to ask as :class:`Task` objects and hand them to
+:meth:`Engine.ask_all` (a method's independent pipelines call it concurrently: pairwise methods advance
+each question on its own); the engine does the rest:
 
 * looks each request up in the cache (a hit costs no judge call); an identical request already in
-  flight in the same wave is asked once; a request another process on the same store is sending (it
+  flight is asked once; a request another process on the same store is sending (it
   holds the request's lease in the cache) is waited for, not sent again;
 * sends misses to the judge with at most ``concurrency`` in flight, through an executor
-  (:mod:`knockout.engine._executors`: in process by default, Ray workers, or a provider's batch job);
+  (:mod:`knockout.engine._choose`: in process by default, Ray workers, or a provider's batch job);
 * stores every reply the moment it arrives (so a killed run loses nothing);
 * parses the reply; when it cannot, asks again with the format reminder appended (``format_retries``
   times), then records the result as invalid with the raw replies; an invalid result never becomes a
@@ -193,7 +194,7 @@ class Engine:
         if cached is not None:
             self.stats.cached_calls += 1
             return key, cached, True
-        if key in self._in_flight:  # the same request in the same wave: ask once, count the rest as hits
+        if key in self._in_flight:  # the same request already in flight: ask once, count the rest as hits
             self.stats.cached_calls += 1
             return key, await asyncio.shield(self._in_flight[key]), True
         fut: asyncio.Future[CallRecord] = asyncio.get_running_loop().create_future()

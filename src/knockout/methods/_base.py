@@ -121,8 +121,8 @@ class MethodResult:
 class Method:
     """Base of grading methods: options, validation before a run is written, and ``run``.
 
-    A method asks the engine (``ctx.engine``) in waves and returns one :class:`AnswerResult` per answer;
-    pairwise methods also write each wave's matches through ``ctx.write_matches``.
+    A method asks the engine (``ctx.engine``) and returns one :class:`AnswerResult` per answer; pairwise
+    methods also write the matches of each step through ``ctx.write_matches``.
     """
 
     name: ClassVar[str] = ""
@@ -135,8 +135,6 @@ class Method:
 
     def options(self, options: MethodOptions) -> dict[str, Any]:
         """``--method-opt`` values checked against :attr:`defaults`, typed like them."""
-        from knockout.methods._match import method_opts
-
         opts = method_opts(self.name, options.extra, self.defaults)
         self.check_options(opts)
         return opts
@@ -172,3 +170,20 @@ methods.add("pairwise", "knockout.methods._pairwise:Pairwise", "one round of que
 methods.add("allpairs", "knockout.methods._allpairs:AllPairs", "every pair once; Elo and Bradley-Terry")
 methods.add("heapsort", "knockout.methods._sorting:Heapsort", "PRP heapsort with question-level matches")
 methods.add("window", "knockout.methods._sorting:SlidingWindow", "PRP sliding-window bubble passes")
+
+
+def method_opts(method: str, extra: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``--method-opt`` values against the method's known options, typed like their defaults."""
+    unknown = sorted(set(extra) - set(defaults))
+    if unknown:
+        known = ", ".join(sorted(defaults)) or "none"
+        raise ConfigError(f"method '{method}' has no option '{unknown[0]}' (known: {known})")
+    out = dict(defaults)
+    for k, v in extra.items():
+        kind: type = type(defaults[k])
+        try:
+            value = kind(v)
+        except (TypeError, ValueError):
+            raise ConfigError(f"method '{method}': option {k}={v!r} must be {kind.__name__}") from None
+        out[k] = value
+    return out

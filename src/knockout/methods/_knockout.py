@@ -20,9 +20,11 @@ Rules the algorithm leaves open, decided here:
 * **Debiased, one order invalid**: the match uses the grades of the valid order
   and is counted in ``partial_matches``.
 
-Round ``r`` of every question is played in one wave, so a dataset needs
-``ceil(log2 Nmax)`` waves, and each question exactly ``N - 1`` matches (``2(N - 1)``
-judge requests when debiased).  A question with a single answer plays no match;
+Each question plays ``ceil(log2 N)`` rounds, pipelined: a question starts its next
+round as soon as its own round is played (with ``lockstep``, round ``r`` of every
+question is one wave, as in the paper; the matches are the same).  The run's
+``waves`` is the deepest question's number of rounds, and each question plays
+exactly ``N - 1`` matches (``2(N - 1)`` judge requests when debiased).  A question with a single answer plays no match;
 that answer gets no grade (it is reported invalid with the reason).
 """
 

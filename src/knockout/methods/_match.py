@@ -11,8 +11,11 @@ and is never asked twice, whichever method asks for it.
 
 Methods describe their comparisons as *schedules*: generators that yield the
 list of pairs they need next and receive the played matches back.
-:func:`play_schedules` runs the schedules of all questions in lock-step, so
-step ``s`` of every question is one wave (one :meth:`Engine.ask_all`).
+:func:`play_schedules` runs the schedules of all questions pipelined by default:
+each question asks its next step as soon as its own matches of this step are
+played.  With ``lockstep`` (``RunConfig.lockstep``), step ``s`` of every question
+is one wave (one :meth:`Engine.ask_all`), as the papers describe it; the
+matches and results are the same.
 """
 
 from __future__ import annotations
@@ -353,23 +356,6 @@ def within_question_spearman(items: ItemSet, values: dict[str, float]) -> dict[s
 
 
 # -- method options (--method-opt key=value) --------------------------------------------
-def method_opts(method: str, extra: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``--method-opt`` values against the method's known options, typed like their defaults."""
-    unknown = sorted(set(extra) - set(defaults))
-    if unknown:
-        known = ", ".join(sorted(defaults)) or "none"
-        raise ConfigError(f"method '{method}' has no option '{unknown[0]}' (known: {known})")
-    out = dict(defaults)
-    for k, v in extra.items():
-        kind: type = type(defaults[k])
-        try:
-            value = kind(v)
-        except (TypeError, ValueError):
-            raise ConfigError(f"method '{method}': option {k}={v!r} must be {kind.__name__}") from None
-        out[k] = value
-    return out
-
-
 def positive(method: str, opts: dict[str, Any], *names: str) -> None:
     for n in names:
         if not opts[n] > 0:
@@ -383,8 +369,9 @@ Extra = Callable[[str], dict[str, Any]]
 
 class PairwiseMethod(Method):
     """A method made of question-level matches: it gives each question a :data:`Schedule`; the matches are
-    played in lock-step waves (each wave's matches written at once), then every answer's score is the mean
-    of the grades it received, with what :meth:`finish` adds per answer and to the run's info."""
+    played through :func:`play_schedules` (pipelined per question by default; each step's matches written
+    at once), then every answer's score is the mean of the grades it received, with what :meth:`finish`
+    adds per answer and to the run's info."""
 
     prompt_kind = "pairwise"
     details_model: ClassVar[type[BaseModel]] = PairwiseDetails

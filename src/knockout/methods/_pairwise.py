@@ -5,8 +5,8 @@ the knockout's first round (same seed, same pairs, same order: those matches are
 shared through the store).  When the number of answers is odd, the odd one out
 plays one extra match against an answer drawn at random (seeded) from the paired
 ones, shown first; that answer then has two grades and its score is their mean.
-Every answer's score is the mean of the grades it received.  One wave for the
-whole dataset; ``ceil(N/2)`` matches per question (twice the requests when
+Every answer's score is the mean of the grades it received.  One step for the
+whole dataset (its matches are independent); ``ceil(N/2)`` matches per question (twice the requests when
 ``--debias``).
 """
 

@@ -142,11 +142,12 @@ class GradeRun(Run[RunReport]):
 
     @property
     def figure_mode(self) -> str:
-        """``auto`` for a text-only judge stays ``auto`` (figures sent as they are, dropped by the backend)."""
+        """``auto`` for a text-only judge stays ``auto`` (figures sent as they are, dropped by the backend);
+        for a judge that takes images it is ``separate`` (:func:`knockout.sciex._figures.resolve_mode`)."""
+        if self.cfg.figures == "auto":
+            return "separate" if self.judge.supports_images else "auto"
         from knockout.sciex._figures import resolve_mode
 
-        if self.cfg.figures == "auto" and not self.judge.supports_images:
-            return "auto"
         return resolve_mode(self.cfg.figures, self.judge.supports_images)
 
     def snapshot(self) -> ItemSet:
@@ -161,14 +162,20 @@ class GradeRun(Run[RunReport]):
 
     async def execute(self, ctx: RunContext) -> RunReport:
         from knockout.metrics._agreement import question_level
-        from knockout.sciex._grading import grading_info, judge_items
 
-        items, left_out = judge_items(self.items, self.figure_mode, self.cfg.figure_dir)
+        items, left_out = self.items, 0
+        if self.figure_mode != "auto" and any(q.images for q in self.items.questions.values()):
+            from knockout.sciex._grading import judge_items  # SciEx figure code: only for questions with figures
+
+            items, left_out = judge_items(self.items, self.figure_mode, self.cfg.figure_dir)
         outcome = await self.grader.run(items, ctx, self.cfg.options)
         if not outcome.written:
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details)
                               for r in outcome.results)
-        outcome.info.update(grading_info(self.items, outcome.results, self.cfg.options, left_out))
+        if left_out or self.cfg.options.shots > 0 or self.cfg.options.parser == "sciex-score":
+            from knockout.sciex._grading import grading_info
+
+            outcome.info.update(grading_info(self.items, outcome.results, self.cfg.options, left_out))
         scores = {r.answer_id: r.score for r in outcome.results}
         return RunReport(
             run_id=ctx.run_id,

@@ -8,8 +8,9 @@ comparison).  A tie or an invalid match keeps the current order.  The starting
 order is a seeded shuffle of the answers (no first-stage ranker here).
 
 * ``heapsort``: a full heapsort, O(N log N) comparisons.  Comparisons depend on
-  earlier ones, so each is a sequential step; the steps of all questions run in
-  lock-step (one wave per step).  A pair compared again is not asked again.
+  earlier ones, so each is a sequential step; each question runs its steps on
+  its own, pipelined (``lockstep``: one wave per step across questions).  A pair
+  compared again is not asked again.
 * ``window``: ``passes`` (option, default 3) bubble-sort passes from the bottom
   of the list to the top, swapping a pair when the lower answer wins; after K
   passes the top K are in order.  K (N - 1) comparisons per question, each a
