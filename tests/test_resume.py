@@ -153,7 +153,9 @@ def test_a_signal_stops_the_run_resumably(tmp_path: Path, signame: str, code: in
         pytest.skip(f"no {signame} here")
     data = write_data(tmp_path / "exam.jsonl")
     db = tmp_path / "k.db"
-    cmd = [sys.executable, "-m", "knockout.cli", "grade", str(data), "--judge", "scripted?delay=0.5",
+    # 6 answers one at a time, 1 s each: the signal comes after the first reply, with about 5 s of the run left
+    # (room for a slow, shared machine)
+    cmd = [sys.executable, "-m", "knockout.cli", "grade", str(data), "--judge", "scripted?delay=1",
            "--concurrency", "1", "-o", str(db), "--json", "-q"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120

@@ -6,9 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from knockout.data._records import ItemSet
-from knockout.sciex._copyrate import copy_rate, run_gradings
-from knockout.sciex._figures import with_figures
-from knockout.sciex._parse import sciex_grade
 
 if TYPE_CHECKING:
     from knockout.methods._base import AnswerResult, MethodOptions
@@ -19,11 +16,15 @@ def judge_items(items: ItemSet, mode: str, folder: Path | None = None) -> tuple[
     are), and how many figures were left out."""
     if mode == "auto" or not any(q.images for q in items.questions.values()):
         return items, 0
+    from knockout.sciex._figures import with_figures
+
     return with_figures(items, mode, folder)
 
 
 def sciex_fallbacks(items: ItemSet, results: list[AnswerResult]) -> dict[str, Any]:
     """Valid grades that the ``sciex-score`` parser read with its fallback (the last number in range)."""
+    from knockout.sciex._parse import sciex_grade
+
     ids = []
     for r in results:
         attempts = r.details.get("attempts") or []
@@ -43,6 +44,8 @@ def grading_info(items: ItemSet, results: list[AnswerResult], options: MethodOpt
     if left_out:
         info["figures_left_out"] = left_out
     if options.shots > 0:
+        from knockout.sciex._copyrate import copy_rate, run_gradings
+
         rows = [{"item_id": r.answer_id, "score": r.score, "valid": r.valid, "details": r.details} for r in results]
         rate = copy_rate(run_gradings(items, rows))
         if rate is not None:
