@@ -102,6 +102,9 @@ def compare(
                                     "examinee, exam, modality, round, question, task, meta:KEY")] = "",
     html: HtmlOpt = None,
     viewer_url: ViewerOpt = None,
+    prices: Annotated[Path | None, typer.Option("--prices", help="price table (TOML, per million tokens per "
+                                                "judge; docs/reports.md): costs in money, paid and from "
+                                                "scratch")] = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,
@@ -117,6 +120,11 @@ def compare(
 
     try:
         options(Bootstrap, resamples=resamples, seed=seed)
+        table = None
+        if prices is not None:
+            from knockout.reports._prices import load_prices
+
+            table = load_prices(prices)
         with ExitStack() as stack:
             stores: dict[Path, Store] = {}
             refs = []
@@ -130,7 +138,8 @@ def compare(
             if len(kinds) > 1:
                 raise ConfigError("compare reads runs of one kind: all grading runs or all side-by-side runs "
                                   f"(got {', '.join(f'{rec.id} ({reads_as(rec)})' for _, rec in refs)})")
-            cmp = kind_of(kinds.pop()).compare(refs, ReportOptions(by=by.split(","), resamples=resamples, seed=seed))
+            cmp = kind_of(kinds.pop()).compare(refs, ReportOptions(by=by.split(","), resamples=resamples, seed=seed,
+                                                                   prices=table))
         if html is not None:
             from knockout.reports._html import page
 

@@ -109,6 +109,10 @@ class Stats:
     cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: tokens of the stored replies this run used without calling the judge: with the live ones, what the
+    #: run would have cost from scratch (a request asked twice within the run counts once)
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
     invalid: int = 0
     failed: int = 0
     failed_attempts: int = 0  # attempts the backend retried (HTTP errors, time-outs, malformed replies)
@@ -130,6 +134,8 @@ class Stats:
             "cache_hits": self.cached_calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "cached_completion_tokens": self.cached_completion_tokens,
             "invalid_requests": self.invalid,
             "failed": self.failed,
             "failed_attempts": self.failed_attempts,
@@ -186,13 +192,20 @@ class Engine:
             self.observer(Done(task.label, cached, valid, failed, s.invalid, s.prompt_tokens + s.completion_tokens))
 
     # -- calls -------------------------------------------------------------------------
+    def _count_cached(self, record: CallRecord) -> None:
+        """A stored reply used instead of a call: a cache hit, and its tokens in the from-scratch cost."""
+        s = self.stats
+        s.cached_calls += 1
+        s.cached_prompt_tokens += record.prompt_tokens or 0
+        s.cached_completion_tokens += record.completion_tokens or 0
+
     async def _call(self, messages: list[Message], subject: Subject | None,
                     known: tuple[str, CallRecord | None] | None = None) -> tuple[str, CallRecord, bool]:
         key, cached = known if known is not None else (self._key(messages), None)
         if known is None:
             cached = self.cache.get_call(key)
         if cached is not None:
-            self.stats.cached_calls += 1
+            self._count_cached(cached)
             return key, cached, True
         if key in self._in_flight:  # the same request already in flight: ask once, count the rest as hits
             self.stats.cached_calls += 1
@@ -223,7 +236,7 @@ class Engine:
                                 current_subject.reset(token)
                             break
                 if stored is not None or (stored := await self._wait_for_other(key)) is not None:
-                    self.stats.cached_calls += 1
+                    self._count_cached(stored)
                     fut.set_result(stored)
                     return key, stored, True
             record = CallRecord(
@@ -288,7 +301,7 @@ class Engine:
         parsed = task.parse(record.reply)
         if not parsed.ok:
             return None, (key, record)
-        self.stats.cached_calls += 1
+        self._count_cached(record)
         self._emit_done(task, cached=True, valid=True, failed=False)
         return Outcome(_jsonable(parsed.value), True, [Attempt(key=key, reply=record.reply, cached=True,
                                                                 error=None)]), (key, record)

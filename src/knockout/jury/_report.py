@@ -27,7 +27,8 @@ from knockout.reports._tables import Table, num, with_ci
 from knockout.storage._store import RunRecord, Store
 
 T = TypeVar("T")
-COST_KEYS = ("live_calls", "prompt_tokens", "completion_tokens", "tokens", "judge_s", "format_retries")
+COST_KEYS = ("live_calls", "prompt_tokens", "completion_tokens", "tokens", "judge_s", "format_retries",
+             "scratch_prompt_tokens", "scratch_completion_tokens", "scratch_tokens")
 
 
 @dataclass

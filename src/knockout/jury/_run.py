@@ -30,7 +30,8 @@ from knockout.runs import Run, RunContext, RunSummary, execute_async, run_id_for
 from knockout.storage._store import ResultRow
 
 #: engine counters summed over the members (waves: the deepest member; times: the jury's own)
-SUMMED = ("judge_calls", "cache_hits", "prompt_tokens", "completion_tokens", "invalid_requests", "failed",
+SUMMED = ("judge_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
+          "cached_completion_tokens", "invalid_requests", "failed",
           "format_retries", "images_dropped", "waited_for_other_process")
 
 

@@ -50,7 +50,8 @@ class GradeKind(RunKind):
         from knockout.reports._runs import load_run
 
         cmp = build_comparison([load_run(store, rec.id, details=False) for store, rec in runs],
-                               resamples=options.resamples, seed=options.seed, by=options.by)
+                               resamples=options.resamples, seed=options.seed, by=options.by,
+                               prices=options.prices)
 
         def plots() -> dict[str, bytes]:
             from knockout.reports._plots import cost_vs_agreement, group_deltas

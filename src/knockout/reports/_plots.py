@@ -93,21 +93,23 @@ def calibration(cal: list[dict[str, Any]]) -> bytes:
 
 
 def cost_vs_agreement(cmp: dict[str, Any]) -> bytes:
-    """One point per run: judge tokens (or requests when no tokens were counted) against Pearson, with CI."""
+    """One point per run: what it costs from scratch (judge tokens of every request it used, cached or not; or
+    requests when no tokens were counted) against Pearson, with CI: a method does not look cheap because
+    another method's matches were in the store."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    use_tokens = all(r["cost"]["tokens"] > 0 for r in cmp["runs"])
+    use_tokens = all((r["cost"].get("scratch_tokens") or 0) > 0 for r in cmp["runs"])
     for r in cmp["runs"]:
         q = r["question_level"]
         if q.get("pearson") is None:
             continue
-        x = r["cost"]["tokens"] if use_tokens else r["cost"]["requests"]
+        x = r["cost"]["scratch_tokens"] if use_tokens else r["cost"]["requests"]
         ci = q.get("pearson_ci") or [q["pearson"], q["pearson"]]
         ax.errorbar([x], [q["pearson"]], yerr=[[max(0.0, q["pearson"] - ci[0])], [max(0.0, ci[1] - q["pearson"])]],
                     fmt="o", capsize=4)
         ax.annotate(f"{r['run_id'][:6]} {r['label'][:40]}", (x, q["pearson"]), textcoords="offset points",
                     xytext=(6, 4), fontsize=7)
-    ax.set_xlabel("judge tokens" if use_tokens else "judge requests")
+    ax.set_xlabel("judge tokens, from scratch" if use_tokens else "judge requests")
     ax.set_ylabel("Pearson with humans (question level)")
     ax.set_title("cost vs agreement")
     ax.margins(x=0.25, y=0.15)

@@ -13,6 +13,7 @@ from knockout.errors import ConfigError
 from knockout.metrics._analysis import Analysis, analyse
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
 from knockout.metrics._comparison import group_comparison, paired_comparison
+from knockout.reports._prices import PriceTable, money
 from knockout.reports._runs import LoadedRun
 from knockout.reports._tables import Table, kv, num, pct, pvalue, with_ci
 from knockout.runs import ReportOptions, kind_of
@@ -138,6 +139,9 @@ def report_tables(report: dict[str, Any]) -> list[Table]:
                     f"{report['without_human_score']} without a human score)"),
         ("judge requests", f"{cost['requests']} ({cost['live_calls']} live calls logged)"),
         ("tokens", f"{cost['prompt_tokens']} prompt + {cost['completion_tokens']} completion"),
+        ("tokens from scratch (every request used, cached or not)",
+         "-" if cost.get("scratch_tokens") is None else
+         f"{cost['scratch_prompt_tokens']} prompt + {cost['scratch_completion_tokens']} completion"),
         ("wall time", "-" if cost["wall_s"] is None else f"{cost['wall_s']:.1f} s"),
     ])]
     level_tables = [kv("question level", question_rows(q),
@@ -193,16 +197,18 @@ def report_tables(report: dict[str, Any]) -> list[Table]:
 
 # -- compare ------------------------------------------------------------------------------------------------
 def build_comparison(runs: Sequence[LoadedRun], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                     by: Sequence[str] = ()) -> dict[str, Any]:
-    """Methods x metrics with CIs and costs; paired tests of every run against the first (the baseline);
-    with ``by``, per group of each key: every run's Pearson and its difference to the baseline."""
+                     by: Sequence[str] = (), prices: PriceTable | None = None) -> dict[str, Any]:
+    """Methods x metrics with CIs and costs (paid, and from scratch: every request a run used, cached or
+    not; in money with ``prices``); paired tests of every run against the first (the baseline); with ``by``,
+    per group of each key: every run's Pearson and its difference to the baseline."""
     if len(runs) < 2:
         raise ConfigError("compare needs at least two runs")
     rows = []
     for r in runs:
         an = analyse(r.items, r.results, resamples=resamples, seed=seed)
         d = an.to_dict()
-        rows.append({**r.header(), "cost": r.cost, "answers": d["answers"], "invalid": d["invalid"],
+        rows.append({**r.header(), "cost": r.cost, "money": money(prices, r.run.judge, r.cost),
+                     "answers": d["answers"], "invalid": d["invalid"],
                      "question_level": d["question_level"], "exam_level": d["exam_level"]})
     base = runs[0]
     paired = []
@@ -223,15 +229,22 @@ def build_comparison(runs: Sequence[LoadedRun], *, resamples: int = DEFAULT_RESA
 
 
 def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
+    priced = any(r.get("money") for r in cmp["runs"])
     t = Table("methods x metrics (question level unless marked exam)",
               ["run", "method / judge", "n", "invalid", "Pearson [95% CI]", "Spearman [95% CI]", "Kendall", "RMSE",
-               "exam Pearson [95% CI]", "pairwise acc. (exam)", "requests", "tokens", "wall s"],
-              note=f"95% CIs: cluster bootstrap over questions, {cmp['resamples']} resamples")
+               "exam Pearson [95% CI]", "pairwise acc. (exam)", "requests", "tokens paid / from scratch",
+               *(["cost paid / from scratch"] if priced else []), "wall s"],
+              note=f"95% CIs: cluster bootstrap over questions, {cmp['resamples']} resamples. Tokens paid: the "
+                   "calls this run sent; from scratch: every request it used, also those answered from the "
+                   "store (matches another method played first): its cost on an empty store")
     for r in cmp["runs"]:
         q, e, c = r["question_level"], r["exam_level"], r["cost"]
+        m = r.get("money")
         t.rows.append([r["run_id"], r["label"], num(q["n"]), num(r["invalid"]), with_ci(q, "pearson"),
                        with_ci(q, "spearman"), num(q["kendall"]), num(q["rmse"]), with_ci(e, "pearson"),
-                       with_ci(e, "pairwise_accuracy"), num(c["requests"]), num(c["tokens"]),
+                       with_ci(e, "pairwise_accuracy"), num(c["requests"]),
+                       f"{num(c['tokens'])} / {num(c.get('scratch_tokens'))}",
+                       *([_money(m)] if priced else []),
                        "-" if c["wall_s"] is None else f"{c['wall_s']:.1f}"])
     p = Table("paired tests against the first run (question-level Pearson, answers valid in both)",
               ["run", "baseline", "n", "delta [95% CI]", "p (paired bootstrap)", "Williams t", "p (Williams, 2-sided)",
@@ -245,6 +258,16 @@ def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
                        pvalue(ql["p_bootstrap"]), num(ql.get("williams_t")), pvalue(ql.get("p_williams_two_sided")),
                        with_ci({"d": el.get("delta"), "d_ci": el.get("ci")}, "d")])
     return [t, p, *group_tables(cmp)]
+
+
+def _money(m: dict[str, Any] | None) -> str:
+    if not m:
+        return "- (no price)"
+
+    def amount(x: float | None) -> str:
+        return "-" if x is None else f"{x:.4f}"
+
+    return f"{amount(m['paid'])} / {amount(m['scratch'])} {m['currency']}"
 
 
 def group_tables(cmp: dict[str, Any]) -> list[Table]:

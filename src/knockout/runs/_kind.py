@@ -56,6 +56,8 @@ class ReportOptions:
     details: bool = False
     #: called once a report has read what it keeps (the CLI moves it out of the garbage collector's reach)
     on_loaded: Callable[[], None] | None = None
+    #: ``compare``: a price table (:func:`knockout.reports._prices.load_prices`) for costs in money
+    prices: Any = None
 
 
 @dataclass
@@ -141,17 +143,26 @@ class RunKind:
         return {"invalid": data.get("invalid"), "pearson": agreement.get("pearson")}
 
     def cost(self, store: Store, record: RunRecord) -> dict[str, Any]:
-        """Judge requests, live calls, tokens and time of a run.
+        """Judge requests, live calls, tokens and time of a run: what it paid, and what it would cost from
+        scratch.
 
         ``requests``: what the run asked for in its latest invocation, cache hits included (its cost in
         calls whatever the cache held).  ``live_calls``, tokens and ``judge_s`` (summed latency): every call
-        actually sent for this run over all its invocations (a resumed run adds up).  ``wall_s``: the latest
-        invocation's wall time."""
+        actually sent for this run over all its invocations (a resumed run adds up): what it paid.
+        ``scratch_*``: the tokens of every request of its latest invocation, live or from the cache (the
+        matches another method played first included): what it would cost on an empty store (None for a run
+        written before knockout counted them).  ``wall_s``: the latest invocation's wall time."""
         s = record.summary or {}
         live, pt, ct, lat = store.run_calls(record.id)
+        scratch_pt = int(s.get("prompt_tokens", 0)) + int(s.get("cached_prompt_tokens", 0))
+        scratch_ct = int(s.get("completion_tokens", 0)) + int(s.get("cached_completion_tokens", 0))
+        known = "cached_prompt_tokens" in s  # a summary written before knockout counted cached tokens: unknown
         return {"requests": int(s.get("judge_calls", 0)) + int(s.get("cache_hits", 0)), "live_calls": live,
                 "prompt_tokens": pt, "completion_tokens": ct, "tokens": pt + ct, "judge_s": round(lat, 3),
-                "wall_s": s.get("wall_s"), "format_retries": s.get("format_retries", 0)}
+                "wall_s": s.get("wall_s"), "format_retries": s.get("format_retries", 0),
+                "scratch_prompt_tokens": scratch_pt if known else None,
+                "scratch_completion_tokens": scratch_ct if known else None,
+                "scratch_tokens": scratch_pt + scratch_ct if known else None}
 
     def has(self, hook: str) -> bool:
         """Whether the kind has ``hook`` (``report``, ``compare``, ``tidy``) of its own."""

@@ -14,6 +14,10 @@ class CostStats(BaseModel):
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: tokens of the stored replies the run used instead of calling the judge (its cost from scratch is these
+    #: plus the live ones)
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
     invalid_requests: int = 0
     failed: int = 0
     failed_attempts: int = 0

@@ -104,7 +104,7 @@ def sbs_comparison_tables(cmp: dict[str, Any]) -> list[Table]:
                        pvalue(d["p_bootstrap"]) if d else "-"])
     b = Table("position bias, accuracy and cost", ["run", "judge / prompt", "items", "PBias@AB [95% CI]",
                                                     "Con@ABCD [95% CI]", "accuracy [95% CI]", "requests",
-                                                    "live calls", "tokens"],
+                                                    "live calls", "tokens paid / from scratch"],
               note="PBias@AB > 0: the first-shown answer is favoured; accuracy: mean of both orders")
     for r in cmp["runs"]:
         m, ci, c = r["metrics"], r["ci"], r["cost"]
@@ -112,5 +112,6 @@ def sbs_comparison_tables(cmp: dict[str, Any]) -> list[Table]:
                        with_ci({"p": m.get("pbias_ab"), "p_ci": ci.get("pbias_ab")}, "p"),
                        with_ci({"c": m.get("con_abcd"), "c_ci": ci.get("con_abcd")}, "c"),
                        with_ci({"a": (m.get("accuracy") or {}).get("mean"), "a_ci": ci.get("accuracy")}, "a"),
-                       num(c.get("requests")), num(c.get("live_calls")), num(c.get("tokens"))])
+                       num(c.get("requests")), num(c.get("live_calls")),
+                       f"{num(c.get('tokens'))} / {num(c.get('scratch_tokens'))}"])
     return [t, b]
