@@ -72,3 +72,32 @@ def test_price_table_errors_and_lookup(tmp_path: Path) -> None:
     got = money(table, "openai:gpt-4o-mini?base_url=http://x", cost)
     assert got == {"currency": "USD", "paid": pytest.approx(0.15), "scratch": pytest.approx(0.9)}
     assert money(table, "anthropic:claude", cost) is None  # no price: no figure, never 0
+
+
+def test_wide_tables_fit_the_terminal(tmp_path: Path) -> None:
+    """At 80 columns the side-by-side comparison (13 columns) is printed as tables of column groups, the run
+    repeated in each: no line is wider than the terminal, every column is still there; and a run is taken
+    by a prefix of its id."""
+    from knockout.judges import make_judge as judge
+    from knockout.reports._tables import Table, fit_width, width_of
+    from knockout.sbs._run import SbsConfig, run_sbs
+    from tests.test_sbs_run import synthetic
+
+    t = Table("wide", ["run", *(f"column {i}" for i in range(12))],
+              [["r1", *(f"{i}.000 [0.1, 0.9]" for i in range(12))]])
+    parts = fit_width(t, 80)
+    assert len(parts) > 1 and all(width_of(p) <= 80 for p in parts)
+    assert [c for p in parts for c in p.columns[1:]] == t.columns[1:] and all(p.rows[0][0] == "r1" for p in parts)
+
+    db = tmp_path / "sbs.db"
+    with Store(db) as store:
+        a = run_sbs(synthetic(6), judge("scripted"), store, SbsConfig(prompt="I"), source="syn").run_id
+        b = run_sbs(synthetic(6), judge("scripted?seed=3"), store, SbsConfig(prompt="I"), source="syn").run_id
+    res = subprocess.run([sys.executable, "-m", "knockout.cli", "compare", f"{db}:{a[:6]}", f"{db}:{b[:6]}",
+                          "--resamples", "0"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines and max(len(line) for line in lines) <= 80, max(lines, key=len)
+    for header in ("PBias@AB", "Con@ABCD", "MPCC-Consistency", "PCon@AB"):
+        assert header.split("@")[0] in res.stdout

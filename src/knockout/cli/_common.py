@@ -111,15 +111,20 @@ def gen_params(**values: Any) -> Any:
 
 
 def print_tables(tables: Sequence[Table]) -> None:
+    """Each table with rich; one wider than the terminal is printed as several, its columns in groups with
+    the first column repeated (:func:`knockout.reports._tables.fit_width`)."""
     from rich.table import Table as RichTable
 
-    for t in tables:
-        rt = RichTable(title=t.title, caption=t.note or None, title_justify="left")
-        for c in t.columns:
-            rt.add_column(c, overflow="fold")
-        for row in t.rows:
-            rt.add_row(*row)
-        out.print(rt)
+    from knockout.reports._tables import fit_width
+
+    for whole in tables:
+        for t in fit_width(whole, out.width):
+            rt = RichTable(title=t.title, caption=t.note or None, title_justify="left")
+            for c in t.columns:
+                rt.add_column(c, overflow="fold")
+            for row in t.rows:
+                rt.add_row(*row)
+            out.print(rt)
 
 
 def write_html(path: Path, text: str) -> None:

@@ -54,3 +54,34 @@ def pct(x: Any) -> str:
 def kv(title: str, pairs: list[tuple[str, str]], note: str = "") -> Table:
     """A two-column table: what, value."""
     return Table(title, ["what", "value"], [[k, v] for k, v in pairs], note)
+
+
+def width_of(t: Table) -> int:
+    """The width ``t`` needs printed with rich (each column as wide as its longest line, with borders)."""
+    cols = [max([len(c)] + [max((len(x) for x in str(r[i]).splitlines()), default=0) for r in t.rows if i < len(r)])
+            for i, c in enumerate(t.columns)]
+    return sum(w + 3 for w in cols) + 1
+
+
+def fit_width(t: Table, width: int) -> list[Table]:
+    """``t`` as tables no wider than ``width``: as it is when it fits, else its columns in groups, the first
+    column (what each row is) repeated in every group, each titled with the columns it shows."""
+    if width_of(t) <= width or len(t.columns) <= 2:
+        return [t]
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for i in range(1, len(t.columns)):
+        trial = Table(t.title, [t.columns[0], *(t.columns[j] for j in [*current, i])],
+                      [[r[0], *(r[j] for j in [*current, i])] for r in t.rows])
+        if current and width_of(trial) > width:
+            groups.append(current)
+            current = []
+        current.append(i)
+    groups.append(current)
+    out = []
+    for k, g in enumerate(groups, 1):
+        out.append(Table(f"{t.title} ({k}/{len(groups)}: {', '.join(t.columns[j] for j in g)})",
+                         [t.columns[0], *(t.columns[j] for j in g)],
+                         [[r[0], *(r[j] if j < len(r) else "" for j in g)] for r in t.rows],
+                         t.note if k == len(groups) else ""))
+    return out
