@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from knockout.metrics._analysis import kendall_np, pearson_np, rank_average, spearman_np
+from knockout.metrics._agreement import pearson_np, rank_average, spearman_np
+from knockout.metrics._analysis import kendall_np
 from knockout.metrics._bootstrap import ClusterSampler, bootstrap, paired_bootstrap
 from knockout.metrics._measures import (
     full_points,
@@ -124,3 +125,25 @@ def test_paired_bootstrap() -> None:
                             resamples=200)
     assert diff.delta is not None and diff.delta > 0 and diff.p_value is not None and diff.p_value < 0.05
     assert diff.low is not None and diff.low > 0
+
+
+def test_pearson_and_spearman_equal_scipy() -> None:
+    """The numpy Pearson and Spearman (no scipy import in a grading process) give scipy's figures, ties and
+    constant series included."""
+    import numpy as np
+    from scipy import stats
+
+    from knockout.metrics._agreement import pearson, rank_average, spearman
+
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 7, 50, 400):
+        for _ in range(20):
+            x = rng.integers(0, 5, n).astype(float)  # many ties
+            y = x + rng.normal(0, 1.5, n)
+            y[: n // 3] = np.round(y[: n // 3])
+            assert np.array_equal(rank_average(x), stats.rankdata(x))
+            if np.std(x) == 0 or np.std(y) == 0:
+                assert pearson(x, y) is None and spearman(x, y) is None
+                continue
+            assert pearson(x, y) == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-12)
+            assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)

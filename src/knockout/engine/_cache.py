@@ -56,6 +56,11 @@ class Cache(Protocol):
     def put_call(self, key: str, identity: dict[str, Any], request: dict[str, Any], record: CallRecord) -> None:
         """Store a reply the moment it arrives (a killed run keeps it)."""
 
+    def record_reply(self, key: str, identity: dict[str, Any], request: dict[str, Any], record: CallRecord,
+                     run_id: str | None, started: float) -> None:
+        """A live call's reply as it arrives: stored, its lease released and the call logged, in one write
+        (a killed run keeps the reply, or, killed before it, the lease that says the call was in flight)."""
+
     def set_parsed(self, key: str, parsed: Any) -> None:
         """Record what the parser made of a stored reply."""
 

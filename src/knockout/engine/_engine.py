@@ -253,10 +253,8 @@ class Engine:
                 "messages": [m.model_dump(mode="json") for m in messages],
                 "params": self.params.model_dump(mode="json"),
             }
-            self.cache.put_call(key, self.identity, request, record)
-            self.cache.release(key)
+            self.cache.record_reply(key, self.identity, request, record, self.run_id, started)
             claimed = False
-            self.cache.log_call(key, self.run_id, started)
             s = self.stats
             s.live_calls += 1
             s.prompt_tokens += comp.prompt_tokens

@@ -30,7 +30,7 @@ from knockout._bounds import Bootstrap
 from knockout.data._io import natural_key
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
-from knockout.metrics._agreement import rmse
+from knockout.metrics._agreement import Codes, codes, pearson_np, ranks_from, rmse, spearman_np
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap
 from knockout.metrics._kappa import grid_kappa
 from knockout.metrics._measures import full_points, kendall, pairwise_ranking_accuracy
@@ -46,37 +46,6 @@ NONE_GROUP = "(none)"
 
 
 # -- fast correlations on numpy arrays (bootstrap inner loop) -----------------------------------------------
-def pearson_np(x: np.ndarray, y: np.ndarray) -> float:
-    if len(x) < 2:
-        return math.nan
-    xc, yc = x - x.mean(), y - y.mean()
-    den = math.sqrt(float(xc @ xc) * float(yc @ yc))
-    return float(xc @ yc) / den if den > 1e-15 else math.nan
-
-
-Codes = tuple[np.ndarray, np.ndarray]  # (index of each value among the sorted distinct values, counts)
-
-
-def codes(a: np.ndarray) -> Codes:
-    _, inv, counts = np.unique(a, return_inverse=True, return_counts=True)
-    return inv.reshape(-1), counts
-
-
-def ranks_from(c: Codes) -> np.ndarray:
-    inv, counts = c
-    top = np.cumsum(counts)
-    return np.asarray((top - (counts - 1) / 2.0)[inv], dtype=float)
-
-
-def rank_average(a: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties given their average rank (as scipy.stats.rankdata, without its overhead)."""
-    return ranks_from(codes(a))
-
-
-def spearman_np(x: np.ndarray, y: np.ndarray) -> float:
-    return pearson_np(rank_average(x), rank_average(y)) if len(x) >= 2 else math.nan
-
-
 #: Kendall's tau-b from the contingency table of the distinct values when it has at most this many cells
 #: (grades are usually few distinct values: O(n + cells)); otherwise from all pairs up to
 #: ``KENDALL_PAIRS`` points, and above that scipy's O(n log n) implementation.

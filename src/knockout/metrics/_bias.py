@@ -39,7 +39,8 @@ import numpy as np
 
 from knockout._verdict import Verdict
 from knockout.data._records import Answer, ItemSet
-from knockout.metrics._analysis import Aligned, ci_pair, finite_or_none, pearson_np
+from knockout.metrics._agreement import pearson_np
+from knockout.metrics._analysis import Aligned, ci_pair, finite_or_none
 from knockout.metrics._bootstrap import Interval, sums_bootstrap
 from knockout.storage._store import MatchRow
 

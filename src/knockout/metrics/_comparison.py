@@ -15,7 +15,8 @@ import numpy as np
 
 from knockout.data._records import ItemSet
 from knockout.errors import ConfigError
-from knockout.metrics._analysis import Aligned, Row, build_rows, finite_or_none, pearson_np
+from knockout.metrics._agreement import pearson_np
+from knockout.metrics._analysis import Aligned, Row, build_rows, finite_or_none
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, paired_bootstrap
 from knockout.metrics._measures import williams_test
 

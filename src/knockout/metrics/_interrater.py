@@ -77,7 +77,8 @@ def icc(scores: np.ndarray) -> dict[str, float | None]:
 
 def pairwise_pearson(scores: np.ndarray, names: Sequence[str]) -> list[dict[str, object]]:
     """Pearson between every two judges on the units both rated (``scores``: units x judges, NaN missing)."""
-    from knockout.metrics._analysis import finite_or_none, pearson_np
+    from knockout.metrics._agreement import pearson_np
+    from knockout.metrics._analysis import finite_or_none
 
     out: list[dict[str, object]] = []
     for i in range(len(names)):

@@ -227,6 +227,19 @@ class Store:
         return CallRecord(row[0], row[1], json.loads(row[2]) if row[2] else None, *row[3:])
 
     def put_call(self, key: str, identity: dict[str, Any], request: dict[str, Any], record: CallRecord) -> None:
+        self._insert_call(key, identity, self._compact_request(request), record)
+
+    def record_reply(self, key: str, identity: dict[str, Any], request: dict[str, Any], record: CallRecord,
+                     run_id: str | None, started: float) -> None:
+        """A live call's reply: stored, its lease released, the call logged, in one transaction (one commit
+        instead of three); the request's contents are written first, as content-addressed blobs."""
+        stored = self._compact_request(request)
+        with self.transaction():
+            self._insert_call(key, identity, stored, record)
+            self.release(key)
+            self.log_call(key, run_id, started)
+
+    def _insert_call(self, key: str, identity: dict[str, Any], stored_request: str, record: CallRecord) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO calls (key, backend, model, request, reply, parsed, prompt_tokens, "
             "completion_tokens, latency_s, finish_reason, images_dropped, created) "
@@ -235,7 +248,7 @@ class Store:
                 key,
                 str(identity.get("backend")),
                 str(identity.get("model")),
-                self._compact_request(request),
+                stored_request,
                 record.reply,
                 json.dumps(record.parsed, ensure_ascii=False),
                 record.prompt_tokens,
@@ -323,7 +336,15 @@ class Store:
     def claim(self, key: str, run_id: str | None, lease_s: float) -> bool:
         """Record ``key`` as in flight for this process; False when another live process holds it."""
         me, now = owner(), time.time()
-        with self.transaction():
+        # the usual case in one statement (one commit): no lease yet, or this process's, or an expired one
+        taken = self.db.execute(
+            "INSERT INTO inflight (key, owner, run_id, started, expires) VALUES (?,?,?,?,?) ON CONFLICT(key) DO "
+            "UPDATE SET owner = excluded.owner, run_id = excluded.run_id, started = excluded.started, "
+            "expires = excluded.expires WHERE inflight.owner = excluded.owner OR inflight.expires <= ?",
+            (key, me, run_id, now, now + lease_s, now)).rowcount
+        if taken:
+            return True
+        with self.transaction():  # another process's lease: taken over only when that process is gone
             row = self.db.execute("SELECT owner, expires FROM inflight WHERE key = ?", (key,)).fetchone()
             if row is not None and row[0] != me and row[1] > now and not is_gone(row[0]):
                 return False
