@@ -56,10 +56,11 @@ class Cache(Protocol):
     def put_call(self, key: str, identity: dict[str, Any], request: dict[str, Any], record: CallRecord) -> None:
         """Store a reply the moment it arrives (a killed run keeps it)."""
 
-    def record_reply(self, key: str, identity: dict[str, Any], request: dict[str, Any], record: CallRecord,
-                     run_id: str | None, started: float) -> None:
-        """A live call's reply as it arrives: stored, its lease released and the call logged, in one write
-        (a killed run keeps the reply, or, killed before it, the lease that says the call was in flight)."""
+    def record_replies(self, replies: list[tuple[str, dict[str, Any], dict[str, Any], CallRecord, str | None, float]]
+                       ) -> None:
+        """Live calls' replies as they arrive, each ``(key, identity, request, record, run_id, started)``:
+        stored, their leases released and the calls logged, in one write (a killed run keeps them all, or,
+        killed before, the leases that say the calls were in flight)."""
 
     def set_parsed(self, key: str, parsed: Any) -> None:
         """Record what the parser made of a stored reply."""

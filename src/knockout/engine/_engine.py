@@ -185,6 +185,33 @@ class Engine:
         self.stats = Stats()
         self._sem = asyncio.Semaphore(self.concurrency)
         self._in_flight: dict[str, asyncio.Future[CallRecord]] = {}
+        #: replies received and not yet written: written together at the next turn of the event loop
+        self._unwritten: list[tuple[str, dict[str, Any], CallRecord, float, asyncio.Future[None]]] = []
+
+    def _write_reply(self, key: str, request: dict[str, Any], record: CallRecord, started: float
+                     ) -> asyncio.Future[None]:
+        """Store a reply (with its lease released and its call logged); done once it is committed.  The
+        replies that arrive in one turn of the event loop are written in one transaction (group commit):
+        each caller still waits for its own reply to be stored before it uses it."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._unwritten.append((key, request, record, started, fut))
+        if len(self._unwritten) == 1:
+            asyncio.get_running_loop().call_soon(self._flush_replies)
+        return fut
+
+    def _flush_replies(self) -> None:
+        batch, self._unwritten = self._unwritten, []
+        try:
+            self.cache.record_replies([(key, self.identity, request, record, self.run_id, started)
+                                       for key, request, record, started, _ in batch])
+        except BaseException as exc:
+            for *_, fut in batch:
+                if not fut.done():
+                    fut.set_exception(exc)
+            return
+        for *_, fut in batch:
+            if not fut.done():
+                fut.set_result(None)
 
     def _emit_done(self, task: Task, *, cached: bool, valid: bool, failed: bool) -> None:
         if self.observer is not None:
@@ -253,7 +280,7 @@ class Engine:
                 "messages": [m.model_dump(mode="json") for m in messages],
                 "params": self.params.model_dump(mode="json"),
             }
-            self.cache.record_reply(key, self.identity, request, record, self.run_id, started)
+            await asyncio.shield(self._write_reply(key, request, record, started))
             claimed = False
             s = self.stats
             s.live_calls += 1

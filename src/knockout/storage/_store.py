@@ -229,15 +229,21 @@ class Store:
     def put_call(self, key: str, identity: dict[str, Any], request: dict[str, Any], record: CallRecord) -> None:
         self._insert_call(key, identity, self._compact_request(request), record)
 
-    def record_reply(self, key: str, identity: dict[str, Any], request: dict[str, Any], record: CallRecord,
-                     run_id: str | None, started: float) -> None:
-        """A live call's reply: stored, its lease released, the call logged, in one transaction (one commit
-        instead of three); the request's contents are written first, as content-addressed blobs."""
-        stored = self._compact_request(request)
+    def record_replies(self, replies: list[tuple[str, dict[str, Any], dict[str, Any], CallRecord, str | None,
+                                                 float]]) -> None:
+        """Live calls' replies, each ``(key, identity, request, record, run_id, started)``: stored, their
+        leases released, the calls logged, in one transaction (one commit for a group of replies instead of
+        three per reply).  The requests' contents are content-addressed blobs, written inside the same
+        transaction once this store object has its compression dictionary (before that, each on its own)."""
+        early = self._zdict is None
+        stored = [self._compact_request(r[2]) for r in replies] if early else []
+        me, now = owner(), time.time()
         with self.transaction():
-            self._insert_call(key, identity, stored, record)
-            self.release(key)
-            self.log_call(key, run_id, started)
+            for i, (key, identity, request, record, _, _) in enumerate(replies):
+                self._insert_call(key, identity, stored[i] if early else self._compact_request(request), record)
+            self.db.executemany("DELETE FROM inflight WHERE key = ? AND owner = ?", [(r[0], me) for r in replies])
+            self.db.executemany("INSERT INTO call_log (key, run_id, started, finished, error) VALUES (?,?,?,?,?)",
+                                [(r[0], r[4], r[5], now, None) for r in replies])
 
     def _insert_call(self, key: str, identity: dict[str, Any], stored_request: str, record: CallRecord) -> None:
         self.db.execute(
