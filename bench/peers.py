@@ -119,6 +119,35 @@ def grade(data: str):
 '''
 
 
+ALPACA_CONFIG = """
+ko:
+  prompt_template: "ko/prompt.txt"
+  fn_completions: "openai_completions"
+  completions_kwargs:
+    model_name: "loopback"
+    max_tokens: 50
+    temperature: 0
+  completion_parser_kwargs:
+    outputs_to_match:
+      1: 'Score'
+      2: 'Output \\(b\\)'
+  batch_size: 1
+"""
+ALPACA_PROMPT = """<|im_start|>system
+You grade answers to exam questions.
+<|im_end|>
+<|im_start|>user
+Question: {instruction}
+
+Output (a): {output_1}
+
+Output (b): {output_2}
+
+Which is better? Score: X/2
+<|im_end|>
+"""
+
+
 def ensure_venv(venv: Path, tools: list[str]) -> dict[str, str]:
     """The peers' virtualenv (made and filled from PyPI on first use); {tool: why it cannot run} for the rest."""
     missing: dict[str, str] = {}
@@ -177,9 +206,22 @@ def _run_tool(tool: str, data: Path, port: int, c: int, work: Path, venv: Path, 
                               "--max-connections", str(c), "--log-dir", str(fresh / "logs"), "--display", "none",
                               "--no-log-samples"], env, fresh)
         return wall, cpu
-    if tool == "alpaca":
-        raise RuntimeError("alpaca_eval compares two outputs per item through its own annotator configs; "
-                           "its pointwise run is not set up in this script yet")
+    if tool == "alpaca":  # one annotation (one call) per item: the answer against a reference answer
+        rows = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
+        (fresh / "ko").mkdir()
+        (fresh / "ko/configs.yaml").write_text(textwrap.dedent(ALPACA_CONFIG), encoding="utf-8")
+        (fresh / "ko/prompt.txt").write_text(ALPACA_PROMPT, encoding="utf-8")
+        inst = [f"[{r['answer_id']}] {r['question']}" for r in rows]  # unique: alpaca_eval joins on it
+        (fresh / "model.json").write_text(json.dumps([{"instruction": i, "output": r["answer"], "generator": "x"}
+                                                      for i, r in zip(inst, rows)]), encoding="utf-8")
+        (fresh / "reference.json").write_text(json.dumps([{"instruction": i, "output": "A reference answer.",
+                                                          "generator": "ref"} for i in inst]), encoding="utf-8")
+        env = {**env, "OPENAI_API_BASE": f"http://127.0.0.1:{port}/v1", "OPENAI_MAX_CONCURRENCY": str(c)}
+        wall, cpu, _ = timed([str(venv / "bin/alpaca_eval"), "evaluate", "--model_outputs", "model.json",
+                              "--reference_outputs", "reference.json", "--annotators_config",
+                              str(fresh / "ko/configs.yaml"), "--output_path", str(fresh / "out"),
+                              "--fn_metric", "get_winrate", "--sort_by", "win_rate"], env, fresh)  # LC: a download
+        return wall, cpu
     raise ValueError(tool)
 
 
