@@ -213,7 +213,7 @@ def _run_tool(tool: str, data: Path, port: int, c: int, work: Path, venv: Path, 
         (fresh / "ko/prompt.txt").write_text(ALPACA_PROMPT, encoding="utf-8")
         inst = [f"[{r['answer_id']}] {r['question']}" for r in rows]  # unique: alpaca_eval joins on it
         (fresh / "model.json").write_text(json.dumps([{"instruction": i, "output": r["answer"], "generator": "x"}
-                                                      for i, r in zip(inst, rows)]), encoding="utf-8")
+                                                      for i, r in zip(inst, rows, strict=True)]), encoding="utf-8")
         (fresh / "reference.json").write_text(json.dumps([{"instruction": i, "output": "A reference answer.",
                                                           "generator": "ref"} for i in inst]), encoding="utf-8")
         env = {**env, "OPENAI_API_BASE": f"http://127.0.0.1:{port}/v1", "OPENAI_MAX_CONCURRENCY": str(c)}

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,23 +35,8 @@ from knockout.engine._cache import Cache, CallRecord, KeyMaker
 from knockout.engine._events import Done, Observer, Queued
 from knockout.engine._executors import Executor, LocalExecutor
 from knockout.errors import JudgeError
-from knockout.judges._base import GenParams, Judge, JudgeRequest, Message
+from knockout.judges._base import GenParams, Judge, JudgeRequest, Message, Subject, current_subject
 from knockout.prompts._parsers import Parsed
-
-
-@dataclass(frozen=True)
-class Subject:
-    """What a request judges: ``kind`` (individual, pairwise, sbs, meta, ...), the ``ids`` of the answers
-    or items in the order the judge sees them, and ``facts`` about the step (e.g. the meta task, a debate
-    round).  Never ground truth: a simulation looks that up in its own context."""
-
-    kind: str
-    ids: tuple[str, ...] = ()
-    facts: Mapping[str, Any] = field(default_factory=dict)
-
-
-#: The subject of the request being sent (set by the engine around each backend call).
-current_subject: ContextVar[Subject | None] = ContextVar("knockout_current_subject", default=None)
 
 
 @dataclass

@@ -8,6 +8,7 @@ import hashlib
 import mimetypes
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -166,3 +167,18 @@ class Judge(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release resources (clients, models)."""
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a request judges: ``kind`` (individual, pairwise, sbs, meta, ...), the ``ids`` of the answers
+    or items in the order the judge sees them, and ``facts`` about the step (e.g. the meta task, a debate
+    round).  Never ground truth: a simulation looks that up in its own context."""
+
+    kind: str
+    ids: tuple[str, ...] = ()
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: The subject of the request being sent (set by the engine around each backend call).
+current_subject: ContextVar[Subject | None] = ContextVar("knockout_current_subject", default=None)

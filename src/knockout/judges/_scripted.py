@@ -2,7 +2,7 @@
 
 Nothing about the truth travels in the requests it is sent.  A run binds its
 *oracle* to the judge (:meth:`ScriptedJudge.bind_simulation`): given the subject
-of the request being sent (:data:`knockout.engine.current_subject`: the kind of
+of the request being sent (:data:`knockout.judges._base.current_subject`: the kind of
 judgement and the ids of the answers or items in display order), the oracle
 returns the facts the simulation needs (the human scores of those answers, the
 quality of side-by-side responses or of meta-evaluated assessments).  The judge
@@ -95,7 +95,7 @@ class ScriptedJudge(Judge):
 
     def facts(self) -> dict[str, Any]:
         """What the simulation knows about the request being sent, through the run's oracle."""
-        from knockout.engine import current_subject
+        from knockout.judges._base import current_subject
 
         subject = current_subject.get()
         oracle = getattr(self, "_oracle", None)

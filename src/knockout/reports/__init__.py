@@ -12,7 +12,6 @@ _EXPORTS = {
     "run_cost": "knockout.reports._runs",
     "build_report": "knockout.reports._report",
     "build_comparison": "knockout.reports._report",
-    "build_sbs_report": "knockout.sbs._report",
     "Table": "knockout.reports._tables",
     "analyse_verdicts": "knockout.reports._verdicts",
     "export_run": "knockout.reports._export",
@@ -26,7 +25,6 @@ __all__ = [
     "analyse_verdicts",
     "build_comparison",
     "build_report",
-    "build_sbs_report",
     "export_rows",
     "export_run",
     "load_run",
@@ -44,4 +42,3 @@ if TYPE_CHECKING:
     from knockout.reports._tables import Table
     from knockout.reports._tidy import results_df, tidy_rows
     from knockout.reports._verdicts import analyse_verdicts
-    from knockout.sbs._report import build_sbs_report

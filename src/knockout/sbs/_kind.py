@@ -41,7 +41,7 @@ class SbsKind(RunKind):
                                seed=options.seed)
 
         def plots() -> dict[str, bytes]:
-            from knockout.reports._plots import sbs_distribution
+            from knockout.sbs._plots import sbs_distribution
 
             return {"verdicts by order": sbs_distribution(rep)}
 
