@@ -95,3 +95,54 @@ def test_no_kind_name_switch_outside_the_kinds() -> None:
             if switch.search(line):
                 found.append(f"{f.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+#: The calls that run SQL on a connection (sqlite3's Connection and Cursor methods).
+SQL_CALLS = ("execute", "executemany", "executescript")
+#: What a statement begins with (a string argument that starts so is SQL, whatever the receiver is called) ...
+SQL_START = re.compile(r"\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|"
+                       r"WITH|VACUUM|ATTACH)\b", re.IGNORECASE)
+#: ... or a clause of one, in capitals, anywhere in it (the tail of a statement built piece by piece).
+SQL_CLAUSE = re.compile(r"\b(SELECT|INSERT INTO|UPDATE|DELETE FROM|FROM|WHERE|ORDER BY|GROUP BY|LIMIT|VALUES)\b")
+#: Receivers that are a connection or a cursor by name (``store.db``, ``self.db``, ``conn``, ``cur``).
+CONNECTION_NAMES = re.compile(r"(^|\.)(db|conn|connection|con|cur|cursor|sqlite3)$")
+
+
+def _runs_sql(call: ast.Call) -> bool:
+    """A call ``X.execute(...)`` / ``executemany`` / ``executescript`` on a database connection: the method
+    is ``executemany`` or ``executescript`` (no other object in knockout has them), the receiver is named as a
+    connection or cursor, or the first argument is a statement (a string or f-string that begins like SQL)."""
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in SQL_CALLS:
+        return False
+    if call.func.attr != "execute" or CONNECTION_NAMES.search(ast.unparse(call.func.value)):
+        return True
+    first = call.args[0] if call.args else None
+    text = ""
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        text = first.value
+    elif isinstance(first, ast.JoinedStr | ast.BinOp):
+        text = "".join(n.value for n in ast.walk(first) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    return bool(SQL_START.match(text) or SQL_CLAUSE.search(text)) or isinstance(first, ast.Starred)
+
+
+def test_sql_only_in_storage() -> None:
+    """Storage owns the store: every SQL statement is run by a module of ``knockout.storage`` (the web app's
+    annotation, account and session tables included); everything else calls the ``Store``'s methods."""
+    found = []
+    for f in sorted((SRC / "knockout").rglob("*.py")):
+        if f.relative_to(SRC / "knockout").parts[0] == "storage":
+            continue
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and _runs_sql(node):
+                found.append(f"{f.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:100]}")
+    assert not found, f"{len(found)} SQL calls outside src/knockout/storage/:\n" + "\n".join(found)
+
+
+def test_sql_check_sees_sql() -> None:
+    """The check above finds SQL however the connection is named, and passes a run's ``execute``."""
+    calls = [ast.parse(s).body[0].value for s in (  # type: ignore[attr-defined]
+        'self.db.execute("SELECT 1")', 'handle.execute("insert into t values (?)", (1,))',
+        'x.executemany("INSERT INTO t VALUES (?)", rows)', 'h.execute(f"SELECT {c} FROM t")',
+        'h.execute(sql + " ORDER BY id", args)', 'h.execute(*insert)', 'cur.execute(query)')]
+    assert [ast.unparse(c) for c in calls if not _runs_sql(c)] == []
+    assert not _runs_sql(ast.parse("await run.execute(ctx)").body[0].value.value)  # type: ignore[attr-defined]

@@ -23,7 +23,6 @@ from knockout.annotations import (
     verdict_from_shown,
     with_human_grades,
 )
-from knockout.annotations._common import setting
 from knockout.cli import register_extensions
 from knockout.cli._main import app
 from knockout.data import read_pairs
@@ -85,8 +84,8 @@ def test_users_and_passwords(store: Store) -> None:
 
 
 def test_anonymisation_salt_is_generated_once(store: Store) -> None:
-    s = setting(store.db, "anonymise_salt")
-    assert len(s) >= 40 and setting(store.db, "anonymise_salt") == s
+    s = store.annotations.setting("anonymise_salt")
+    assert len(s) >= 40 and store.annotations.setting("anonymise_salt") == s
 
 
 def test_exam_without_exam_id_uses_file_stem(store: Store) -> None:

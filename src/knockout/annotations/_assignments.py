@@ -17,13 +17,11 @@ class Assignments:
     The order in which annotators were assigned to a pair set decides the allocation of its pairs."""
 
     def __init__(self, store: Store) -> None:
-        self.db = store.db
+        self.tables = store.annotations
 
     def targets(self, kind: Kind) -> list[str]:
         """Every exam or pair set in the store."""
-        sql = "SELECT exam_id FROM web_exams ORDER BY exam_id" if kind == "exam" else \
-            "SELECT id FROM pairsets ORDER BY id"
-        return [r[0] for r in self.db.execute(sql)]
+        return self.tables.exam_ids() if kind == "exam" else self.tables.pairset_ids()
 
     def check(self, kind: Kind, target: str) -> None:
         """ConfigError unless the exam or pair set ``target`` is in the store."""
@@ -34,22 +32,17 @@ class Assignments:
 
     def assign(self, user: str, kind: Kind, target: str) -> None:
         self.check(kind, target)
-        self.db.execute("INSERT OR IGNORE INTO web_assignments (user, kind, target, created) VALUES (?,?,?,?)",
-                        (user, kind, target, time.time()))
+        self.tables.assign(user, kind, target, time.time())
 
     def unassign(self, user: str, kind: Kind, target: str) -> None:
-        self.db.execute("DELETE FROM web_assignments WHERE user = ? AND kind = ? AND target = ?",
-                        (user, kind, target))
+        self.tables.unassign(user, kind, target)
 
     def remove_user(self, user: str) -> None:
-        self.db.execute("DELETE FROM web_assignments WHERE user = ?", (user,))
+        self.tables.remove_assignments(user)
 
     def of_user(self, user: str, kind: Kind) -> list[str]:
-        return [r[0] for r in self.db.execute(
-            "SELECT target FROM web_assignments WHERE user = ? AND kind = ? ORDER BY target", (user, kind))]
+        return self.tables.assigned_targets(user, kind)
 
     def users_of(self, kind: Kind, target: str) -> list[str]:
         """Users assigned to ``target``, in the order they were assigned."""
-        return [r[0] for r in self.db.execute(
-            "SELECT user FROM web_assignments WHERE kind = ? AND target = ? ORDER BY created, user",
-            (kind, target))]
+        return self.tables.assigned_users(kind, target)

@@ -1,6 +1,6 @@
 """Exams to grade, the question information organizers set, and the human grades people enter.
 
-Tables (schema in :mod:`knockout.storage._migrations`)
+Tables (schema in :mod:`knockout.storage._migrations`; read and written through :attr:`Store.annotations`)
 ------
 ``web_exams``      exam id -> fingerprint of the item-set snapshot (``itemsets``) that holds it.
 ``web_images``     the question figures copied at import (:mod:`knockout.annotations._files`).
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from knockout._bounds import MAX_NAME, check_name
-from knockout.annotations._common import rows, setting, versioned_write
+from knockout.annotations._common import check_version
 from knockout.annotations._files import ImageFiles, ImportedImages
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import InputError
@@ -87,7 +87,7 @@ class ExamGrades:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.db = store.db
+        self.tables = store.annotations
 
     # -- exams -------------------------------------------------------------------------
     def import_items(self, items: ItemSet, default_exam: str | None = None, *,
@@ -105,11 +105,9 @@ class ExamGrades:
         has_fallback = any(q.exam_id is None for q in items.questions.values())
         now = time.time()
         for e in sorted(exams):
-            self.db.execute("INSERT OR REPLACE INTO web_exams (exam_id, fingerprint, fallback, updated) "
-                            "VALUES (?,?,0,?)", (e, fp, now))
+            self.tables.put_exam(e, fp, fallback=False, updated=now)
         if has_fallback:
-            self.db.execute("INSERT OR REPLACE INTO web_exams (exam_id, fingerprint, fallback, updated) "
-                            "VALUES (?,?,1,?)", (fallback_name, fp, now))
+            self.tables.put_exam(fallback_name, fp, fallback=True, updated=now)
             exams.add(fallback_name)
         if root is None and Path(items.source).exists():
             source = Path(items.source)
@@ -118,11 +116,10 @@ class ExamGrades:
         return ImportedExams(sorted(exams), images)
 
     def exam_ids(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT exam_id FROM web_exams ORDER BY exam_id")]
+        return self.tables.exam_ids()
 
     def exam(self, exam_id: str) -> Exam | None:
-        row = self.db.execute("SELECT fingerprint, fallback FROM web_exams WHERE exam_id = ?",
-                              (exam_id,)).fetchone()
+        row = self.tables.exam_source(exam_id)
         if row is None:
             return None
         items = self.store.load_items(row[0])
@@ -137,7 +134,7 @@ class ExamGrades:
         for a in items:
             if a.question_id in qids:
                 by_examinee.setdefault(a.examinee or a.id, {})[a.question_id] = a
-        salt = setting(self.db, "anonymise_salt")
+        salt = self.tables.setting("anonymise_salt")
 
         def order(key: str) -> str:
             return hashlib.sha256(f"{salt}\0{exam_id}\0{key}".encode()).hexdigest()
@@ -151,9 +148,7 @@ class ExamGrades:
                     examinees, own)
 
     def _with_info(self, q: Question) -> Question:
-        row = self.db.execute(
-            "SELECT max_points, student_average, reference, difficulty FROM question_info WHERE question_id = ?",
-            (q.id,)).fetchone()
+        row = self.tables.question_info(q.id)
         if row is None:
             return q
         meta = dict(q.meta)
@@ -186,20 +181,14 @@ class ExamGrades:
             raise InputError(f"must be within 0..{max_points:g}", field="student_average")
         if difficulty is not None and difficulty not in DIFFICULTIES:
             raise InputError(f"must be one of {', '.join(DIFFICULTIES)}", field="difficulty")
-        self.db.execute(
-            "INSERT OR REPLACE INTO question_info (question_id, max_points, student_average, reference, "
-            "difficulty, updated, updated_by) VALUES (?,?,?,?,?,?,?)",
-            (question.id, max_points, student_average, reference or None, difficulty or None, time.time(), user))
-        row = self.db.execute("SELECT COUNT(*) FROM human_grades WHERE question_id = ? AND score > ?",
-                              (question.id, max_points + EPS)).fetchone()
-        return int(row[0])
+        self.tables.put_question_info(question.id, max_points=max_points, student_average=student_average,
+                                      reference=reference or None, difficulty=difficulty or None,
+                                      updated=time.time(), updated_by=user)
+        return self.tables.grades_above(question.id, max_points + EPS)
 
     # -- grades ------------------------------------------------------------------------
     def grade(self, answer_id: str, grader: str) -> dict[str, Any] | None:
-        found = rows(self.db.execute(
-            "SELECT answer_id, grader, question_id, exam_id, score, comment, version, created, updated "
-            "FROM human_grades WHERE answer_id = ? AND grader = ?", (answer_id, grader)))
-        return found[0] if found else None
+        return self.tables.grade(answer_id, grader)
 
     def save_grade(
         self,
@@ -219,35 +208,13 @@ class ExamGrades:
         in between (the same grader in another tab) this raises :class:`StaleWrite` carrying the newer
         row, and nothing is written.  Other graders' rows are never touched."""
         score = check_half_points(score, question.max_points)
-        now = time.time()
-        with self.store.transaction():
-            version = versioned_write(
-                self.db, base_version,
-                ("INSERT OR IGNORE INTO human_grades (answer_id, grader, question_id, exam_id, score, comment, "
-                 "version, created, updated) VALUES (?,?,?,?,?,?,1,?,?)",
-                 (answer.id, grader, question.id, exam_id, score, comment, now, now)),
-                ("UPDATE human_grades SET score = ?, comment = ?, version = version + 1, updated = ? "
-                 "WHERE answer_id = ? AND grader = ? AND version = ?",
-                 (score, comment, now, answer.id, grader, base_version)),
-                lambda: self.grade(answer.id, grader))
-            self.db.execute(
-                "INSERT INTO grade_history (answer_id, grader, score, comment, version, time) VALUES (?,?,?,?,?,?)",
-                (answer.id, grader, score, comment, version, now))
-        return version
+        return self.tables.save_grade(answer_id=answer.id, grader=grader, question_id=question.id, exam_id=exam_id,
+                                      score=score, comment=comment, base_version=check_version(base_version),
+                                      now=time.time())
 
     def grades(self, *, exam_id: str | None = None, grader: str | None = None) -> list[dict[str, Any]]:
-        sql = ("SELECT answer_id, grader, question_id, exam_id, score, comment, version, created, updated "
-               "FROM human_grades WHERE 1=1")
-        args: list[Any] = []
-        if exam_id is not None:
-            sql += " AND exam_id = ?"
-            args.append(exam_id)
-        if grader is not None:
-            sql += " AND grader = ?"
-            args.append(grader)
-        return rows(self.db.execute(sql + " ORDER BY exam_id, question_id, answer_id, grader", args))
+        return self.tables.grades(exam_id=exam_id, grader=grader)
 
     def history(self) -> list[dict[str, Any]]:
         """Every accepted save, oldest first."""
-        return rows(self.db.execute(
-            "SELECT answer_id, grader, score, comment, version, time FROM grade_history ORDER BY id"))
+        return self.tables.grade_history()

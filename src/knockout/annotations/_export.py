@@ -21,10 +21,8 @@ EXPORTS = ("grades", "history", "verdicts")
 def human_grades(store: Store) -> dict[str, dict[str, float]]:
     """Grades entered in the web app: answer id -> {grader: score} (the latest grade of every grader)."""
     out: dict[str, dict[str, float]] = {}
-    for answer_id, grader, score in store.db.execute(
-        "SELECT answer_id, grader, score FROM human_grades ORDER BY answer_id, grader"
-    ):
-        out.setdefault(answer_id, {})[grader] = float(score)
+    for answer_id, grader, score in store.annotations.grade_scores():
+        out.setdefault(answer_id, {})[grader] = score
     return out
 
 
@@ -52,8 +50,7 @@ def add_web_grades(store: Store, items: ItemSet) -> tuple[ItemSet, dict[str, Any
     ``0..max_points`` (``out of range``)."""
     file_graders = sorted({g for a in items for g in a.human_scores})
     web = human_grades(store)
-    changed_max = {r[0]: float(r[1]) for r in store.db.execute(
-        "SELECT question_id, max_points FROM question_info WHERE max_points IS NOT NULL")}
+    changed_max = store.annotations.changed_max_points()
     keep: dict[str, dict[str, float]] = {}
     skipped: dict[str, int] = {}
     for a in items:

@@ -55,7 +55,7 @@ class ImportedImages:
 class ImageFiles:
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.db = store.db
+        self.tables = store.annotations
 
     def record(self, fingerprint: str, questions: list[Question], root: Path | None) -> ImportedImages:
         """Copy the figures of ``questions`` that lie inside ``root`` (the data folder) into the store's
@@ -100,22 +100,17 @@ class ImageFiles:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
             os.replace(tmp, target)
-        self.db.execute(
-            "INSERT OR REPLACE INTO web_images (fingerprint, question_id, idx, sha256, media_type, source, created) "
-            "VALUES (?,?,?,?,?,?,?)", (fingerprint, question_id, index, digest, kind, ref, time.time()))
+        self.tables.put_image(fingerprint, question_id, index, digest, kind, ref, time.time())
         return None
 
     def find(self, fingerprint: str, question_id: str, index: int) -> tuple[Path, str] | None:
         """The stored copy of figure ``index`` of a question and its media type, if one was recorded."""
-        row = self.db.execute(
-            "SELECT sha256, media_type FROM web_images WHERE fingerprint = ? AND question_id = ? AND idx = ?",
-            (fingerprint, question_id, index)).fetchone()
-        if row is None:
+        found = self.tables.image(fingerprint, question_id, index)
+        if found is None:
             return None
-        path = files_dir(self.store) / str(row[0])
-        return (path, str(row[1])) if path.is_file() else None
+        path = files_dir(self.store) / found[0]
+        return (path, found[1]) if path.is_file() else None
 
     def recorded(self, fingerprint: str, question_id: str) -> set[int]:
         """The indices of the figures of a question that have a stored copy."""
-        return {int(r[0]) for r in self.db.execute(
-            "SELECT idx FROM web_images WHERE fingerprint = ? AND question_id = ?", (fingerprint, question_id))}
+        return self.tables.image_indices(fingerprint, question_id)

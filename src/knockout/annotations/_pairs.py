@@ -1,6 +1,6 @@
 """Side-by-side annotation: pair sets, each annotator's queue, their verdicts and the agreement.
 
-Tables (schema in :mod:`knockout.storage._migrations`)
+Tables (schema in :mod:`knockout.storage._migrations`; read and written through :attr:`Store.annotations`)
 ------
 ``pairsets``       side-by-side sets: overlap (annotators per pair, default 3) and seed.
 ``pairs``          the pairs of a set (:class:`PairItem` as JSON) in import order.
@@ -25,7 +25,7 @@ from typing import Any
 from knockout._bounds import check_name
 from knockout._verdict import Verdict
 from knockout.annotations._assignments import Assignments
-from knockout.annotations._common import rows, versioned_write
+from knockout.annotations._common import check_version
 from knockout.data._records import PairItem
 from knockout.errors import ConfigError, InputError
 from knockout.metrics._kappa import rater_agreement
@@ -88,7 +88,7 @@ class PairAnnotations:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.db = store.db
+        self.tables = store.annotations
         self.assignments = Assignments(store)
 
     def import_pairs(
@@ -97,38 +97,23 @@ class PairAnnotations:
     ) -> int:
         """Add ``pairs`` to the pair set ``name`` (created on first use); returns how many were new."""
         check_pairs(pairs, name, overlap, source)
-        with self.store.transaction():
-            self.db.execute("INSERT OR IGNORE INTO pairsets (id, source, overlap, seed, created) VALUES (?,?,?,?,?)",
-                            (name, source, overlap, seed, time.time()))
-            start = self.db.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM pairs WHERE pairset = ?",
-                                    (name,)).fetchone()[0]
-            new = 0
-            for p in pairs:
-                cur = self.db.execute(
-                    "INSERT OR IGNORE INTO pairs (pairset, pair_id, position, data) VALUES (?,?,?,?)",
-                    (name, p.id, start + new, p.model_dump_json()))
-                new += cur.rowcount
-        return new
+        return self.tables.add_pairs(name, [(p.id, p.model_dump_json()) for p in pairs], source=source,
+                                     overlap=overlap, seed=seed, created=time.time())
 
     def set_overlap(self, pairset: str, overlap: int) -> None:
         check_overlap(overlap)
         if pairset not in self.pairset_ids():
             raise ConfigError(f"no pair set '{pairset}'")
-        self.db.execute("UPDATE pairsets SET overlap = ? WHERE id = ?", (overlap, pairset))
+        self.tables.set_overlap(pairset, overlap)
 
     def pairset_ids(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT id FROM pairsets ORDER BY id")]
+        return self.tables.pairset_ids()
 
     def pairset(self, pairset: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT id, source, overlap, seed FROM pairsets WHERE id = ?", (pairset,)).fetchone()
-        if row is None:
-            return None
-        n = self.db.execute("SELECT COUNT(*) FROM pairs WHERE pairset = ?", (pairset,)).fetchone()[0]
-        return {"id": row[0], "source": row[1], "overlap": row[2], "seed": row[3], "pairs": n}
+        return self.tables.pairset(pairset)
 
     def pairs(self, pairset: str) -> list[PairItem]:
-        return [PairItem.model_validate_json(r[0]) for r in self.db.execute(
-            "SELECT data FROM pairs WHERE pairset = ? ORDER BY position", (pairset,))]
+        return [PairItem.model_validate_json(data) for data in self.tables.pair_data(pairset)]
 
     def allocation(self, pairset: str) -> dict[str, list[str]]:
         """Annotator -> the pair ids given to them: pair ``i`` goes to the ``overlap`` annotators
@@ -155,9 +140,7 @@ class PairAnnotations:
             return []
         by_id = {p.id: p for p in self.pairs(pairset)}
         allocated = self.allocation(pairset).get(annotator, [])
-        stored = {r[0]: (r[1], bool(r[2])) for r in self.db.execute(
-            "SELECT pair_id, position, swapped FROM pair_views WHERE pairset = ? AND annotator = ?",
-            (pairset, annotator))}
+        stored = self.tables.pair_views(pairset, annotator)
         missing = [p for p in allocated if p not in stored]
         if missing:
             rng = random.Random(f"{info['seed']}:{pairset}:{annotator}:{len(stored)}")
@@ -165,11 +148,9 @@ class PairAnnotations:
             start = max((pos for pos, _ in stored.values()), default=0)
             for k, pid in enumerate(missing, 1):
                 swapped = rng.random() < 0.5
-                self.db.execute("INSERT OR IGNORE INTO pair_views (pairset, annotator, pair_id, position, swapped) "
-                                "VALUES (?,?,?,?,?)", (pairset, annotator, pid, start + k, int(swapped)))
+                self.tables.add_pair_view(pairset, annotator, pid, start + k, swapped)
                 stored[pid] = (start + k, swapped)
-        judged = {r[0] for r in self.db.execute(
-            "SELECT pair_id FROM pair_verdicts WHERE pairset = ? AND annotator = ?", (pairset, annotator))}
+        judged = self.tables.judged_pairs(pairset, annotator)
         keep = set(allocated) | judged
         order = sorted((pos, pid, sw) for pid, (pos, sw) in stored.items() if pid in keep and pid in by_id)
         return [PairView(i, by_id[pid], sw) for i, (_, pid, sw) in enumerate(order, 1)]
@@ -183,31 +164,13 @@ class PairAnnotations:
     ) -> int:
         """Store the class chosen on screen and its mapping to the pair; same version rule as grades."""
         verdict = verdict_from_shown(shown, view.swapped)
-        now = time.time()
-        with self.store.transaction():
-            return versioned_write(
-                self.db, base_version,
-                ("INSERT OR IGNORE INTO pair_verdicts (pairset, pair_id, annotator, shown, swapped, verdict, "
-                 "comment, version, created, updated) VALUES (?,?,?,?,?,?,?,1,?,?)",
-                 (pairset, view.pair.id, annotator, shown, int(view.swapped), verdict, comment, now, now)),
-                ("UPDATE pair_verdicts SET shown = ?, verdict = ?, comment = ?, version = version + 1, "
-                 "updated = ? WHERE pairset = ? AND pair_id = ? AND annotator = ? AND version = ?",
-                 (shown, verdict, comment, now, pairset, view.pair.id, annotator, base_version)),
-                lambda: self.verdict(pairset, view.pair.id, annotator))
+        return self.tables.save_verdict(pairset=pairset, pair_id=view.pair.id, annotator=annotator, shown=shown,
+                                        swapped=view.swapped, verdict=verdict, comment=comment,
+                                        base_version=check_version(base_version), now=time.time())
 
     def verdicts(self, pairset: str | None = None, *, pair_id: str | None = None,
                  annotator: str | None = None) -> list[dict[str, Any]]:
-        sql = ("SELECT pairset, pair_id, annotator, shown, swapped, verdict, comment, version, created, updated "
-               "FROM pair_verdicts WHERE 1=1")
-        args: list[str] = []
-        for column, value in (("pairset", pairset), ("pair_id", pair_id), ("annotator", annotator)):
-            if value is not None:
-                sql += f" AND {column} = ?"
-                args.append(value)
-        found = rows(self.db.execute(sql + " ORDER BY pairset, pair_id, annotator", args))
-        for r in found:
-            r["verdict"] = Verdict(r["verdict"])
-        return found
+        return self.tables.verdicts(pairset, pair_id=pair_id, annotator=annotator)
 
     def agreement(self, pairset: str) -> dict[str, Any]:
         """Cohen's kappa for every annotator pair (on the pairs both judged) and Fleiss' kappa over the pairs

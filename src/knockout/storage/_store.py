@@ -18,6 +18,12 @@ Tables (the schema and its versions: :mod:`knockout.storage._migrations`)
               store waits for the reply instead of sending the request again; a lease whose process is gone
               (on this host) or whose time ran out is taken over.
 
+The web app's tables are read and written through :attr:`Store.annotations`
+(:class:`~knockout.storage._annotations.AnnotationTables`: exams, figures, question information, grades,
+assignments, pair sets and verdicts) and :attr:`Store.accounts`
+(:class:`~knockout.storage._accounts.AccountTables`: users, sessions, failed logins): every SQL statement
+on a store is a method of this package.
+
 The connection is in autocommit mode with a WAL journal: each call record commits the moment it is
 written, so a run killed at any moment keeps every call that returned; results and matches are written
 in one transaction per batch (:meth:`put_results`, :meth:`put_matches`).  The store implements the
@@ -41,6 +47,8 @@ from typing import Any
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.engine._cache import CallRecord
 from knockout.errors import ConfigError
+from knockout.storage._accounts import AccountTables
+from knockout.storage._annotations import AnnotationTables
 from knockout.storage._migrations import migrate
 from knockout.storage._owner import is_gone, owner
 
@@ -185,6 +193,9 @@ class Store:
         self._blobs_seen: set[bytes] = set()
         self._zdict: tuple[bytes, bytes] | None = None  # (hash, content) of this writer's preset dictionary
         self._zdicts: dict[bytes, bytes] = {}  # dictionaries read back, by hash
+        #: the web app's tables: what people enter (grades, verdicts, ...) and accounts (users, sessions)
+        self.annotations = AnnotationTables(self)
+        self.accounts = AccountTables(self)
 
     @classmethod
     def open_existing(cls, path: str | Path) -> Store:

@@ -1,6 +1,6 @@
 """Accounts, server-side sessions and login throttling of the web app.
 
-Tables (schema in :mod:`knockout.storage._migrations`)
+Tables (schema in :mod:`knockout.storage._migrations`; read and written through :attr:`Store.accounts`)
 ------
 ``web_users``           graders, organizers and viewers: name, argon2id password hash, role.
 ``web_sessions``        one row per logged-in browser: ``id`` is the SHA-256 of the cookie's random token
@@ -73,7 +73,7 @@ class Accounts:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.db = store.db
+        self.tables = store.accounts
 
     @staticmethod
     def check_new(name: str, password: str, role: str) -> None:
@@ -89,32 +89,30 @@ class Accounts:
         self.check_new(name, password, role)
         if self.user(name) is not None:
             raise ConfigError(f"user '{name}' exists (remove it first, or use `knockout users passwd`)")
-        self.db.execute("INSERT INTO web_users (name, password_hash, role, created) VALUES (?,?,?,?)",
-                        (name, password_hasher().hash(password), role, time.time()))
+        self.tables.add_user(name, password_hasher().hash(password), role, time.time())
 
     def set_password(self, name: str, password: str) -> int:
         """A new password; every session of the user ends.  Returns how many sessions ended."""
         if self.user(name) is None:
             raise ConfigError(f"no user '{name}'")
         check_password(password)
-        self.db.execute("UPDATE web_users SET password_hash = ? WHERE name = ?",
-                        (password_hasher().hash(password), name))
+        self.tables.set_password_hash(name, password_hasher().hash(password))
         return Sessions(self.store).revoke_user(name)
 
     def remove_user(self, name: str) -> None:
         """Remove the account, its assignments and its sessions; the grades and verdicts it made stay."""
         if self.user(name) is None:
             raise ConfigError(f"no user '{name}'")
-        self.db.execute("DELETE FROM web_users WHERE name = ?", (name,))
+        self.tables.remove_user(name)
         Assignments(self.store).remove_user(name)
         Sessions(self.store).revoke_user(name)
 
     def user(self, name: str) -> User | None:
-        row = self.db.execute("SELECT name, role FROM web_users WHERE name = ?", (name,)).fetchone()
-        return User(row[0], row[1]) if row else None
+        row = self.tables.user(name)
+        return User(*row) if row else None
 
     def users(self) -> list[User]:
-        return [User(r[0], r[1]) for r in self.db.execute("SELECT name, role FROM web_users ORDER BY name")]
+        return [User(*r) for r in self.tables.users()]
 
     def authenticate(self, name: str, password: str) -> User | None:
         """The user when the password matches its argon2 hash (rehashed when parameters changed).
@@ -124,7 +122,7 @@ class Accounts:
         from argon2.exceptions import InvalidHashError, VerificationError
 
         ph = password_hasher()
-        row = self.db.execute("SELECT password_hash, role FROM web_users WHERE name = ?", (name,)).fetchone()
+        row = self.tables.password_hash(name)
         if row is None:
             ph.hash(password)
             return None
@@ -133,7 +131,7 @@ class Accounts:
         except (VerificationError, InvalidHashError):
             return None
         if ph.check_needs_rehash(row[0]):
-            self.db.execute("UPDATE web_users SET password_hash = ? WHERE name = ?", (ph.hash(password), name))
+            self.tables.set_password_hash(name, ph.hash(password))
         return User(name, row[1])
 
 
@@ -154,24 +152,22 @@ class Sessions:
     """Server-side sessions: the cookie holds a random token, the store the rest."""
 
     def __init__(self, store: Store) -> None:
-        self.db = store.db
+        self.tables = store.accounts
 
     def create(self, user: str, hours: float) -> tuple[str, Session]:
         """A new session of ``user`` valid for ``hours``; returns the cookie token and the session."""
         now = time.time()
-        self.db.execute("DELETE FROM web_sessions WHERE expires <= ?", (now,))
+        self.tables.drop_expired_sessions(now)
         token = secrets.token_urlsafe(32)
         session = Session(user, secrets.token_urlsafe(32), now + hours * 3600)
-        self.db.execute("INSERT INTO web_sessions (id, user, csrf, created, expires, last_seen) VALUES (?,?,?,?,?,?)",
-                        (token_id(token), user, session.csrf, now, session.expires, now))
+        self.tables.add_session(token_id(token), user, session.csrf, now, session.expires)
         return token, session
 
     def get(self, token: str) -> Session | None:
         """The live session of ``token`` (None when unknown, revoked or expired)."""
         if not token or len(token) > 256:
             return None
-        row = self.db.execute("SELECT user, csrf, expires FROM web_sessions WHERE id = ?",
-                              (token_id(token),)).fetchone()
+        row = self.tables.session(token_id(token))
         if row is None:
             return None
         if row[2] <= time.time():
@@ -180,15 +176,14 @@ class Sessions:
         return Session(row[0], row[1], row[2])
 
     def revoke(self, token: str) -> None:
-        self.db.execute("DELETE FROM web_sessions WHERE id = ?", (token_id(token),))
+        self.tables.drop_session(token_id(token))
 
     def revoke_user(self, user: str) -> int:
-        return self.db.execute("DELETE FROM web_sessions WHERE user = ?", (user,)).rowcount
+        return self.tables.drop_sessions_of(user)
 
     def of_user(self, user: str) -> int:
         """How many live sessions ``user`` has."""
-        return int(self.db.execute("SELECT COUNT(*) FROM web_sessions WHERE user = ? AND expires > ?",
-                                   (user, time.time())).fetchone()[0])
+        return self.tables.live_sessions(user, time.time())
 
 
 # -- throttling ---------------------------------------------------------------------------------
@@ -205,13 +200,11 @@ class ThrottlePolicy:
 
 class LoginThrottle:
     def __init__(self, store: Store, policy: ThrottlePolicy) -> None:
-        self.db = store.db
+        self.tables = store.accounts
         self.policy = policy
 
     def _wait(self, scope: str, key: str, limit: int, now: float) -> float:
-        times = [r[0] for r in self.db.execute(
-            "SELECT time FROM web_login_failures WHERE scope = ? AND key = ? AND time > ? ORDER BY time DESC "
-            "LIMIT ?", (scope, key, now - self.policy.window_s, limit))]
+        times = self.tables.failure_times(scope, key, now - self.policy.window_s, limit)
         if len(times) < limit:
             return 0.0
         return max(0.0, float(times[limit - 1]) + self.policy.window_s - now)
@@ -224,12 +217,11 @@ class LoginThrottle:
 
     def failed(self, account: str, address: str) -> None:
         now = time.time()
-        self.db.execute("DELETE FROM web_login_failures WHERE time <= ?", (now - self.policy.window_s,))
-        self.db.executemany("INSERT INTO web_login_failures (scope, key, time) VALUES (?,?,?)",
-                            [("account", account, now), ("address", address, now)])
+        self.tables.add_failures([("account", account), ("address", address)], now,
+                                 forget_before=now - self.policy.window_s)
 
     def succeeded(self, account: str) -> None:
-        self.db.execute("DELETE FROM web_login_failures WHERE scope = 'account' AND key = ?", (account,))
+        self.tables.clear_failures("account", account)
 
 
 class Busy(Exception):
