@@ -12,17 +12,14 @@ Hashing passwords and tokens, roles and the throttling policy are the web app's;
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from knockout.storage._store import Store
+import sqlite3
 
 
 class AccountTables:
     """Reads and writes of the account tables of one store."""
 
-    def __init__(self, store: Store) -> None:
-        self.db = store.db
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
 
     # -- users -------------------------------------------------------------------------
     def add_user(self, name: str, password_hash: str, role: str, created: float) -> None:

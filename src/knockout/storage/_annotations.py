@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
 
 from knockout._verdict import Verdict
-
-if TYPE_CHECKING:
-    from knockout.storage._store import Store
 
 
 class StaleWrite(Exception):
@@ -51,9 +50,9 @@ _VERDICT_COLS = "pairset, pair_id, annotator, shown, swapped, verdict, comment, 
 class AnnotationTables:
     """Reads and writes of the annotation tables of one store (its connection and transactions)."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.db = store.db
+    def __init__(self, db: sqlite3.Connection, transaction: Callable[[], AbstractContextManager[None]]) -> None:
+        self.db = db
+        self.transaction = transaction  # the store's: several writes as one
 
     def _versioned(self, base_version: int, insert: tuple[str, tuple[Any, ...]],
                    update: tuple[str, tuple[Any, ...]]) -> int:
@@ -163,7 +162,7 @@ class AnnotationTables:
         """Write a grade (the first: version 1; a later one: the row that still has ``base_version``) and its
         history row, in one transaction; returns the new version.  :class:`StaleWrite` with the stored row,
         and nothing written, when the row has another version."""
-        with self.store.transaction():
+        with self.transaction():
             version = self._versioned(
                 base_version,
                 (f"INSERT OR IGNORE INTO human_grades ({_GRADE_COLS}) VALUES (?,?,?,?,?,?,1,?,?)",
@@ -205,7 +204,7 @@ class AnnotationTables:
                   seed: int, created: float) -> int:
         """Add ``pairs`` (id, the pair as JSON) after the pair set's last (the set created on first use, with
         ``source``, ``overlap`` and ``seed``), in one transaction; returns how many were new."""
-        with self.store.transaction():
+        with self.transaction():
             self.db.execute("INSERT OR IGNORE INTO pairsets (id, source, overlap, seed, created) VALUES (?,?,?,?,?)",
                             (pairset, source, overlap, seed, created))
             start = self.db.execute("SELECT COALESCE(MAX(position) + 1, 0) FROM pairs WHERE pairset = ?",
@@ -255,7 +254,7 @@ class AnnotationTables:
     def save_verdict(self, *, pairset: str, pair_id: str, annotator: str, shown: str, swapped: bool,
                      verdict: Verdict, comment: str, base_version: int, now: float) -> int:
         """Write a verdict, in one transaction and by the same version rule as :meth:`save_grade`."""
-        with self.store.transaction():
+        with self.transaction():
             version = self._versioned(
                 base_version,
                 (f"INSERT OR IGNORE INTO pair_verdicts ({_VERDICT_COLS}) VALUES (?,?,?,?,?,?,?,1,?,?)",

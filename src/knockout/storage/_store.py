@@ -194,8 +194,8 @@ class Store:
         self._zdict: tuple[bytes, bytes] | None = None  # (hash, content) of this writer's preset dictionary
         self._zdicts: dict[bytes, bytes] = {}  # dictionaries read back, by hash
         #: the web app's tables: what people enter (grades, verdicts, ...) and accounts (users, sessions)
-        self.annotations = AnnotationTables(self)
-        self.accounts = AccountTables(self)
+        self.annotations = AnnotationTables(self.db, self.transaction)
+        self.accounts = AccountTables(self.db)
 
     @classmethod
     def open_existing(cls, path: str | Path) -> Store:
