@@ -2,6 +2,11 @@
 
 The public API (imported lazily: ``import knockout`` is cheap, each name loads its module on first use)::
 
+    import knockout
+
+    # df: one row per answer (columns question_id, question, max_points, response); a DataFrame back
+    graded = knockout.grade(df, judge="llamacpp", columns={"answer": "response"}, language="en")
+
     from knockout import load_items, make_judge, Store, RunConfig, run
 
     items = load_items("exam.jsonl")
@@ -10,10 +15,11 @@ The public API (imported lazily: ``import knockout`` is cheap, each name loads i
         report = run(items, judge, store, RunConfig(method="knockout", options=MethodOptions(debias=True)))
     print(report.agreement["pearson"])
 
-Run entry points of every kind: :func:`run` (grading), :func:`run_sbs` (side-by-side), :func:`run_meta`
-(meta-evaluation), their ``_async`` forms, and :func:`execute` for any :class:`Run` (e.g. a
-:class:`SolveRun`: a model answers an exam as a SciEx examinee; :func:`write_solved`,
-:func:`build_leaderboard`, more in :mod:`knockout.sciex`).  Analysis:
+:func:`grade` (:func:`grade_async`) grades a table of answers in one call and gives it back with the
+grades, the judge's explanations and validity added.  Run entry points of every kind: :func:`run`
+(grading), :func:`run_sbs` (side-by-side), :func:`run_meta` (meta-evaluation), their ``_async`` forms, and
+:func:`execute` for any :class:`Run` (e.g. a :class:`SolveRun`: a model answers an exam as a SciEx examinee;
+:func:`write_solved`, :func:`build_leaderboard`, more in :mod:`knockout.sciex`).  Analysis:
 :func:`load_run`, :func:`analyse`, :func:`build_report`, :func:`build_comparison`,
 :func:`paired_comparison`, :func:`sbs_metrics`, :func:`question_level`.
 """
@@ -63,6 +69,9 @@ _EXPORTS: dict[str, str] = {
     "RunReport": "knockout.methods._run",
     "run": "knockout.methods._run",
     "run_async": "knockout.methods._run",
+    # the one-call notebook API
+    "grade": "knockout.notebook._grade",
+    "grade_async": "knockout.notebook._grade",
     # side-by-side
     "SbsConfig": "knockout.sbs._run",
     "SbsItem": "knockout.sbs._data",
@@ -125,6 +134,8 @@ __all__ = [
     "from_dataframe",
     "from_dataset",
     "get_template",
+    "grade",
+    "grade_async",
     "load_items",
     "load_run",
     "load_sbs",
@@ -166,6 +177,7 @@ if TYPE_CHECKING:
     from knockout.metrics._agreement import question_level
     from knockout.metrics._analysis import analyse
     from knockout.metrics._comparison import paired_comparison
+    from knockout.notebook._grade import grade, grade_async
     from knockout.prompts._templates import get_template, presets
     from knockout.reports._report import build_comparison, build_report
     from knockout.reports._runs import load_run

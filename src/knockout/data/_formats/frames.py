@@ -37,6 +37,13 @@ def is_dataset(obj: object) -> bool:
 def from_dataframe(df: Any, *, columns: Mapping[str, str] | str | None = None,
                    source: str = "<DataFrame>") -> ItemSet:
     """The item set of a pandas DataFrame with one row per answer (errors name the row's index label)."""
+    names, rows = frame_rows(df, source=source)
+    return load_rows(rows, names, columns=columns, path=Path(source), source=source, header_where="columns",
+                     columns_in="the columns")
+
+
+def frame_rows(df: Any, *, source: str = "<DataFrame>") -> tuple[list[str], Iterator[Row]]:
+    """A DataFrame's column names and its rows as ``("row LABEL", {column: value})``, in order."""
     if not is_dataframe(df):
         raise ConfigError(f"expected a pandas DataFrame, got {type(df).__name__}")
     names = [str(c) for c in df.columns]
@@ -47,8 +54,7 @@ def from_dataframe(df: Any, *, columns: Mapping[str, str] | str | None = None,
         for label, values in zip(df.index, df.itertuples(index=False, name=None), strict=True):
             yield f"row {label}", dict(zip(names, values, strict=True))
 
-    return load_rows(rows(), names, columns=columns, path=Path(source), source=source, header_where="columns",
-                     columns_in="the columns")
+    return names, rows()
 
 
 def from_dataset(ds: Any, *, columns: Mapping[str, str] | str | None = None, split: str | None = None,

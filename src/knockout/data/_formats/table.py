@@ -119,6 +119,11 @@ def _blank(value: Any) -> bool:
     return len(value) == 0 if isinstance(value, (dict, list, tuple)) else is_missing(value)
 
 
+def blank_row(cells: Mapping[str, Any]) -> bool:
+    """A row whose every cell is missing: skipped by :func:`load_rows` (it gives no answer)."""
+    return all(_blank(v) for v in cells.values())
+
+
 def _grades(value: Any, *, file: Path, record: str, field: str) -> dict[str, float]:
     """A ``human_scores`` cell: an object / dict / Parquet map (list of key-value pairs) of grader -> score."""
     value = plain(value)
@@ -169,7 +174,7 @@ def load_rows(rows: Iterable[Row], header: Iterable[str], *, columns: Mapping[st
     built: list[Question] = []
     answers: list[Answer] = []
     for where, cells in rows:
-        if all(_blank(v) for v in cells.values()):
+        if blank_row(cells):
             continue
 
         def text(f: str, cells: Mapping[str, Any] = cells, where: str = where) -> str | None:
