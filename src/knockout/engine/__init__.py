@@ -5,8 +5,9 @@ reports progress as events to an observer; it draws nothing and writes no result
 """
 
 from knockout.engine._cache import Cache, CallRecord, call_key
-from knockout.engine._engine import Attempt, CallTrace, Engine, Outcome, Stats, Subject, Task, current_subject
+from knockout.engine._engine import Attempt, CallTrace, Engine, Outcome, Stats, Task
 from knockout.engine._events import Done, Event, Observer, Planned, Queued
+from knockout.judges._base import Subject, current_subject
 
 __all__ = [
     "Attempt",

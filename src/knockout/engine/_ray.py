@@ -34,7 +34,7 @@ class _JudgeWorker:
         self.pid = os.getpid()
 
     async def complete(self, request: JudgeRequest, facts: dict[str, Any] | None) -> Completion:
-        from knockout.engine._engine import Subject, current_subject
+        from knockout.judges._base import Subject, current_subject
 
         token = current_subject.set(Subject("remote", facts={"oracle": facts}) if facts is not None else None)
         try:
