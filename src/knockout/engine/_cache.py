@@ -62,15 +62,15 @@ class Cache(Protocol):
         stored, their leases released and the calls logged, in one write (a killed run keeps them all, or,
         killed before, the leases that say the calls were in flight)."""
 
-    def set_parsed(self, key: str, parsed: Any) -> None:
-        """Record what the parser made of a stored reply."""
-
     def log_call(self, key: str, run_id: str | None, started: float, error: str | None = None) -> None:
         """Record one live call (sent to a backend), successful or not."""
 
     def claim(self, key: str, run_id: str | None, lease_s: float) -> bool:
         """Record ``key`` as in flight for this process before it is sent; False when another live process
         holds it (then the caller waits for that process's reply instead of paying for the call twice)."""
+
+    def claim_many(self, keys: list[str], run_id: str | None, lease_s: float) -> list[bool]:
+        """:meth:`claim` for each of ``keys``, in one write."""
 
     def release(self, key: str) -> None:
         """``key`` is no longer in flight for this process."""

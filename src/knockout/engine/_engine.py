@@ -171,6 +171,8 @@ class Engine:
         self._in_flight: dict[str, asyncio.Future[CallRecord]] = {}
         #: replies received and not yet written: written together at the next turn of the event loop
         self._unwritten: list[tuple[str, dict[str, Any], CallRecord, float, asyncio.Future[None]]] = []
+        #: leases asked for and not yet taken: taken together at the next turn of the event loop
+        self._unclaimed: list[tuple[str, asyncio.Future[bool]]] = []
 
     def _write_reply(self, key: str, request: dict[str, Any], record: CallRecord, started: float
                      ) -> asyncio.Future[None]:
@@ -210,17 +212,45 @@ class Engine:
         s.cached_prompt_tokens += record.prompt_tokens or 0
         s.cached_completion_tokens += record.completion_tokens or 0
 
+    def _claim(self, key: str) -> asyncio.Future[bool]:
+        """Lease ``key`` for this process before it is sent (done with whether it was taken).  The leases
+        asked for in one turn of the event loop are taken in one transaction (one commit for a group)."""
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._unclaimed.append((key, fut))
+        if len(self._unclaimed) == 1:
+            asyncio.get_running_loop().call_soon(self._flush_claims)
+        return fut
+
+    def _flush_claims(self) -> None:
+        batch, self._unclaimed = self._unclaimed, []
+        try:
+            taken = self.cache.claim_many([key for key, _ in batch], self.run_id, self.lease_s)
+        except BaseException as exc:
+            for _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(exc)
+            return
+        for (key, fut), took in zip(batch, taken, strict=True):
+            if fut.done():  # its caller was cancelled meanwhile: nothing will be sent under this lease
+                if took:
+                    self.cache.release(key)
+            else:
+                fut.set_result(took)
+
     async def _call(self, messages: list[Message], subject: Subject | None,
-                    known: tuple[str, CallRecord | None] | None = None) -> tuple[str, CallRecord, bool]:
+                    known: tuple[str, CallRecord | None] | None = None,
+                    parse: Callable[[str], Parsed] | None = None) -> tuple[str, CallRecord, bool, Parsed | None]:
+        """The reply to ``messages``: (key, record, from the cache, what ``parse`` made of a live reply, which
+        is stored with it; None for a stored reply, which the caller parses)."""
         key, cached = known if known is not None else (self._key(messages), None)
         if known is None:
             cached = self.cache.get_call(key)
         if cached is not None:
             self._count_cached(cached)
-            return key, cached, True
+            return key, cached, True, None
         if key in self._in_flight:  # the same request already in flight: ask once, count the rest as hits
             self.stats.cached_calls += 1
-            return key, await asyncio.shield(self._in_flight[key]), True
+            return key, await asyncio.shield(self._in_flight[key]), True, None
         fut: asyncio.Future[CallRecord] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = fut
         claimed = False
@@ -230,7 +260,7 @@ class Engine:
                 async with self._sem:
                     # lease the request only when it is about to be sent: what a kill leaves leased is what
                     # was really in flight
-                    if self.cache.claim(key, self.run_id, self.lease_s):
+                    if await self._claim(key):  # not shielded: a cancelled caller's lease is released
                         claimed = True
                         stored = self.cache.get_call(key)  # stored by another process between miss and claim
                         if stored is None:
@@ -249,11 +279,12 @@ class Engine:
                 if stored is not None or (stored := await self._wait_for_other(key)) is not None:
                     self._count_cached(stored)
                     fut.set_result(stored)
-                    return key, stored, True
+                    return key, stored, True, None
+            parsed = parse(comp.text) if parse is not None else None
             record = CallRecord(
                 key=key,
                 reply=comp.text,
-                parsed=None,
+                parsed=None if parsed is None else _jsonable(parsed.value) if parsed.ok else {"error": parsed.error},
                 prompt_tokens=comp.prompt_tokens,
                 completion_tokens=comp.completion_tokens,
                 latency_s=comp.latency_s,
@@ -274,7 +305,7 @@ class Engine:
             s.images_dropped += comp.images_dropped
             s.failed_attempts += comp.failed_attempts
             fut.set_result(record)
-            return key, record, False
+            return key, record, False, parsed
         except BaseException as exc:
             if not fut.done():
                 fut.set_exception(exc)
@@ -322,7 +353,8 @@ class Engine:
         any_cached = False
         for n in range(1 + self.format_retries):
             try:
-                key, record, cached = await self._call(messages, task.subject, known if n == 0 else None)
+                key, record, cached, live = await self._call(messages, task.subject, known if n == 0 else None,
+                                                             task.parse)
             except Exception as exc:
                 self.stats.failed += 1
                 self._emit_done(task, cached=False, valid=False, failed=True)
@@ -330,9 +362,7 @@ class Engine:
                     raise JudgeError(f"judge {self.judge.spec} failed on every call so far: {exc}") from exc
                 return Outcome(None, False, attempts, error=f"judge error: {exc}", failed=True)
             any_cached = any_cached or cached
-            parsed = task.parse(record.reply)
-            if not cached:
-                self.cache.set_parsed(key, _jsonable(parsed.value) if parsed.ok else {"error": parsed.error})
+            parsed = live if live is not None else task.parse(record.reply)
             attempts.append(Attempt(key=key, reply=record.reply, cached=cached, error=parsed.error))
             if parsed.ok:
                 self._emit_done(task, cached=any_cached, valid=True, failed=False)

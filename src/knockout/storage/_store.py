@@ -341,9 +341,6 @@ class Store:
                      "content": self.get_blob(m["content@"]).decode()} for m in data["messages"]]
         return {"messages": messages, "params": json.loads(self.get_blob(data["params@"]))}
 
-    def set_parsed(self, key: str, parsed: Any) -> None:
-        self.db.execute("UPDATE calls SET parsed = ? WHERE key = ?", (json.dumps(parsed), key))
-
     def log_call(self, key: str, run_id: str | None, started: float, error: str | None = None) -> None:
         self.db.execute(
             "INSERT INTO call_log (key, run_id, started, finished, error) VALUES (?,?,?,?,?)",
@@ -353,20 +350,35 @@ class Store:
     def claim(self, key: str, run_id: str | None, lease_s: float) -> bool:
         """Record ``key`` as in flight for this process; False when another live process holds it."""
         me, now = owner(), time.time()
-        # the usual case in one statement (one commit): no lease yet, or this process's, or an expired one
-        taken = self.db.execute(
+        if self._take(key, run_id, lease_s, me, now):  # the usual case: one statement, one commit
+            return True
+        with self.transaction():  # another process's lease: taken over only when that process is gone
+            return self._take_over(key, run_id, lease_s, me, now)
+
+    def claim_many(self, keys: list[str], run_id: str | None, lease_s: float) -> list[bool]:
+        """:meth:`claim` for several keys in one transaction (one commit for a group of requests)."""
+        if len(keys) == 1:
+            return [self.claim(keys[0], run_id, lease_s)]
+        me, now = owner(), time.time()
+        with self.transaction():
+            return [self._take(key, run_id, lease_s, me, now) or self._take_over(key, run_id, lease_s, me, now)
+                    for key in keys]
+
+    def _take(self, key: str, run_id: str | None, lease_s: float, me: str, now: float) -> bool:
+        """The lease of ``key`` when there is none yet, or it is this process's, or it has run out."""
+        return bool(self.db.execute(
             "INSERT INTO inflight (key, owner, run_id, started, expires) VALUES (?,?,?,?,?) ON CONFLICT(key) DO "
             "UPDATE SET owner = excluded.owner, run_id = excluded.run_id, started = excluded.started, "
             "expires = excluded.expires WHERE inflight.owner = excluded.owner OR inflight.expires <= ?",
-            (key, me, run_id, now, now + lease_s, now)).rowcount
-        if taken:
-            return True
-        with self.transaction():  # another process's lease: taken over only when that process is gone
-            row = self.db.execute("SELECT owner, expires FROM inflight WHERE key = ?", (key,)).fetchone()
-            if row is not None and row[0] != me and row[1] > now and not is_gone(row[0]):
-                return False
-            self.db.execute("INSERT OR REPLACE INTO inflight (key, owner, run_id, started, expires) VALUES (?,?,?,?,?)",
-                            (key, me, run_id, now, now + lease_s))
+            (key, me, run_id, now, now + lease_s, now)).rowcount)
+
+    def _take_over(self, key: str, run_id: str | None, lease_s: float, me: str, now: float) -> bool:
+        """Inside a transaction: another process's live lease is honoured; a gone process's is taken over."""
+        row = self.db.execute("SELECT owner, expires FROM inflight WHERE key = ?", (key,)).fetchone()
+        if row is not None and row[0] != me and row[1] > now and not is_gone(row[0]):
+            return False
+        self.db.execute("INSERT OR REPLACE INTO inflight (key, owner, run_id, started, expires) VALUES (?,?,?,?,?)",
+                        (key, me, run_id, now, now + lease_s))
         return True
 
     def release(self, key: str) -> None:
