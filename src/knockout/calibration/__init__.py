@@ -8,6 +8,11 @@ from typing import TYPE_CHECKING
 from knockout._lazy import lazy_exports
 
 _EXPORTS = {
+    "draw_intervals": "knockout.calibration._noise",
+    "draw_matrix": "knockout.calibration._noise",
+    "icc1": "knockout.calibration._noise",
+    "noise_report": "knockout.calibration._noise",
+    "noise_tables": "knockout.calibration._noise",
     "MIN_LABELLED": "knockout.calibration._ppi",
     "PPIEstimate": "knockout.calibration._ppi",
     "power_tuning": "knockout.calibration._ppi",
@@ -17,6 +22,11 @@ _EXPORTS = {
 __all__ = [
     "MIN_LABELLED",
     "PPIEstimate",
+    "draw_intervals",
+    "draw_matrix",
+    "icc1",
+    "noise_report",
+    "noise_tables",
     "power_tuning",
     "ppi_mean",
     "ppi_total",
@@ -24,4 +34,5 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from knockout.calibration._noise import draw_intervals, draw_matrix, icc1, noise_report, noise_tables
     from knockout.calibration._ppi import MIN_LABELLED, PPIEstimate, power_tuning, ppi_mean, ppi_total
