@@ -118,6 +118,7 @@ def test_power_tuning_is_the_one_the_package_chooses() -> None:
 def test_too_few_expert_grades_or_none_missing_gives_no_estimate() -> None:
     assert ppi_mean([1.0, None, None, None], [1.0, 2.0, 3.0, 4.0]) is None
     assert ppi_mean([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0]) is None
+    assert ppi_mean([0.0, 0.0, 0.0, None], [1.0, 2.0, 3.0, 4.0]) is None  # every expert grade alike: no spread
     assert ppi_total([0.5, 0.5, 0.5, 0.5], [1.0, 2.0, 3.0, None], [1.0, 2.0, 3.0, 4.0]) is not None
     with pytest.raises(ValueError, match="judge grade"):
         ppi_mean([1.0, 2.0, 3.0, None], [1.0, 2.0, float("nan"), 4.0])
@@ -151,7 +152,7 @@ def test_example_leaderboard_shows_ppi_intervals_with_expert_grades_on_a_subset(
     assert ppi["labelled"] == round(0.6 * 36) and ppi["answers"] == 36
     assert {r["examinee"] for r in ppi["examinees"]} <= {"sample-a", "sample-b", "sample-c"} and ppi["examinees"]
     for r in ppi["examinees"]:
-        assert r["ci"][0] <= r["estimate"] <= r["ci"][1] and r["all_experts"] is not None
+        assert 0 <= r["ci"][0] <= r["estimate"] <= r["ci"][1] <= 100 and r["all_experts"] is not None
         assert r["expert_only_width"] > 0 and r["labelled"] < r["answers"]
     assert len(ppi["differences"]) >= 1 and len(ppi["exams"]) == 2
     tables = {t.title: t for t in leaderboard_tables(board)}

@@ -103,7 +103,8 @@ def ppi_mean(expert: Sequence[float | None] | np.ndarray, judge: Sequence[float]
              alpha: float = 0.05) -> PPIEstimate | None:
     """The prediction-powered estimate of the mean of ``expert`` over all answers (None or NaN where an answer
     has no expert grade) from ``judge`` (a grade for every answer); None with fewer than :data:`MIN_LABELLED`
-    expert grades or none missing (then the experts' mean is the figure itself, with nothing to estimate)."""
+    expert grades, none missing (then the experts' mean is the figure itself, with nothing to estimate), or
+    every expert grade the same (no spread to make an interval from)."""
     y_all = np.array([np.nan if v is None else float(v) for v in expert], dtype=float)
     f = np.asarray(judge, dtype=float)
     if y_all.shape != f.shape or y_all.ndim != 1:
@@ -112,8 +113,8 @@ def ppi_mean(expert: Sequence[float | None] | np.ndarray, judge: Sequence[float]
         raise ValueError("every answer needs a judge grade (a finite number)")
     labelled = ~np.isnan(y_all)
     n, big_n = int(labelled.sum()), int((~labelled).sum())
-    if n < MIN_LABELLED or big_n == 0:
-        return None
+    if n < MIN_LABELLED or big_n == 0 or np.ptp(y_all[labelled]) == 0:
+        return None  # too few, none missing, or every expert grade alike (a normal interval of width 0)
     ppi = _ppi()
     y, yhat, yhat_u = y_all[labelled], f[labelled], f[~labelled]
     point = float(np.asarray(ppi.ppi_mean_pointestimate(y, yhat, yhat_u)).reshape(-1)[0])

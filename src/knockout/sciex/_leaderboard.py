@@ -352,7 +352,8 @@ def _ppi_table(board: dict[str, Any]) -> Table:
         elo, ehi = est["expert_only_ci"]
         row = [what, f"{est['labelled']}/{est['answers']}", f"{est['expert_only']:.1f} [{elo:.1f}, {ehi:.1f}]",
                f"{est['estimate']:.1f} [{lo:.1f}, {hi:.1f}]", f"{est['width']:.1f}", f"{est['expert_only_width']:.1f}",
-               f"{est['lambda']:.2f}", f"{est['judge_only']:.1f}"]
+               " / ".join(f"{x:.2f}" for x in (est["lambda"] if isinstance(est["lambda"], list) else [est["lambda"]])),
+               f"{est['judge_only']:.1f}"]
         if check:
             full = est.get("all_experts")
             row.append("-" if full is None else f"{full:.1f}" + ("" if lo <= full <= hi else " (outside)"))
@@ -371,8 +372,9 @@ def _ppi_table(board: dict[str, Any]) -> Table:
     judge_n = next((n for n, j in enumerate(board["judges"], 1) if j["key"] == ppi["judge"]), 1)
     note = (f"Prediction-powered (PPI++, ppi-python) from judge {judge_n}'s grades on every answer and the experts' "
             f"on {ppi['labelled']} of {ppi['answers']} answers; percent, differences in percentage points. lambda: "
-            "the power tuning (0: experts alone, 1: plain PPI). Assumes the expert-graded answers are a random "
-            "subset.")
+            "the power tuning (0: experts alone, 1: plain PPI; a difference: each examinee's, their variances "
+            "added). Assumes the expert-graded answers are a random subset; with fewer than about 20 expert grades "
+            "in a figure the normal interval is rough (docs/calibration.md).")
     if check:
         note += (f" --expert-sample {board['expert_sample']:g}: the experts' other grades were hidden; 'all experts' "
                  "is the figure from every expert grade.")

@@ -14,7 +14,9 @@ each mapped through the exam's boundaries, which only go down as the percent goe
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -92,7 +94,7 @@ def examinee_ppi(items: ItemSet, exams: Mapping[str, Exam], examinee: str, judge
         german.append(b.grade(float(np.clip(est.estimate, 0, 1))))
         worst.append(b.grade(float(np.clip(est.ci[0], 0, 1))))
         best.append(b.grade(float(np.clip(est.ci[1], 0, 1))))
-    out = {"examinee": examinee, **grade.to_dict(2)}
+    out = {"examinee": examinee, **_clipped(grade.to_dict(2), 0.0, 100.0)}
     if german:
         out["german"] = round(float(np.mean(german)), 2)
         out["german_ci"] = [round(float(np.mean(best)), 2), round(float(np.mean(worst)), 2)]
@@ -112,23 +114,49 @@ def exam_average_ppi(items: ItemSet, exams: Mapping[str, Exam], exam_id: str, ex
     for answers in took.values():
         t.add(items, answers, 100.0 / (len(took) * exams[exam_id].max_points))
     est = t.estimate(alpha)
-    return None if est is None else {"exam": exam_id, "examinees": len(took), **est.to_dict(2)}
+    return None if est is None else {"exam": exam_id, "examinees": len(took), **_clipped(est.to_dict(2), 0.0, 100.0)}
+
+
+def _clipped(est: dict[str, Any], low: float, high: float) -> dict[str, Any]:
+    """The intervals cut to the figure's range (a percent is 0..100): the coverage stays, the width shown is
+    the width that remains."""
+    for key, width in (("ci", "width"), ("expert_only_ci", "expert_only_width")):
+        lo, hi = max(est[key][0], low), min(est[key][1], high)
+        est[key], est[width] = [lo, hi], round(hi - lo, 2)
+    return est
 
 
 def difference_ppi(items: ItemSet, exams: Mapping[str, Exam], first: str, second: str, judge: Grades,
                    experts: Grades, *, alpha: float = 0.05, fallback: float | None = None) -> dict[str, Any] | None:
-    """``first``'s grade minus ``second``'s (percentage points), prediction-powered over both examinees'
-    answers together."""
+    """``first``'s grade minus ``second``'s (percentage points): the difference of the two examinees'
+    prediction-powered grades, whose answers (and expert subsets) are disjoint, so their variances add (the
+    standard error of each from its interval); the expert-only difference the same way."""
     fallback = judge_share(items, judge) if fallback is None else fallback
-    t = _Terms(judge, experts, fallback)
-    for who, sign in ((first, 1.0), (second, -1.0)):
+    ests = []
+    for who in (first, second):
         per_exam = _answers(items, who, exams)
-        if not per_exam:
-            return None
+        t = _Terms(judge, experts, fallback)
         for e, answers in per_exam.items():
-            t.add(items, answers, sign * 100.0 / (len(per_exam) * exams[e].max_points))
-    est = t.estimate(alpha)
-    return None if est is None else {"first": first, "second": second, **est.to_dict(2)}
+            t.add(items, answers, 100.0 / (len(per_exam) * exams[e].max_points))
+        est = t.estimate(alpha)
+        if est is None:
+            return None
+        ests.append(est)
+    a, b = ests
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+
+    def combined(x: float, y: float, cx: tuple[float, float], cy: tuple[float, float]) -> list[float]:
+        se = math.hypot((cx[1] - cx[0]) / (2 * z), (cy[1] - cy[0]) / (2 * z))
+        return [round(x - y - z * se, 2), round(x - y + z * se, 2)]
+
+    ci = combined(a.estimate, b.estimate, a.ci, b.ci)
+    eci = combined(a.expert_only, b.expert_only, a.expert_only_ci, b.expert_only_ci)
+    return _clipped({"first": first, "second": second, "estimate": round(a.estimate - b.estimate, 2), "ci": ci,
+                     "width": 0.0, "lambda": [round(a.lam, 2), round(b.lam, 2)],
+                     "judge_only": round(a.judge_only - b.judge_only, 2),
+                     "expert_only": round(a.expert_only - b.expert_only, 2), "expert_only_ci": eci,
+                     "expert_only_width": 0.0, "labelled": a.labelled + b.labelled, "answers": a.answers + b.answers,
+                     "confidence": 1 - alpha}, -100.0, 100.0)
 
 
 def leaderboard_ppi(items: ItemSet, exams: Mapping[str, Exam], order: Sequence[str], judge: Grades,
