@@ -130,6 +130,9 @@ class GradeKind(RunKind):
                                   a.human_score is not None else "no human grade"))
         if d.get("scores"):
             view["facts"].append(("Grades received", ", ".join(str(s) for s in d["scores"])))
+        if d.get("draws"):  # --samples K: the grade is the mean of the valid draws
+            view["facts"].append(("Draws", ", ".join("invalid" if s is None else f"{s:g}" for s in d["draws"]) +
+                                  " (the grade: their mean)"))
         if d.get("champion"):
             view["facts"].append(("Champion", "★ Champion of its question."))
         elif d.get("eliminated_round"):
