@@ -351,7 +351,7 @@ num_text = st.one_of(
 GRADE_OPTIONS: dict[str, st.SearchStrategy[str]] = {
     "--temperature": num_text, "--max-tokens": num_text, "--concurrency": num_text, "--format-retries": num_text,
     "--limit": num_text, "--answers-per-question": num_text, "--shots": num_text, "--seed": num_text,
-    "--top-p": num_text, "--frequency-penalty": num_text,
+    "--top-p": num_text, "--frequency-penalty": num_text, "--samples": num_text,
     "--method": st.sampled_from(["individual", "knockout", "pairwise", "allpairs", "heapsort", "window", "bogus",
                                  "", "\ud800", "x" * 5000]),
     "--prompt": st.one_of(st.sampled_from(["auto", "bogus", "{d}/exam.jsonl", "/dev/zero", "/etc/passwd", ""]), text),

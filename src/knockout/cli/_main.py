@@ -152,6 +152,9 @@ def grade(
     top_p: TopPOpt = None,
     frequency_penalty: FreqPenaltyOpt = None,
     format_retries: Annotated[int, typer.Option(help="re-asks with a format reminder before invalid")] = 2,
+    samples: Annotated[int, typer.Option("--samples", help="judge draws per answer (individual method), each "
+                                         "with seed + k and its own cache entry; the grade is their mean and the "
+                                         "report shows the judge's own noise")] = 1,
     executor: ExecutorOpt = "local",
     show_answers: Annotated[bool, typer.Option(help="print the per-answer table")] = False,
     as_json: JsonOpt = False,
@@ -191,6 +194,7 @@ def grade(
             concurrency=concurrency,
             format_retries=format_retries,
             figures=figures,
+            samples=samples,
         )
         methods.get(method)
         loader_opts: dict[str, Any] = dict(parse_kv(data_opt, "--data-opt"))

@@ -129,12 +129,12 @@ def solve(
 
 
 def make_board(store: Path, runs: Sequence[str], llm_grades: Sequence[Path], resamples: int,
-               seed: int) -> dict[str, Any]:
+               seed: int, expert_sample: float | None = None) -> dict[str, Any]:
     from knockout.sciex._leaderboard import build_leaderboard, gather, released_judges
 
     g = gather(store, runs)
     judges = [*g.judges, *released_judges(llm_grades, g.items)]
-    board = build_leaderboard(g.items, judges, resamples=resamples, seed=seed)
+    board = build_leaderboard(g.items, judges, resamples=resamples, seed=seed, expert_sample=expert_sample)
     board["store"] = str(store)
     board["runs_skipped"] = g.runs_skipped
     board["human_grades"] = g.human_grades
@@ -175,16 +175,20 @@ def leaderboard(
                                               "knockout[plots])")] = None,
     resamples: Annotated[int, typer.Option("--resamples", help="bootstrap resamples for the 95% CIs (0: "
                                            "none)")] = DEFAULT_RESAMPLES,
-    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    seed: Annotated[int, typer.Option(help="bootstrap seed (and the draw of --expert-sample)")] = 0,
+    expert_sample: Annotated[float | None, typer.Option(
+        "--expert-sample", help="keep the expert grades of this random fraction of the expert-graded answers "
+        "only, and show the prediction-powered estimates (needs knockout[calibration]) against the figures from "
+        "all of them")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The SciEx leaderboard: examinees by expert- and judge-graded %, German grades, the student average, and
-    each judge's Pearson with the experts."""
+    each judge's Pearson with the experts; prediction-powered estimates where experts graded a subset."""
     try:
         from knockout._bounds import Bootstrap
 
         options(Bootstrap, resamples=resamples, seed=seed)
-        board = make_board(store, run or [], llm_grades or [], resamples, seed)
+        board = make_board(store, run or [], llm_grades or [], resamples, seed, expert_sample)
         show_board(board, csv_out=csv_out, html=html, as_json=as_json)
     except KnockoutError as exc:
         fail(exc)

@@ -13,17 +13,21 @@ from typing import Any, Protocol
 from knockout.judges._base import GenParams, Message, image_digest
 
 
-def call_key(identity: dict[str, Any], params: GenParams, messages: list[Message]) -> str:
-    """SHA-256 over the judge identity, parameters and full messages (images by content)."""
-    return KeyMaker(identity, params)(messages)
+def call_key(identity: dict[str, Any], params: GenParams, messages: list[Message], draw: int = 0) -> str:
+    """SHA-256 over the judge identity, parameters and full messages (images by content); ``draw`` (the
+    index of a repeated draw, ``--samples``) enters the key only when it is not 0, so that a single draw's
+    key is what it always was."""
+    return KeyMaker(identity, params, draw)(messages)
 
 
 class KeyMaker:
     """:func:`call_key` for one judge and one set of parameters: their JSON is written once, and each key
-    hashes the same bytes ``call_key``'s payload (sorted keys: judge, messages, params) would."""
+    hashes the same bytes ``call_key``'s payload (sorted keys: draw when not 0, judge, messages, params)
+    would."""
 
-    def __init__(self, identity: dict[str, Any], params: GenParams) -> None:
-        self.head = '{"judge": ' + json.dumps(identity, sort_keys=True, ensure_ascii=False) + ', "messages": '
+    def __init__(self, identity: dict[str, Any], params: GenParams, draw: int = 0) -> None:
+        self.head = (f'{{"draw": {draw}, ' if draw else "{") + '"judge": ' + json.dumps(
+            identity, sort_keys=True, ensure_ascii=False) + ', "messages": '
         self.tail = ', "params": ' + json.dumps(params.model_dump(mode="json"), sort_keys=True,
                                                 ensure_ascii=False) + "}"
 

@@ -24,6 +24,7 @@ during the call through :data:`current_subject`, which only a simulation (the sc
 from __future__ import annotations
 
 import asyncio
+import copy
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from knockout._bounds import MAX_INT
 from knockout.engine._cache import Cache, CallRecord, KeyMaker
 from knockout.engine._events import Done, Observer, Queued
 from knockout.engine._executors import Executor, LocalExecutor
@@ -173,6 +175,23 @@ class Engine:
         self._unwritten: list[tuple[str, dict[str, Any], CallRecord, float, asyncio.Future[None]]] = []
         #: leases asked for and not yet taken: taken together at the next turn of the event loop
         self._unclaimed: list[tuple[str, asyncio.Future[bool]]] = []
+
+    def for_draw(self, draw: int) -> Engine:
+        """This engine for draw ``draw`` of repeated judge draws (``--samples K``): the same judge, store,
+        executor, concurrency limit and counters; the seed ``seed + draw`` (no seed stays none) and the
+        draw index in every cache key, so each draw is its own call, stored and found again on a rerun.
+        Draw 0 is this engine's own requests, byte for byte."""
+        if draw == 0:
+            return self
+        other = copy.copy(self)
+        seed = self.params.seed
+        if seed is not None:  # seed + draw, kept within the bounds of a seed (the largest seeds count down)
+            seed = seed + draw if seed + draw <= MAX_INT else seed - draw
+        other.params = self.params.model_copy(update={"seed": seed})
+        other._key = KeyMaker(self.identity, other.params, draw)
+        other._in_flight = {}
+        other._unwritten = []
+        return other
 
     def _write_reply(self, key: str, request: dict[str, Any], record: CallRecord, started: float
                      ) -> asyncio.Future[None]:

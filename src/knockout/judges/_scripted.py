@@ -19,8 +19,10 @@ order, None for unknown): each gets noise, the first gets the ``bias`` bonus, an
 ``[[A]]``/``[[B]]`` when they differ by more than :data:`SBS_TIE_MARGIN`, else ``[[C]]`` (mean >= 0.5)
 or ``[[D]]``.  ``disagree_with = X`` (the second agent of a "hard" debate) turns a verdict equal to X
 into its opposite (A<->B, C<->D).
-The noise is a deterministic function of the seed and the request, so the same
-request always gets the same reply, as a cached LLM call would.
+The noise is a deterministic function of the seed and the request (its messages, and its generation seed
+when that is not 0), so the same request always gets the same reply, as a cached LLM call would, and the
+draws of ``--samples K`` (seeds ``seed + k``) each get their own noise: a simulated judge with known
+draw-to-draw noise.
 """
 
 from __future__ import annotations
@@ -79,8 +81,11 @@ class ScriptedJudge(Judge):
         return 16
 
     def _rng(self, request: JudgeRequest) -> np.random.Generator:
+        # the request's own seed counts when it is not the default 0 (a repeated draw, --samples, asks with
+        # seed + draw): each draw gets its own noise, and a request with seed 0 the noise it always had
+        drawn = [request.params.seed] if request.params.seed not in (0, None) else []
         payload = json.dumps(
-            [self.seed, [(m.role, m.content) for m in request.messages]], ensure_ascii=False
+            [self.seed, [(m.role, m.content) for m in request.messages], *drawn], ensure_ascii=False
         ).encode()
         return np.random.default_rng(int.from_bytes(hashlib.sha256(payload).digest()[:8], "big"))
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, computed_field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    SerializerFunctionWrapHandler,
+    computed_field,
+    model_serializer,
+    model_validator,
+)
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from knockout._bounds import Name, bounded
@@ -40,6 +49,18 @@ class IndividualDetails(CallTrace):
 
     prompt: str
     shots: list[str] = Field(default_factory=list)
+    #: ``--samples K``: every draw's grade (None: invalid) and the cache key of its first request; absent
+    #: (and left out of the JSON) for a single draw
+    draws: list[float | None] | None = None
+    draw_keys: list[str | None] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_single_draw(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        for k in ("draws", "draw_keys"):
+            if out.get(k, 0) is None:
+                del out[k]
+        return out
 
 
 class MatchRef(BaseModel):

@@ -49,9 +49,12 @@ class GradeKind(RunKind):
         from knockout.reports._report import build_comparison
         from knockout.reports._runs import load_run
 
-        cmp = build_comparison([load_run(store, rec.id, details=False) for store, rec in runs],
-                               resamples=options.resamples, seed=options.seed, by=options.by,
+        loaded = [load_run(store, rec.id, details=False) for store, rec in runs]
+        cmp = build_comparison(loaded, resamples=options.resamples, seed=options.seed, by=options.by,
                                prices=options.prices)
+        noise = _noise(loaded, options)
+        if noise:
+            cmp["noise"] = noise
 
         def plots() -> dict[str, bytes]:
             from knockout.reports._plots import cost_vs_agreement, group_deltas
@@ -64,7 +67,22 @@ class GradeKind(RunKind):
     def compare_tables(self, data: dict[str, Any]) -> list[Any]:
         from knockout.reports._report import comparison_tables
 
-        return list(comparison_tables(data))
+        tables = list(comparison_tables(data))
+        if data.get("noise"):
+            tables.append(_noise_compare_table(data["noise"]))
+        return tables
+
+    # -- repeated judge draws (--samples K): the judge's own noise ----------------------------------------
+    def report_sections(self, loaded: Any, options: ReportOptions) -> dict[str, Any]:
+        from knockout.calibration._noise import noise_report
+
+        noise = noise_report(loaded.items, loaded.results, resamples=options.resamples, seed=options.seed)
+        return {"noise": noise} if noise else {}
+
+    def section_tables(self, report: dict[str, Any]) -> list[Any]:
+        from knockout.calibration._noise import noise_tables
+
+        return noise_tables(report["noise"]) if report.get("noise") else []
 
     def tidy(self, store: Store, record: RunRecord, table: str) -> list[dict[str, Any]]:
         from knockout.annotations import add_web_grades
@@ -112,6 +130,9 @@ class GradeKind(RunKind):
                                   a.human_score is not None else "no human grade"))
         if d.get("scores"):
             view["facts"].append(("Grades received", ", ".join(str(s) for s in d["scores"])))
+        if d.get("draws"):  # --samples K: the grade is the mean of the valid draws
+            view["facts"].append(("Draws", ", ".join("invalid" if s is None else f"{s:g}" for s in d["draws"]) +
+                                  " (the grade: their mean)"))
         if d.get("champion"):
             view["facts"].append(("Champion", "★ Champion of its question."))
         elif d.get("eliminated_round"):
@@ -126,6 +147,37 @@ class GradeKind(RunKind):
 
     def bracket(self, store: Store, record: RunRecord, question_id: str) -> dict[str, Any]:
         return bracket(store, record, question_id, graded_items(store, record))
+
+
+def _noise(loaded: Sequence[Any], options: ReportOptions) -> list[dict[str, Any]]:
+    """``compare``: the judge's noise of every run with repeated draws (``--samples``)."""
+    from knockout.calibration._noise import noise_report
+
+    out = []
+    for r in loaded:
+        noise = noise_report(r.items, r.results, resamples=options.resamples, seed=options.seed)
+        if noise:
+            out.append({"run_id": r.run.id, "label": r.label, **noise})
+    return out
+
+
+def _noise_compare_table(noise: list[dict[str, Any]]) -> Any:
+    from knockout.reports._tables import Table, num
+
+    def ci(v: list[float] | None) -> str:
+        return "-" if not v else f"[{v[0]:.3f}, {v[1]:.3f}]"
+
+    rows = []
+    for n in noise:
+        p = (n.get("intervals") or {}).get("pearson") or {}
+        rows.append([n["run_id"], n["label"], str(n["draws"]), f"{num(n['icc1_1'])} {ci(n['icc1_1_ci'])}",
+                     num(n["sd_share_mean"]), num(p.get("first")), ci(p.get("answers_ci")), num(p.get("value")),
+                     ci(p.get("answers_draws_ci")), ci(p.get("draws_ci"))])
+    return Table("the judges' own noise (runs with repeated draws, --samples)",
+                 ["run", "method / judge", "draws", "ICC(1,1) [95% CI]", "mean SD (share)", "Pearson (first draw)",
+                  "answers only", "Pearson (mean of draws)", "answers and draws", "draws only"], rows,
+                 "Pearson with the humans; 95% bootstrap intervals: answers resampled with the first draw; answers "
+                 "and their draws resampled, and the draws alone, re-centred on the mean of draws.")
 
 
 def graded_items(store: Store, record: RunRecord) -> ItemSet | None:

@@ -9,6 +9,7 @@ kind of run.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,14 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from knockout._bounds import MAX_CONCURRENCY, MAX_RETRIES, Name, bounded
 from knockout.data._records import ItemSet
 from knockout.engine import Observer, Subject
+from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
 from knockout.methods._base import AnswerResult, Method, MethodOptions, methods
 from knockout.runs import Oracle, Run, RunContext, RunSummary, execute, execute_async
 from knockout.storage._store import ResultRow, Store
+
+#: the most judge draws per answer (``--samples``)
+MAX_SAMPLES = 100
 
 
 @pydantic_dataclass(config=ConfigDict(arbitrary_types_allowed=True, allow_inf_nan=False))
@@ -41,6 +46,10 @@ class RunConfig:
     #: pairwise methods: play step s of all questions as one wave instead of pipelining each question
     #: (same results; not part of the run's identity)
     lockstep: bool = False
+    #: judge draws per answer (``--samples K``, the individual method): draw k asks with seed ``seed + k`` and
+    #: is cached under its own key; the answer's grade is the mean of its valid draws, each draw kept in its
+    #: details (``draws``).  1 (the default) leaves run ids, requests and cache keys as they always were.
+    samples: int = Field(default=1, ge=1, le=MAX_SAMPLES)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -121,6 +130,10 @@ class GradeRun(Run[RunReport]):
     def judges(self) -> dict[str, Judge]:
         return {"judge": self.judge}
 
+    def _samples(self) -> dict[str, Any]:
+        """``samples`` in the identity and configuration only when it is more than 1 (run ids unchanged)."""
+        return {"samples": self.cfg.samples} if self.cfg.samples > 1 else {}
+
     def identity(self) -> dict[str, Any]:
         return {
             "method": self.cfg.method,
@@ -130,6 +143,7 @@ class GradeRun(Run[RunReport]):
             "figures": self.figure_mode,
             "judge": self.judge.identity(),
             "data": self.items.fingerprint(),
+            **self._samples(),
         }
 
     def config(self) -> dict[str, Any]:
@@ -138,6 +152,7 @@ class GradeRun(Run[RunReport]):
             "params": self.cfg.params.model_dump(mode="json"),
             "format_retries": self.cfg.format_retries,
             "figures": self.figure_mode,
+            **self._samples(),
         }
 
     @property
@@ -156,6 +171,9 @@ class GradeRun(Run[RunReport]):
     def check(self) -> None:
         self.figure_mode  # noqa: B018 - validates the mode
         self.grader.check(self.items, self.cfg.options)
+        if self.cfg.samples > 1 and self.cfg.method != "individual":
+            raise ConfigError(f"--samples {self.cfg.samples}: repeated judge draws are for the individual method "
+                              f"(one grade per answer and draw), not '{self.cfg.method}'")
 
     def oracle(self) -> Oracle:
         return grade_oracle(self.items)
@@ -169,6 +187,8 @@ class GradeRun(Run[RunReport]):
 
             items, left_out = judge_items(self.items, self.figure_mode, self.cfg.figure_dir)
         outcome = await self.grader.run(items, ctx, self.cfg.options)
+        if self.cfg.samples > 1:
+            await self._more_draws(items, ctx, outcome.results)
         if not outcome.written:
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details)
                               for r in outcome.results)
@@ -190,6 +210,33 @@ class GradeRun(Run[RunReport]):
             results=outcome.results,
             info=outcome.info,
         )
+
+
+    async def _more_draws(self, items: ItemSet, ctx: RunContext, results: list[AnswerResult]) -> None:
+        """Draws 1..K-1 of every answer (draw 0 is the method's own run); each answer's grade becomes the mean
+        of its valid draws, its details keep every draw's grade (None: invalid) and cache key, and its results
+        are written again."""
+        draws: list[list[AnswerResult]] = []
+        for k in range(1, self.cfg.samples):
+            sub = _DrawContext(ctx.run_id, ctx.store, {"judge": ctx.engine.for_draw(k)}, ctx.observer, ctx.executor)
+            draws.append((await self.grader.run(items, sub, self.cfg.options)).results)
+        for i, r in enumerate(results):
+            got = [r, *(d[i] for d in draws)]
+            assert all(g.answer_id == r.answer_id for g in got)
+            scores = [g.score if g.valid else None for g in got]
+            valid = [s for s in scores if s is not None]
+            r.details["draws"] = scores
+            r.details["draw_keys"] = [(g.details.get("attempts") or [{}])[0].get("key") for g in got]
+            r.score = sum(valid) / len(valid) if valid else None
+            r.valid = bool(valid)
+        ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in results)
+
+
+class _DrawContext(RunContext):
+    """A repeated draw's context: its results go back to :meth:`GradeRun._more_draws`, not to the store."""
+
+    def write_results(self, rows: Iterable[ResultRow]) -> None:
+        pass
 
 
 def run_id_for(items: ItemSet, judge: Judge, cfg: RunConfig) -> str:

@@ -170,9 +170,53 @@ def _sort_judges(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=key)  # stable: runs without correlations keep the store's order
 
 
+def sample_experts(items: ItemSet, fraction: float, seed: int) -> ItemSet:
+    """``items`` with the expert grades of a random ``fraction`` of the expert-graded answers kept (seeded) and
+    the others' removed: what the leaderboard would show had the experts graded only those
+    (``--expert-sample``)."""
+    import numpy as np
+
+    if not 0 < fraction < 1:
+        raise ConfigError(f"--expert-sample must be a fraction between 0 and 1 (got {fraction:g})")
+    graded = [a.id for a in items if a.human_scores]
+    rng = np.random.default_rng(seed)
+    keep = set(rng.choice(graded, size=round(fraction * len(graded)), replace=False).tolist()) if graded else set()
+    answers = [a if a.id in keep or not a.human_scores else a.model_copy(update={"human_scores": {}}) for a in items]
+    return ItemSet(items.questions.values(), answers, source=items.source)
+
+
+def _ppi_section(items: ItemSet, exams: dict[str, Any], rows: list[dict[str, Any]], judge: JudgeSource,
+                 experts: dict[str, float | None], truth: dict[str, float | None] | None,
+                 required: bool) -> tuple[dict[str, Any] | None, str | None]:
+    """The prediction-powered section for the first judge, or why there is none (a note)."""
+    import importlib.util
+
+    from knockout.calibration._ppi import INSTALL
+
+    partial = {a.examinee for a in items if a.examinee is not None and a.id not in experts} & {
+        a.examinee for a in items if a.id in experts}
+    if not partial and truth is None:
+        return None, None  # every expert-graded examinee fully graded: the experts' figures are the figures
+    if importlib.util.find_spec("ppi_py") is None:
+        why = f"prediction-powered intervals need ppi-python: {INSTALL}"
+        if required:
+            raise ConfigError(why)
+        return None, why
+    from knockout.sciex._ppi import leaderboard_ppi
+
+    section = leaderboard_ppi(items, exams, [r["examinee"] for r in rows], judge.grades, experts, truth=truth)
+    section["judge"] = judge.key
+    return section, None
+
+
 def build_leaderboard(items: ItemSet, judges: Sequence[JudgeSource], *, resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = 0) -> dict[str, Any]:
-    """The leaderboard as a JSON-able dict (``knockout leaderboard --json``)."""
+                      seed: int = 0, expert_sample: float | None = None) -> dict[str, Any]:
+    """The leaderboard as a JSON-able dict (``knockout leaderboard --json``).  ``expert_sample``: keep the
+    expert grades of that fraction of the expert-graded answers only (seeded by ``seed``), and check the
+    prediction-powered estimates against the figures from all of them."""
+    truth = expert_grades(items) if expert_sample is not None else None
+    if expert_sample is not None:
+        items = sample_experts(items, expert_sample, seed)
     exams = exams_of(items)
     judge_rows = _sort_judges([_judge_row(items, j, resamples, seed) for j in judges])
     by_key = {j.key: j for j in judges}
@@ -205,6 +249,8 @@ def build_leaderboard(items: ItemSet, judges: Sequence[JudgeSource], *, resample
     for i, r in enumerate(rows, 1):
         r["rank"] = i
         del r["_key"]
+    ppi, ppi_note = (_ppi_section(items, exams, rows, by_key[first], experts, truth, expert_sample is not None)
+                     if first is not None else (None, None))
     students = student_result(items, exams=exams, only=taken or None)
     default_used = any(
         res and res.get("german_default")
@@ -218,9 +264,11 @@ def build_leaderboard(items: ItemSet, judges: Sequence[JudgeSource], *, resample
                    "max_points": e.max_points, "grade_boundaries": e.info.get("GradeBoundaries"),
                    "default_boundaries": e.boundaries.default} for e in exams.values()],
         "german_default": default_used,
-        "notes": [DEFAULT_NOTE] if default_used else [],
+        "notes": ([DEFAULT_NOTE] if default_used else []) + ([ppi_note] if ppi_note else []),
         "resamples": resamples,
         "seed": seed,
+        "ppi": ppi,
+        "expert_sample": expert_sample,
     }
 
 
@@ -242,19 +290,25 @@ def leaderboard_tables(board: dict[str, Any]) -> list[Table]:
     """The leaderboard, the judges, the breakdowns and the per-exam results as plain tables."""
     judges = board["judges"]
     cols = ["rank", "examinee", "expert % [95% CI]", "expert German"]
+    ppi = {r["examinee"]: r for r in (board.get("ppi") or {}).get("examinees", [])}
+    if board.get("ppi"):
+        cols += ["PPI % [95% CI]", "PPI German"]
     for n, _ in enumerate(judges, 1):
         cols += [f"judge {n} % [95% CI]", f"judge {n} German"]
     cols.append("ranked by")
     rows = []
     for r in board["examinees"]:
         row = [str(r["rank"]), r["examinee"], _pct(r["expert"]), _german(r["expert"])]
+        if board.get("ppi"):
+            row += _ppi_cells(ppi.get(r["examinee"]))
         for j in judges:
             res = r["judges"].get(j["key"])
             row += [_pct(res), _german(res)]
         rows.append([*row, r["ranked_by"] or "-"])
     s = board["students"]
     if s:
-        rows.append(["", "student average", _pct(s), _german(s), *(["-", "-"] * len(judges)), "exam info"])
+        rows.append(["", "student average", _pct(s), _german(s), *(["-", "-"] * (len(judges) + bool(board.get("ppi")))),
+                     "exam info"])
     note = ("Grade = mean of the per-exam percentages (SciEx). " +
             " ".join(f"judge {n}: {j['label']}." for n, j in enumerate(judges, 1)) +
             (" *: " + DEFAULT_NOTE + "." if board["german_default"] else ""))
@@ -270,10 +324,61 @@ def leaderboard_tables(board: dict[str, Any]) -> list[Table]:
                                                         "Pearson question [95% CI]", "Pearson exam [95% CI]",
                                                         "copies example grade", "parser fallbacks"], jrows,
                         "Pearson on scores normalised by max points; 95% cluster-bootstrap CIs over questions."))
+    if board.get("ppi"):
+        tables.append(_ppi_table(board))
     tables.append(_breakdown_table(board))
     tables.append(_subset_table(board))
     tables.append(_exam_table(board))
     return tables
+
+
+def _ppi_cells(est: dict[str, Any] | None) -> list[str]:
+    if not est:
+        return ["-", "-"]
+    lo, hi = est["ci"]
+    german = "-" if est.get("german") is None else f"{est['german']:.1f} [{est['german_ci'][0]:.1f}, " \
+                                                  f"{est['german_ci'][1]:.1f}]"
+    return [f"{est['estimate']:.1f} [{lo:.1f}, {hi:.1f}]", german]
+
+
+def _ppi_table(board: dict[str, Any]) -> Table:
+    """Each prediction-powered figure beside the expert-only one, with both interval widths."""
+    ppi = board["ppi"]
+    check = board.get("expert_sample") is not None
+    rows = []
+
+    def add(what: str, est: dict[str, Any]) -> None:
+        lo, hi = est["ci"]
+        elo, ehi = est["expert_only_ci"]
+        row = [what, f"{est['labelled']}/{est['answers']}", f"{est['expert_only']:.1f} [{elo:.1f}, {ehi:.1f}]",
+               f"{est['estimate']:.1f} [{lo:.1f}, {hi:.1f}]", f"{est['width']:.1f}", f"{est['expert_only_width']:.1f}",
+               " / ".join(f"{x:.2f}" for x in (est["lambda"] if isinstance(est["lambda"], list) else [est["lambda"]])),
+               f"{est['judge_only']:.1f}"]
+        if check:
+            full = est.get("all_experts")
+            row.append("-" if full is None else f"{full:.1f}" + ("" if lo <= full <= hi else " (outside)"))
+        rows.append(row)
+
+    for est in ppi["examinees"]:
+        add(est["examinee"], est)
+    for est in ppi["exams"]:
+        add(f"exam {est['exam']} (average of {est['examinees']})", est)
+    for est in ppi["differences"]:
+        add(f"{est['first']} - {est['second']}", est)
+    cols = ["figure", "expert-graded", "expert only [95% CI]", "PPI [95% CI]", "PPI width", "expert-only width",
+            "lambda", "judge only"]
+    if check:
+        cols.append("all experts")
+    judge_n = next((n for n, j in enumerate(board["judges"], 1) if j["key"] == ppi["judge"]), 1)
+    note = (f"Prediction-powered (PPI++, ppi-python) from judge {judge_n}'s grades on every answer and the experts' "
+            f"on {ppi['labelled']} of {ppi['answers']} answers; percent, differences in percentage points. lambda: "
+            "the power tuning (0: experts alone, 1: plain PPI; a difference: each examinee's, their variances "
+            "added). Assumes the expert-graded answers are a random subset; with fewer than about 20 expert grades "
+            "in a figure the normal interval is rough (docs/calibration.md).")
+    if check:
+        note += (f" --expert-sample {board['expert_sample']:g}: the experts' other grades were hidden; 'all experts' "
+                 "is the figure from every expert grade.")
+    return Table("Prediction-powered estimates", cols, rows, note)
 
 
 def _source(r: dict[str, Any], board: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
@@ -351,6 +456,15 @@ def leaderboard_csv(board: dict[str, Any]) -> str:
     for n, _ in enumerate(judges, 1):
         cols += [f"judge{n}_percent", f"judge{n}_ci_low", f"judge{n}_ci_high", f"judge{n}_german"]
     cols += ["german_default", *[f"judge{n}_label" for n, _ in enumerate(judges, 1)]]
+    ppi = {e["examinee"]: e for e in (board.get("ppi") or {}).get("examinees", [])}
+    if board.get("ppi"):
+        cols += ["ppi_percent", "ppi_ci_low", "ppi_ci_high", "ppi_german", "ppi_expert_graded"]
+
+    def ppi_cells(name: str) -> list[Any]:
+        if not board.get("ppi"):
+            return []
+        e = ppi.get(name)
+        return [e["estimate"], e["ci"][0], e["ci"][1], e.get("german", ""), e["labelled"]] if e else [""] * 5
 
     def cells(res: dict[str, Any] | None) -> list[Any]:
         if not res:
@@ -367,11 +481,11 @@ def leaderboard_csv(board: dict[str, Any]) -> str:
         for j in judges:
             row += cells(r["judges"].get(j["key"]))
         default = any(x and x.get("german_default") for x in [r["expert"], *r["judges"].values()])
-        w.writerow([*row, default, *labels])
+        w.writerow([*row, default, *labels, *ppi_cells(r["examinee"])])
     s = board["students"]
     if s:
         w.writerow(["", "student average", "exam info", *cells(s), *([""] * 4 * len(judges)), s["german_default"],
-                    *labels])
+                    *labels, *ppi_cells("")])
     return buf.getvalue()
 
 

@@ -1,0 +1,38 @@
+"""Calibration of a judge against experts: prediction-powered estimates (``_ppi``: a figure of the experts'
+grades from the judge's grades on every answer and the experts' on a subset, PPI++ through ``ppi-python``)
+and the judge's own noise (``_noise``: test-retest reliability of repeated draws, the spread per answer,
+intervals with the draw-to-draw variance).  See docs/calibration.md."""
+
+from typing import TYPE_CHECKING
+
+from knockout._lazy import lazy_exports
+
+_EXPORTS = {
+    "draw_intervals": "knockout.calibration._noise",
+    "draw_matrix": "knockout.calibration._noise",
+    "icc1": "knockout.calibration._noise",
+    "noise_report": "knockout.calibration._noise",
+    "noise_tables": "knockout.calibration._noise",
+    "MIN_LABELLED": "knockout.calibration._ppi",
+    "PPIEstimate": "knockout.calibration._ppi",
+    "power_tuning": "knockout.calibration._ppi",
+    "ppi_mean": "knockout.calibration._ppi",
+    "ppi_total": "knockout.calibration._ppi",
+}
+__all__ = [
+    "MIN_LABELLED",
+    "PPIEstimate",
+    "draw_intervals",
+    "draw_matrix",
+    "icc1",
+    "noise_report",
+    "noise_tables",
+    "power_tuning",
+    "ppi_mean",
+    "ppi_total",
+]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:
+    from knockout.calibration._noise import draw_intervals, draw_matrix, icc1, noise_report, noise_tables
+    from knockout.calibration._ppi import MIN_LABELLED, PPIEstimate, power_tuning, ppi_mean, ppi_total
