@@ -5,9 +5,11 @@ prompt-prefix reuse), on the same prompts.
 
 The 0.5B GGUF (knockout[embedded-small]) grades ``--questions`` x ``--answers`` answers with the English
 individual prompt (the prompts of one question share their instructions and question text), first through
-``llamacpp:qwen2.5-coder-0.5b`` (llama-cpp-python, one call at a time) and then through
+llama-cpp-python alone (``Llama.create_chat_completion``, no knockout code: the raw row), then
+``llamacpp:qwen2.5-coder-0.5b`` (knockout's judge, one call at a time) and then through
 ``llamacpp:qwen2.5-coder-0.5b?parallel=N`` (one context decoding N sequences together).  Prints calls/s,
-completion tokens/s and, for the parallel mode, the prompt tokens reused from a slot's KV cache.  The
+completion tokens/s (and as a fraction of the raw row's) and, for the parallel mode, the prompt tokens
+reused from the KV cache (in brackets: those shared from another sequence's cells).  The
 machine's load average is printed too: on a shared 2-core machine, the numbers move with it.
 """
 
@@ -60,6 +62,26 @@ async def measure(spec: str, reqs: list[JudgeRequest], concurrency: int) -> tupl
     return wall, tokens, stats
 
 
+def raw(reqs: list[JudgeRequest], threads: int) -> tuple[float, int]:
+    """llama-cpp-python alone (no knockout judge, engine or parsing) generating for the same requests, one at
+    a time in this process: ``Llama.create_chat_completion`` with the same messages and parameters."""
+    from llama_cpp import Llama
+
+    from knockout.judges._models import model_path
+
+    llm = Llama(model_path=str(model_path("qwen2.5-coder-0.5b")), n_ctx=4096, n_threads=threads, verbose=False)
+    llm.create_chat_completion(messages=[{"role": m.role, "content": m.content} for m in reqs[0].messages],
+                               max_tokens=reqs[0].params.max_tokens, temperature=0.1, seed=0)  # warm, as measure
+    t0 = time.perf_counter()
+    tokens = 0
+    for r in reqs:
+        out = llm.create_chat_completion(messages=[{"role": m.role, "content": m.content} for m in r.messages],
+                                         max_tokens=r.params.max_tokens, temperature=r.params.temperature or 0.1,
+                                         seed=r.params.seed or 0)
+        tokens += int(out["usage"]["completion_tokens"])  # type: ignore[index]
+    return time.perf_counter() - t0, tokens
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=int, default=3)
@@ -76,13 +98,21 @@ def main() -> None:
         load = os.getloadavg()[0]
         wall, tokens, stats = asyncio.run(measure(spec, reqs, conc))
         rows.append((name, wall, tokens, stats, load))
+    load = os.getloadavg()[0]
+    wall, tokens = raw(reqs, a.threads)  # last: the model's pages are then as warm as for the others
+    rows.insert(0, ("raw llama.cpp", wall, tokens, {}, load))
     print(f"0.5B GGUF, {len(reqs)} prompts ({a.questions} questions x {a.answers} answers), max_tokens "
           f"{a.max_tokens}, {a.threads} threads")
-    print(f"{'mode':<16} {'wall s':>7} {'calls/s':>8} {'tok/s':>7} {'vs one':>7} {'reused prompt tok':>18} {'load':>5}")
+    print(f"{'mode':<16} {'wall s':>7} {'calls/s':>8} {'tok/s':>7} {'vs one':>7} {'of raw':>7} "
+          f"{'reused (shared) prompt tok':>27} {'load':>5}")
+    raw_rate = rows[0][2] / rows[0][1]
     for name, wall, tokens, stats, load in rows:
-        reused = f"{stats['reused_tokens']}/{stats['prompt_tokens']}" if stats else "-"
-        print(f"{name:<16} {wall:>7.1f} {len(reqs) / wall:>8.3f} {tokens / wall:>7.1f} {rows[0][1] / wall:>6.2f}x "
-              f"{reused:>18} {load:>5.1f}")
+        reused = (f"{stats['reused_tokens']} ({stats.get('shared_tokens', 0)})/{stats['prompt_tokens']}" if stats
+                  else "-")
+        print(f"{name:<16} {wall:>7.1f} {len(reqs) / wall:>8.3f} {tokens / wall:>7.1f} {rows[1][1] / wall:>6.2f}x "
+              f"{tokens / wall / raw_rate:>6.2f}x {reused:>27} {load:>5.1f}")
+    print("vs one: calls/s over knockout's one-at-a-time judge; of raw: completion tokens/s over llama-cpp-python "
+          "alone, one at a time, same requests (raw llama.cpp row)")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ def test_parallel_sequences_answer_each_request(small_gguf: Path) -> None:
     assert len(texts) == 3 and all(isinstance(t, str) and t for t in texts)
     stats = next(d.stats for k, d in _DECODERS.items() if k[3] == 2)
     assert stats["reused_tokens"] > 0  # the third prompt reused a finished slot's prefix
+    assert stats["shared_tokens"] > 0  # the second waited one step and took the first's prefix cells
     # greedy decoding of the same prompt gives the same reply, whatever ran beside it
     again = asyncio.run(judge.complete(reqs[0]))
     assert again.text == texts[0]

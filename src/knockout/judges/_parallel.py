@@ -25,6 +25,9 @@ from typing import Any
 from knockout.errors import JudgeError
 from knockout.judges._base import Completion, JudgeRequest
 
+#: a prefix shorter than this is evaluated again rather than shared or waited for
+MIN_SHARED = 16
+
 
 @dataclass
 class _Job:
@@ -62,6 +65,7 @@ class ParallelDecoder:
         params.n_seq_max = n_parallel
         params.n_threads = params.n_threads_batch = n_threads
         params.flash_attn_type = 0  # as llama-cpp-python's Llama (auto is far slower on some CPUs)
+        params.kv_unified = True  # one KV buffer: sequences share the cells of a common prompt prefix
         self.ctx = C.llama_init_from_model(llm._model.model, params)
         if not self.ctx:
             raise JudgeError("llama.cpp could not create a context for parallel sequences")
@@ -74,7 +78,7 @@ class ParallelDecoder:
         self.queue: deque[_Job] = deque()
         self.cond = threading.Condition()
         self.closed = False
-        self.stats = {"prompt_tokens": 0, "reused_tokens": 0, "steps": 0}
+        self.stats = {"prompt_tokens": 0, "reused_tokens": 0, "shared_tokens": 0, "steps": 0}
         self.thread = threading.Thread(target=self._serve, name="knockout-llama-parallel", daemon=True)
         self.thread.start()
 
@@ -145,24 +149,31 @@ class ParallelDecoder:
         return chain
 
     def _admit(self) -> None:
-        """Give waiting requests to free slots, each to the free slot sharing the longest prompt prefix."""
+        """Give waiting requests to free slots.  A request starts from the longest prefix of its prompt already
+        in the KV cache of any sequence: its own slot's cells, or another slot's shared into it (one unified
+        KV buffer: shared cells are not copied).  While another slot is still evaluating a longer prefix of
+        it (the first answers of a question arrive together), the request waits for that step to end instead
+        of evaluating the same tokens twice."""
         while self.queue:
             free = [s for s in self.slots if s.job is None]
             if not free:
                 return
-            job = self.queue.popleft()
-
-            def shared(s: _Slot, tokens: list[int] = job.tokens) -> int:
-                n = 0
-                for a, b in zip(s.cached, tokens, strict=False):
-                    if a != b:
-                        break
-                    n += 1
-                return n
-
-            slot = max(free, key=shared)
-            keep = min(shared(slot), len(job.tokens) - 1)  # at least one token evaluated, for its logits
-            self.C.llama_memory_seq_rm(self.mem, slot.seq, keep, -1)
+            job = self.queue[0]
+            src, best = max(((s, _common(s.cached, job.tokens)) for s in self.slots), key=lambda x: x[1])
+            if any(s.job is not None and s.pending and _common(s.cached + s.pending, job.tokens) > best + MIN_SHARED
+                   for s in self.slots):
+                return  # the next step evaluates that prefix; this request takes it then
+            self.queue.popleft()
+            slot = max(free, key=lambda s: _common(s.cached, job.tokens))
+            keep = min(_common(slot.cached, job.tokens), len(job.tokens) - 1)  # one token evaluated, for logits
+            shared = min(best, len(job.tokens) - 1)
+            if src is not slot and shared > keep + MIN_SHARED:
+                self.C.llama_memory_seq_rm(self.mem, slot.seq, -1, -1)
+                self.C.llama_memory_seq_cp(self.mem, src.seq, slot.seq, 0, shared)
+                keep = shared
+                self.stats["shared_tokens"] += shared
+            else:
+                self.C.llama_memory_seq_rm(self.mem, slot.seq, keep, -1)
             slot.cached = job.tokens[:keep]
             slot.job, slot.pending, slot.generated, slot.reused = job, job.tokens[keep:], [], keep
             slot.sampler = self._sampler(job)
@@ -260,6 +271,16 @@ class ParallelDecoder:
         if slot.sampler is not None:
             self.C.llama_sampler_free(slot.sampler)
         slot.job, slot.sampler, slot.pending, slot.generated = None, None, [], []
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    """The length of the common prefix of two token lists."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _set_result(fut: asyncio.Future[Completion], value: Completion) -> None:
