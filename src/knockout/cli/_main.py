@@ -63,6 +63,15 @@ def print_summary(summary: dict[str, Any]) -> None:
             ("RMSE (points)", fmt(ag.get("rmse"))),
             ("n compared", ag.get("n")),
         ]
+    info = summary.get("info") or {}
+    if info.get("shots"):
+        from knockout.sciex._grading import shots_label
+
+        rows.append(("few-shot", shots_label(info["shots"])))
+        if info["shots"].get("prompts"):
+            rows.append(("prompts", ", ".join(f"{k} ({v})" for k, v in info["shots"]["prompts"].items())))
+    if info.get("figures_left_out"):
+        rows.append(("figures left out", f"{info['figures_left_out']} (--figures none)"))
     if summary.get("images_dropped"):
         rows.append(("images left out", f"{summary['images_dropped']} (text-only judge)"))
     if summary.get("simulated_judge"):
@@ -125,6 +134,9 @@ def grade(
     reference: Annotated[bool, typer.Option("--reference/--no-reference", help="show the reference answer")] = False,
     shots: Annotated[int, typer.Option(help="few-shot examples per prompt (SciEx)")] = 0,
     shot_source: Annotated[str, typer.Option(help="same-question | same-exam | other-exam")] = "same-question",
+    allow_fewer_shots: Annotated[bool, typer.Option("--allow-fewer-shots", help="grade even where the data has "
+                                                    "fewer than --shots examples (recorded per answer); without it "
+                                                    "such a run is refused")] = False,
     quoting: Annotated[str, typer.Option("--quoting", help="how answers are shown to the judge: none (default: as "
                                          "written), answers (between markers), answers-notice, answers-system, "
                                          "all (docs/injection.md)")] = "none",
@@ -180,6 +192,7 @@ def grade(
                 reference=reference,
                 shots=shots,
                 shot_source=shot_source,
+                allow_fewer_shots=allow_fewer_shots,
                 seed=seed,
                 quoting=quoting,
                 parser=parser,

@@ -213,8 +213,11 @@ def sciex_demo(judge: str, judge_opt: dict[str, str], models: Sequence[str], out
     from knockout.data import load_items
 
     items = load_items(jsonl, "jsonl")
-    cfg = RunConfig(options=MethodOptions(prompt="sciex-system", reference=True), params=GenParams(max_tokens=384))
-    execute_in_store(store, GradeRun(items, make_judge(judge, judge_opt), cfg), quiet=quiet, label="grading")
+    grader = make_judge(judge, judge_opt)
+    # a text-only judge grades without the figures, said so (``--figures none``) and counted in the run
+    cfg = RunConfig(options=MethodOptions(prompt="sciex-system", reference=True), params=GenParams(max_tokens=384),
+                    figures="auto" if grader.supports_images else "none")
+    execute_in_store(store, GradeRun(items, grader, cfg), quiet=quiet, label="grading")
     board = make_board(store, [], [], DEFAULT_RESAMPLES, 0)
     show_board(board, csv_out=None, html=None, as_json=as_json)
 

@@ -9,7 +9,7 @@ kind of run.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from knockout._bounds import MAX_CONCURRENCY, MAX_RETRIES, Name, bounded
 from knockout.data._records import ItemSet
 from knockout.engine import Observer, Subject
+from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
 from knockout.methods._base import AnswerResult, Method, MethodOptions, methods
 from knockout.runs import Oracle, Run, RunContext, RunSummary, execute, execute_async
@@ -124,7 +125,7 @@ class GradeRun(Run[RunReport]):
     def identity(self) -> dict[str, Any]:
         return {
             "method": self.cfg.method,
-            "options": asdict(self.cfg.options),
+            "options": self.cfg.options.record(),
             "params": self.cfg.params.model_dump(mode="json"),
             "format_retries": self.cfg.format_retries,
             "figures": self.figure_mode,
@@ -134,7 +135,7 @@ class GradeRun(Run[RunReport]):
 
     def config(self) -> dict[str, Any]:
         return {
-            "options": asdict(self.cfg.options),
+            "options": self.cfg.options.record(),
             "params": self.cfg.params.model_dump(mode="json"),
             "format_retries": self.cfg.format_retries,
             "figures": self.figure_mode,
@@ -155,6 +156,13 @@ class GradeRun(Run[RunReport]):
 
     def check(self) -> None:
         self.figure_mode  # noqa: B018 - validates the mode
+        if self.cfg.figures == "auto" and not self.judge.supports_images:
+            with_figures = [q.id for q in self.items.questions.values() if q.images]
+            if with_figures:  # the judge would not see them: said, never done silently
+                raise ConfigError(
+                    f"judge '{self.judge.spec}' takes no images and {len(with_figures)} question(s) have figures "
+                    f"(first: '{with_figures[0]}'); pass --figures none to grade without them (the run records how "
+                    "many were left out)")
         self.grader.check(self.items, self.cfg.options)
 
     def oracle(self) -> Oracle:

@@ -14,7 +14,9 @@ answers by another examinee Y != X:
 
 The examples of one prompt come from **distinct examinees** and, except for ``same-question``, from
 distinct questions, as the authors draw them (``random.sample`` of the other LLMs and of the questions);
-with fewer candidates there are fewer examples.  The graded answer and its own grade are never used, nor
+with fewer candidates there are fewer examples, which a grading run refuses unless it is told to go on
+(``allow_fewer_shots``; :meth:`knockout.prompts._builder.PromptBuilder.check_shots`).
+The graded answer and its own grade are never used, nor
 any answer by the same examinee.  Selection is deterministic: it depends only on the seed and the
 answer's id (and, for exam B, the exam's id).
 """

@@ -151,7 +151,10 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
     folder = exam_file.parent
     exam = folder.name
     suffix = exam_file.stem.rsplit("_", 1)[-1] if "_" in exam_file.stem else ""
-    lang = suffix if len(suffix) == 2 and suffix.isalpha() and suffix.islower() else (language or "en")
+    lang = suffix if len(suffix) == 2 and suffix.isalpha() and suffix.islower() else language
+    if not lang:  # never a silent default: the language picks the prompts
+        raise InputError("cannot tell the exam's language: name the file <exam>_<lang>.json as SciEx does "
+                         "(e.g. _en, _de) or give the option language (--data-opt language=en)", file=str(exam_file))
     info_file = folder / INFO
     if not info_file.is_file():
         raise InputError(f"missing {INFO} beside the exam (it holds MaximumPoints)", file=str(info_file))
