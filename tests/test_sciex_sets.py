@@ -1,5 +1,9 @@
-"""No silent degradation: few-shot with fewer examples, figures a judge cannot see, a language without its
-preset.  The judge is the scripted one: a simulation."""
+"""No silent degradation (few-shot with fewer examples, figures a judge cannot see, a language without its
+preset), SciEx exam sets (a folder of exam folders, a list of exams) and figures that keep relative paths
+through ``write_jsonl``.  The judge is the scripted one: a simulation.
+
+The fixture was written for this project: ``tests/fixtures/sciex_set`` (an English and a German exam, three
+examinees with expert grades)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from typer.testing import CliRunner
 
 from knockout.cli import register_extensions
 from knockout.cli._main import app
-from knockout.data import Answer, ItemSet, Question, load_items
+from knockout.data import Answer, ItemSet, Question, load_item_sets, load_items, write_jsonl
 from knockout.errors import ConfigError, InputError
 from knockout.judges import make_judge
 from knockout.methods._base import MethodOptions
@@ -22,6 +26,7 @@ from knockout.runs import execute
 from knockout.storage import Store
 
 FIX = Path(__file__).parent / "fixtures"
+SET = FIX / "sciex_set"
 TINY = FIX / "sciex" / "tiny_exam"
 
 
@@ -135,3 +140,80 @@ def test_sciex_language_is_never_a_silent_default(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot tell the exam's language"):
         load_items(exam)
     assert {q.language for q in load_items(exam, language="en").questions.values()} == {"en"}
+
+
+# -- 4. exam sets ------------------------------------------------------------------------------------------
+def test_a_folder_of_exam_folders_is_one_item_set() -> None:
+    items = load_items(SET)
+    assert sorted({q.exam_id for q in items.questions.values()}) == ["algo-en", "netze-de"]
+    assert {q.exam_id: q.language for q in items.questions.values()} == {"algo-en": "en", "netze-de": "de"}
+    assert len(items.questions) == 6 and len(items) == 18 and all(a.human_scores for a in items)
+    listed = load_item_sets([SET / "algo-en", SET / "netze-de"])
+    assert listed.fingerprint() == items.fingerprint()
+    with pytest.raises(InputError, match="question id also in"):
+        load_item_sets([SET / "algo-en", SET / "algo-en"])
+
+
+def test_a_stray_folder_in_an_exam_set_is_named(tmp_path: Path) -> None:
+    shutil.copytree(SET, tmp_path / "set")
+    (tmp_path / "set" / "notes").mkdir()
+    with pytest.raises(InputError, match="not an exam folder") as e:
+        load_items(tmp_path / "set")
+    assert "notes" in str(e.value)
+
+
+def test_other_exam_shots_work_when_a_same_language_exam_exists(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    res = cli("grade", str(SET / "algo-en"), str(TINY), "--judge", "scripted", "--figures", "none", "--shots", "2",
+              "--shot-source", "other-exam", "-o", str(db), "-q", "--json")
+    assert res.exit_code == 0, res.output
+    used = json.loads(res.stdout)["info"]["shots"]
+    assert used["fewer"] == 0 and set(used["per_answer"]) == {"2"}
+    with Store.open_existing(db) as store:
+        run = store.find_run(json.loads(res.stdout)["run_id"])
+        items = store.items_for_run(run.id)
+        assert items is not None
+        for r in store.results(run.id):
+            exam = items.questions[str(r["question_id"])].exam_id
+            shown = {items.questions[items.answer(s).question_id].exam_id for s in r["details"]["shots"]}
+            assert len(shown) == 1 and exam not in shown  # one other English exam
+    # the German exam of the set still has no other German exam: refused, or labelled with --allow-fewer-shots
+    text = one_line_error(cli("grade", str(SET), str(TINY), "--judge", "scripted", "--figures", "none", "--shots",
+                              "2", "--shot-source", "other-exam", "-o", str(db), "-q"))
+    assert "language 'de'" in text and "9 of" in text
+
+
+def test_an_exam_set_solves_grades_imports_and_ranks_in_one_command_each(tmp_path: Path) -> None:
+    db, out = tmp_path / "s.db", tmp_path / "solved"
+    solved = cli("solve", str(SET), "--model", "sim=scripted", "-o", str(db), "-d", str(out), "-q", "--json")
+    assert solved.exit_code == 0, solved.output
+    assert json.loads(solved.stdout)["runs"][0]["answered"] == 6
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["algo-en", "netze-de"]
+    graded = cli("grade", str(out), "--judge", "scripted", "--figures", "none", "--reference", "-o", str(db), "-q",
+                 "--json")
+    assert graded.exit_code == 0, graded.output
+    assert json.loads(graded.stdout)["answers"] == 24  # 3 examinees + the solver, 6 questions
+    board = cli("leaderboard", str(db), "--exams", str(SET), "--json", "--resamples", "0")
+    assert board.exit_code == 0, board.output
+    ranked = json.loads(board.stdout)
+    assert {r["examinee"] for r in ranked["examinees"]} == {"model-a", "model-b", "model-c", "sim"}
+    assert ranked["examinees"][0]["examinee"] == "model-a"  # the best expert grades
+    assert "de+en" in ranked["judges"][0]["label"]
+    imported = cli("import", str(SET), "--db", str(tmp_path / "web.db"), "--json")
+    assert imported.exit_code == 0, imported.output
+    assert sorted(json.loads(imported.stdout)["exams"]) == ["algo-en", "netze-de"]
+
+
+def test_write_jsonl_keeps_figures_relative(tmp_path: Path) -> None:
+    items = load_items(SET)
+    out = tmp_path / "combined" / "set.jsonl"
+    write_jsonl(items, out)
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    images = [im for d in lines if d["type"] == "question" for im in d.get("images", [])]
+    assert len(images) == 1 and not Path(images[0]).is_absolute() and images[0].startswith("figures/")
+    assert (out.parent / images[0]).read_bytes() == (SET / "algo-en" / "img" / "tree.png").read_bytes()
+    again = load_items(out)  # the next grade reads it: the figure lies inside its folder
+    assert [q.images for q in again.questions.values()] == [[str((out.parent / images[0]).resolve())] if q.images
+                                                            else [] for q in items.questions.values()]
+    write_jsonl(again, out)  # written again: the same relative path, nothing copied twice
+    assert len(list((out.parent / "figures").iterdir())) == 1

@@ -123,8 +123,9 @@ ExecutorOpt = Annotated[str, typer.Option("--executor", help="where judge reques
 
 @app.command()
 def grade(
-    data: Annotated[Path, typer.Argument(help="data file or folder (jsonl, csv, parquet, dataset folder, SciEx, "
-                                         "SAF, MQM, WMT DA, meta-eval)")],
+    data: Annotated[list[Path], typer.Argument(help="data file or folder (jsonl, csv, parquet, dataset folder, "
+                                               "SciEx exam, a folder of SciEx exams, SAF, MQM, WMT DA, meta-eval); "
+                                               "several: one item set")],
     method: Annotated[str, typer.Option("--method", "-m", help="grading method")] = "individual",
     judge: JudgesOpt = None,
     judge_opt: JudgeKV = None,
@@ -172,7 +173,7 @@ def grade(
     """Grade answers with a judge (or a jury: several --judge, or --jury FILE); prints agreement with human
     scores when present."""
     from knockout.cli._progress import execute_in_store
-    from knockout.data import load_items
+    from knockout.data import load_item_sets
     from knockout.data._loaders import parse_column_map
     from knockout.judges import make_judge
     from knockout.methods._base import MethodOptions, methods
@@ -212,11 +213,11 @@ def grade(
         from knockout.cli._progress import gc_paused
 
         with gc_paused():
-            items = load_items(data, fmt_, **loader_opts).subset(
+            items = load_item_sets(data, fmt_, **loader_opts).subset(
                 limit=selection.limit, answers_per_question=selection.answers_per_question
             )
         if len(items) == 0:
-            raise ConfigError(f"{data}: no answers to grade")
+            raise ConfigError(f"{', '.join(map(str, data))}: no answers to grade")
         members, jury_file = jury_members(judge, jury)
         if aggregate and len(members) == 1 and jury_file is None:
             raise ConfigError("--aggregate needs a jury (several --judge, or --jury FILE)")

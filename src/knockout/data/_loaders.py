@@ -73,6 +73,7 @@ __all__ = [
     "detect_format",
     "from_dataframe",
     "from_dataset",
+    "load_item_sets",
     "load_items",
     "load_pairs",
     "load_scored_texts",
@@ -206,3 +207,32 @@ def _coerce(fmt: str, option: str, value: Any, annotation: str) -> Any:
         of = f" of format '{fmt}'" if fmt else ""
         raise ConfigError(f"option {option}{of} must be {annotation}, got {value!r}") from None
     return value
+
+
+def load_item_sets(
+    paths: Sequence[str | os.PathLike[str]], format: str = "auto", **options: Any
+) -> ItemSet:
+    """Several inputs (a list of exams, each a file or folder :func:`load_items` reads) as one item set: their
+    questions and answers together, in the order given.  Each input is read under its own folder's policy;
+    a question or answer id found in two inputs is an :class:`InputError` naming the second input."""
+    if not paths:
+        raise ConfigError("no data given")
+    if len(paths) == 1:
+        return load_items(paths[0], format, **options)
+    questions: dict[str, str] = {}
+    answers: dict[str, str] = {}
+    sets = []
+    for p in paths:
+        s = load_items(p, format, **options)
+        for qid in s.questions:
+            if qid in questions:
+                raise InputError(f"question id also in {questions[qid]}; give each exam once", file=str(p),
+                                 record=qid, field="id")
+            questions[qid] = str(p)
+        for a in s:
+            if a.id in answers:
+                raise InputError(f"answer id also in {answers[a.id]}", file=str(p), record=a.id, field="id")
+            answers[a.id] = str(p)
+        sets.append(s)
+    return ItemSet([q for s in sets for q in s.questions.values()], [a for s in sets for a in s],
+                   source=", ".join(str(p) for p in paths))

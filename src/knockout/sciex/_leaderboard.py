@@ -95,6 +95,17 @@ def merge_items(sets: Iterable[ItemSet], source: str) -> ItemSet:
     return ItemSet(questions.values(), answers.values(), source=source)
 
 
+def within_exams(items: ItemSet, exams: ItemSet) -> ItemSet:
+    """The store's item set restricted to the questions of ``exams`` (an exam set given to the leaderboard),
+    united with it: the exams' answers and expert grades are added to what the grade runs snapshotted."""
+    keep = set(exams.questions)
+    if not keep & set(items.questions):
+        raise ConfigError(f"{exams.source}: none of these exams' questions was graded by a run in the store")
+    mine = ItemSet([q for q in items.questions.values() if q.id in keep], [a for a in items if a.question_id in keep],
+                   source=items.source)
+    return merge_items([mine, exams], items.source)
+
+
 @dataclass
 class Gathered:
     items: ItemSet
