@@ -44,7 +44,8 @@ A1 = {"type": "answer", "id": "a1", "question_id": "q1", "text": "Name resolutio
 
 
 def test_registry_names() -> None:
-    assert loaders.names() == ["csv", "hf-dataset", "jsonl", "metaeval", "mqm", "parquet", "saf", "sciex", "wmt"]
+    assert loaders.names() == ["csv", "hf-dataset", "jsonl", "metaeval", "mqm", "parquet", "saf", "sciex",
+                               "sciex-repo", "wmt"]
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,10 @@
 """No silent degradation (few-shot with fewer examples, figures a judge cannot see, a language without its
-preset), SciEx exam sets (a folder of exam folders, a list of exams) and figures that keep relative paths
-through ``write_jsonl``.  The judge is the scripted one: a simulation.
+preset), SciEx exam sets (a folder of exam folders, a list of exams), figures that keep relative paths through
+``write_jsonl``, and the authors' repository layout.  The judge is the scripted one: a simulation.
 
-The fixture was written for this project: ``tests/fixtures/sciex_set`` (an English and a German exam, three
-examinees with expert grades)."""
+The fixtures were written for this project: ``tests/fixtures/sciex_set`` (an English and a German exam, three
+examinees with expert grades) and ``tests/fixtures/sciex_repo`` (the authors' layout: exams_json/,
+human_feedback/, llm_out_filtered/)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from knockout.storage import Store
 FIX = Path(__file__).parent / "fixtures"
 SET = FIX / "sciex_set"
 TINY = FIX / "sciex" / "tiny_exam"
+REPO = FIX / "sciex_repo"
 
 
 if "solve" not in {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}:
@@ -217,3 +219,34 @@ def test_write_jsonl_keeps_figures_relative(tmp_path: Path) -> None:
                                                             else [] for q in items.questions.values()]
     write_jsonl(again, out)  # written again: the same relative path, nothing copied twice
     assert len(list((out.parent / "figures").iterdir())) == 1
+
+
+# -- 4. the authors' layout --------------------------------------------------------------------------------
+def test_the_authors_repository_layout_is_read_as_their_scripts_read_it() -> None:
+    from knockout.data import detect_format
+
+    assert detect_format(REPO) == "sciex-repo"
+    items = load_items(REPO)
+    exams = {q.exam_id: q.language for q in items.questions.values()}
+    assert exams == {"dbs_demo_en": "en", "dbs_demo_de": "de", "hci_demo_en": "en"}
+    assert {a.examinee for a in items} == {"claude", "gpt4v", "mixtral"}  # llm4, llm6, llm2 of LLM_LIST
+    a = items.answer("dbs_demo_en/2/gpt4v")
+    assert a.human_scores == {"human": 4.0} and "transitive" in a.text
+    q = items.questions["dbs_demo_de/2"]
+    assert q.images and q.images[0].endswith("exams_json/dbs_demo/figures/schema.png")
+    assert q.reference == "Die transitive Abhängigkeit abspalten." and q.max_points == 4
+    assert len(load_items(REPO, exams="hci_demo").questions) == 3
+    assert {q.language for q in load_items(REPO, language="de").questions.values()} == {"de"}
+    with pytest.raises(InputError, match="no exam nope"):
+        load_items(REPO, exams="nope")
+
+
+def test_the_authors_layout_matches_their_released_grade_files(tmp_path: Path) -> None:
+    from knockout.sciex._llm_grades import grades_by_setting, load_llm_grades
+
+    grade = tmp_path / "llm_grade" / "hci_demo" / "grader_gpt4v" / "0_shot"
+    grade.mkdir(parents=True)
+    (grade / "hci_demo_en_llm4_grade.json").write_text(json.dumps(
+        {"Questions": [{"Index": "1", "Points": 1.0}, {"Index": "2", "Points": None}]}))
+    by = grades_by_setting(load_llm_grades(tmp_path / "llm_grade"), load_items(REPO))
+    assert list(by.values()) == [{"hci_demo_en/1/claude": 1.0, "hci_demo_en/2/claude": None}]

@@ -52,6 +52,9 @@ loaders.add("hf-dataset", "knockout.data._formats.frames",
 loaders.add("wmt", "knockout.data._formats.wmt",
             "WMT DA in the mt-metrics-eval layout; options pairs, human, min_translations, duplicates, ...")
 loaders.add("sciex", "knockout.data._formats.sciex", "SciEx exam folder or exam JSON; option language")
+loaders.add("sciex-repo", "knockout.data._formats.sciex_repo",
+            "the SciEx authors' repository layout (exams_json/, human_feedback/, llm_out_filtered/); options exams, "
+            "language")
 loaders.add("saf", "knockout.data._formats.saf", "SAF XML file or folder; option max_points")
 loaders.add(
     "mqm",
