@@ -30,6 +30,7 @@ FIX = Path(__file__).parent / "fixtures"
 SET = FIX / "sciex_set"
 TINY = FIX / "sciex" / "tiny_exam"
 REPO = FIX / "sciex_repo"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 if "solve" not in {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}:
@@ -250,3 +251,46 @@ def test_the_authors_layout_matches_their_released_grade_files(tmp_path: Path) -
         {"Questions": [{"Index": "1", "Points": 1.0}, {"Index": "2", "Points": None}]}))
     by = grades_by_setting(load_llm_grades(tmp_path / "llm_grade"), load_items(REPO))
     assert list(by.values()) == [{"hci_demo_en/1/claude": 1.0, "hci_demo_en/2/claude": None}]
+
+
+# -- 4. the grid experiment --------------------------------------------------------------------------------
+def grid_file(tmp_path: Path, **replace: str) -> Path:
+    text = (ROOT / "examples" / "sciex-grid.toml").read_text()
+    text = text.replace('root = ".."', f'root = "{ROOT}"').replace('judge = "llamacpp"', 'judge = "scripted"')
+    text = text.replace('store = "sciex-grid.db"', f'store = "{tmp_path / "grid.db"}"')
+    for old, new in replace.items():
+        assert old in text
+        text = text.replace(old, new)
+    f = tmp_path / "grid.toml"
+    f.write_text(text)
+    return f
+
+
+def test_the_sciex_grid_experiment_lays_out_tables_4_9_10_and_11(tmp_path: Path) -> None:
+    from knockout.experiments._report import experiment_tables
+
+    res = cli("run", str(grid_file(tmp_path)), "--json")
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    assert rep["layout"] == "sciex-grid"
+    assert len(rep["parts"]) == 2 * (1 + 2 * 3)  # reference x (zero-shot + 2 shots x 3 sources)
+    assert all(c["fewer_shots"] == 0 for c in rep["cells"].values())
+    tables = experiment_tables(rep)
+    titles = [t.title for t in tables]
+    for name in ("Table 4 (Text-only", "Table 4 (Image-related", "Table 9", "Table 10 (Text-only", "Table 11"):
+        assert any(name in t for t in titles), (name, titles)
+    t4 = tables[0]
+    assert t4.columns[2:] == [f"{r} ref: {s}" for r in ("without", "with")
+                              for s in ("same question", "same exam", "diff exam")]
+    assert [row[1] for row in t4.rows] == ["0 shot", "1 shot", "2 shot"]
+    zero = t4.rows[0]
+    assert zero[3] == zero[4] == "" and zero[2] != "-"  # zero-shot: one value per reference
+    again = cli("run", str(grid_file(tmp_path)), "--json")  # every cell is an ordinary run: all from the cache
+    assert again.exit_code == 0 and json.loads(again.stdout)["cells"] == rep["cells"]
+
+
+def test_a_grid_cell_without_its_examples_is_refused_before_any_call(tmp_path: Path) -> None:
+    f = grid_file(tmp_path, **{'options = { language = "en" }': "options = {}"})
+    text = one_line_error(cli("run", str(f), "--json"))
+    assert "other-exam" in text and "language 'de'" in text and "--allow-fewer-shots" in text
+    assert not (tmp_path / "grid.db").exists()
