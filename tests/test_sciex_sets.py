@@ -87,6 +87,12 @@ def test_allow_fewer_shots_records_and_labels_what_was_used(tmp_path: Path) -> N
     labels = {j.key: j.label for j in gather(db).judges}
     assert "1-shot same-question · de+en" in labels[one.run_id].replace(", ", " · ")
     assert "2-shot other-exam requested, used 0 for 12 of 12 answers" in labels[two.run_id]
+    report = cli("report", f"{db}:{two.run_id}", "--json", "--resamples", "0")  # the report says it too
+    assert report.exit_code == 0, report.output
+    assert json.loads(report.stdout)["run"]["used"] == {
+        "shots": "2-shot other-exam requested, used 0 for 12 of 12 answers", "languages": ["de", "en"]}
+    flat = " ".join(cli("report", f"{db}:{two.run_id}", "--resamples", "0").stdout.replace("│", " ").split())
+    assert "few-shot 2-shot other-exam requested, used 0 for 12 of 12 answers" in flat
     # the option is part of a run's identity only when given: a run without it keeps its id
     plain = GradeRun(items, make_judge("scripted"), RunConfig())
     assert "allow_fewer_shots" not in plain.identity()["options"]

@@ -65,7 +65,7 @@ def print_summary(summary: dict[str, Any]) -> None:
         ]
     info = summary.get("info") or {}
     if info.get("shots"):
-        from knockout.sciex._grading import shots_label
+        from knockout.prompts._fewshot import shots_label
 
         rows.append(("few-shot", shots_label(info["shots"])))
         if info["shots"].get("prompts"):

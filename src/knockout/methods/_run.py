@@ -161,8 +161,8 @@ class GradeRun(Run[RunReport]):
             if with_figures:  # the judge would not see them: said, never done silently
                 raise ConfigError(
                     f"judge '{self.judge.spec}' takes no images and {len(with_figures)} question(s) have figures "
-                    f"(first: '{with_figures[0]}'); pass --figures none to grade without them (the run records how "
-                    "many were left out)")
+                    f"(first: '{with_figures[0]}'); pass --figures none (experiment files: [prompt] figures = "
+                    "\"none\") to grade without them (the run records how many were left out)")
         self.grader.check(self.items, self.cfg.options)
 
     def oracle(self) -> Oracle:

@@ -44,6 +44,7 @@ def grading_info(items: ItemSet, results: list[AnswerResult], options: MethodOpt
     if left_out:
         info["figures_left_out"] = left_out
     if options.shots > 0:
+        from knockout.prompts._fewshot import shots_used
         from knockout.sciex._copyrate import copy_rate, run_gradings
 
         info["shots"] = shots_used(results, options.shots, options.shot_source)
@@ -58,34 +59,3 @@ def grading_info(items: ItemSet, results: list[AnswerResult], options: MethodOpt
         info["sciex_parser"] = sciex_fallbacks(items, results)
     return info
 
-
-def shots_used(results: list[AnswerResult] | list[dict[str, Any]], requested: int, source: str) -> dict[str, Any]:
-    """What a few-shot run used: examples per answer (``{"2": 10, "1": 3}``), how many answers got fewer than
-    ``requested``, and the prompts (so the language) they were graded with."""
-    per: dict[int, int] = {}
-    prompts: dict[str, int] = {}
-    for r in results:
-        details = (r.get("details") if isinstance(r, dict) else r.details) or {}
-        n = len(details.get("shots") or [])
-        per[n] = per.get(n, 0) + 1
-        if details.get("prompt"):
-            prompts[str(details["prompt"])] = prompts.get(str(details["prompt"]), 0) + 1
-    out: dict[str, Any] = {"requested": requested, "source": source,
-                           "per_answer": {str(n): per[n] for n in sorted(per, reverse=True)},
-                           "fewer": sum(c for n, c in per.items() if n < requested)}
-    if prompts:
-        out["prompts"] = dict(sorted(prompts.items()))
-    return out
-
-
-def shots_label(used: dict[str, Any]) -> str:
-    """``2-shot other-exam`` when every answer got its examples, else what they got, e.g.
-    ``2-shot other-exam requested: 0 shots for 6 of 12 answers, 2 for 6``."""
-    requested, source = used.get("requested", 0), used.get("source", "")
-    per: dict[str, int] = used.get("per_answer") or {}
-    head = f"{requested}-shot {source}".strip()
-    if not used.get("fewer"):
-        return head
-    total = sum(per.values())
-    used_text = ", ".join(f"{n} for {c}" for n, c in per.items())
-    return f"{head} requested, used {used_text} of {total} answers"

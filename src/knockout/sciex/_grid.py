@@ -31,8 +31,8 @@ MODALITIES = (("text", "Text-only questions"), ("image", "Image-related question
 def grid_cell(store: Path, run_id: str, *, resamples: int, seed: int) -> dict[str, Any]:
     """The numbers of one cell (one run) of the grid."""
     from knockout.metrics._analysis import analyse
+    from knockout.prompts._fewshot import shots_used
     from knockout.reports._runs import load_run
-    from knockout.sciex._grading import shots_used
 
     lr = load_run(store, run_id)
     d = analyse(lr.items, lr.results, by=["modality"], resamples=resamples, seed=seed).to_dict()

@@ -57,7 +57,7 @@ class JudgeSource:
 def _label(run: RunRecord, items: ItemSet | None = None, results: Sequence[dict[str, Any]] = ()) -> str:
     """A judge column's label: what the run was asked for and, where its results say so, what it used (the
     examples each answer got, the languages of the questions it graded, figures left out)."""
-    from knockout.sciex._grading import shots_label, shots_used
+    from knockout.prompts._fewshot import shots_label, shots_used
 
     opts = run.config.get("options") or {}
     bits = [run.method]
