@@ -91,7 +91,7 @@ def test_cli_allow_root_and_refusal(layout: dict[str, Path], tmp_path: Path) -> 
     assert all(p in res.stderr for p in ("exam.jsonl", "record line 1", "field 'images'", "outside the data folder"))
     assert not store.exists()
     res = knockout("grade", str(path), "--judge", "scripted", "-o", str(store), "--quiet", "--json",
-                   "--data-opt", f"allow_root={layout['secret']}")
+                   "--data-opt", f"allow_root={layout['secret']}", "--figures", "none")  # a text-only judge
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["valid"] == 1
 

@@ -44,7 +44,8 @@ A1 = {"type": "answer", "id": "a1", "question_id": "q1", "text": "Name resolutio
 
 
 def test_registry_names() -> None:
-    assert loaders.names() == ["csv", "hf-dataset", "jsonl", "metaeval", "mqm", "parquet", "saf", "sciex", "wmt"]
+    assert loaders.names() == ["csv", "hf-dataset", "jsonl", "metaeval", "mqm", "parquet", "saf", "sciex",
+                               "sciex-repo", "wmt"]
 
 
 @pytest.mark.parametrize(
@@ -176,16 +177,21 @@ def test_write_jsonl_round_trip(tmp_path: Path) -> None:
     write_jsonl(items, out)
     lines = [json.loads(s) for s in out.read_text(encoding="utf-8").split("\n") if s]
     assert [d["type"] for d in lines] == ["question"] * 3 + ["answer"] * 3
-    assert lines[0]["images"] == ["img/f.png", outside]
+    # a figure outside the folder is copied beside the file and kept relative (docs/sciex.md, exam sets)
+    assert lines[0]["images"][0] == "img/f.png" and lines[0]["images"][1].startswith("figures/")
+    assert lines[0]["images"][1].endswith("-f2.png")
+    assert (tmp_path / lines[0]["images"][1]).read_bytes() == Path(outside).read_bytes()
     assert "reference" not in lines[1] and "images" not in lines[1] and "meta" not in lines[5]
-    with raises_input("out.jsonl", "line 1", "field 'images'", "outside the data folder"):
-        load_items(out)  # the image outside the output's folder is refused unless its folder is allowed
-    again = load_items(out, allow_root=FIX)
+    again = load_items(out)  # every figure inside the output's folder: no allow_root needed
+    copied = str(tmp_path / lines[0]["images"][1])
     assert [q.model_dump() for q in again.questions.values()] == [
-        q.model_dump() for q in items.questions.values()
+        q.model_dump() | ({"images": [str(tmp_path / "img/f.png"), copied]} if q.images else {})
+        for q in items.questions.values()
     ]
     assert [a.model_dump() for a in again] == [a.model_dump() for a in items]
-    assert again.fingerprint() == items.fingerprint()
+    write_jsonl(again, out)
+    assert [json.loads(s) for s in out.read_text(encoding="utf-8").split("\n") if s] == lines  # a fixed point
+    assert len(list((tmp_path / "figures").iterdir())) == 1
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
@@ -194,7 +200,16 @@ def test_write_jsonl_round_trip_of_every_fixture(tmp_path: Path) -> None:
         items = load_items(FIX / rel)
         out = tmp_path / (rel.replace("/", "_") + ".jsonl")
         write_jsonl(items, out)
-        assert load_items(out, allow_root=FIX).fingerprint() == items.fingerprint(), rel
+        again = load_items(out)  # figures copied beside it: read without allow_root
+        assert _without_images(again) == _without_images(items), rel
+        for q in items.questions.values():  # the same figures, by content
+            assert [Path(p).read_bytes() for p in again.questions[q.id].images] == \
+                [Path(p).read_bytes() for p in q.images], rel
+
+
+def _without_images(items: ItemSet) -> str:
+    return ItemSet([q.model_copy(update={"images": []}) for q in items.questions.values()], items.answers,
+                   source="").fingerprint()
 
 
 # ---------------------------------------------------------------- csv

@@ -329,7 +329,7 @@ def test_fuzz_sciex_folders(case: tuple[dict[str, str | bytes], Callable[[Path],
     ("csv-cell-over-131072", {"grades.csv": "question_id,question,max_points,examinee,answer,human_score\n"
                                             "q1,What?,2,alice," + "x" * 140_000 + ",1\n"}, []),
     ("data-image-url", {"exam.jsonl": json.dumps({**Q, "images": ["data:image/png;base64,iVBORw0KGgo="]}) + "\n"
-                                      + json.dumps(A1) + "\n"}, ["--data-opt", "allow_urls=true"]),
+                                      + json.dumps(A1) + "\n"}, ["--data-opt", "allow_urls=true", "--figures", "none"]),
     ("zero-width-inside-text", {"exam.jsonl": json.dumps(Q) + "\n" + json.dumps({**A1, "text": "ja\u200bwohl"})
                                               + "\n"}, []),
     ("meta-32-deep", {"exam.jsonl": json.dumps({**Q, "meta": json.loads('{"a": ' * 31 + "1" + "}" * 31)}) + "\n"

@@ -314,7 +314,7 @@ def test_grade_runs_in_a_store_are_evaluators(tmp_path: Path) -> None:
     db = tmp_path / "grades.db"
     store = Store(db)
     for spec in ("scripted?noise=0.05", "scripted?noise=0.5"):
-        grade(items, make_judge(spec), store, RunConfig())
+        grade(items, make_judge(spec), store, RunConfig(figures="none"))  # a text-only judge
     store.close()
     vs = load_verdicts(db)
     assert vs.kind == "pointwise" and len(vs.evaluators) == 2 and vs.evaluators[1].startswith("scripted:sim#")

@@ -249,7 +249,7 @@ def test_report_of_an_interrupted_run_warns_and_says_its_status(tmp_path: Path) 
     db = tmp_path / "s.db"
     data = load_items(FIXTURES / "tiny.jsonl")
     with Store(db) as store:
-        rep = run(data, make_judge("scripted"), store, RunConfig())
+        rep = run(data, make_judge("scripted"), store, RunConfig(figures="none"))  # a text-only judge
         store.end_run(rep.run_id, "interrupted", "stopped by the user")
     res = knockout("report", str(db), "--resamples", "0")
     assert res.returncode == 0 and "interrupted" in res.stderr and "SIMULATION" in res.stderr

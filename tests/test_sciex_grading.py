@@ -140,7 +140,8 @@ def test_copy_rate_on_a_hand_made_case() -> None:
 
 def test_copy_rate_of_a_few_shot_grade_run(tmp_path: Path) -> None:
     items = _exams()
-    cfg = RunConfig(options=MethodOptions(shots=1, shot_source="same-question", prompt="sciex-system"))
+    cfg = RunConfig(options=MethodOptions(shots=1, shot_source="same-question", prompt="sciex-system"),
+                    figures="none")  # the scripted judge takes no images: said, not done silently
     with Store(tmp_path / "s.db") as store:
         report = execute(GradeRun(items, make_judge("scripted?noise=0"), cfg), store)
         rows = store.results(report.run_id)

@@ -36,7 +36,8 @@ def test_solve_grade_leaderboard_end_to_end(tmp_path: Path) -> None:
     solved = cli("solve", str(EN), str(DE), "--model", "sim=scripted", "--model", "noisy=scripted?noise=0.4",
                  "-o", str(db), "-d", str(out), "--json", "-q", cache=tmp_path)
     assert solved.returncode == 0, solved.stderr
-    graded = cli("grade", str(out / "solved.jsonl"), "--judge", "scripted", "--prompt", "sciex-system", "--reference",
+    graded = cli("grade", str(out / "solved.jsonl"), "--judge", "scripted", "--figures", "none", "--prompt",
+                 "sciex-system", "--reference",
                  "-o", str(db), "--json", "-q", cache=tmp_path)
     assert graded.returncode == 0, graded.stderr
     assert json.loads(graded.stdout)["answers"] == 5 * 12
@@ -72,7 +73,7 @@ def test_solve_grade_leaderboard_end_to_end(tmp_path: Path) -> None:
 def _graded_store(tmp_path: Path, exam: Path) -> Path:
     db = tmp_path / "s.db"
     with Store(db) as store:
-        execute(GradeRun(load_items(exam), make_judge("scripted"), RunConfig()), store)
+        execute(GradeRun(load_items(exam), make_judge("scripted"), RunConfig(figures="none")), store)
     return db
 
 
@@ -101,7 +102,7 @@ def test_grades_entered_in_the_web_app_count_as_expert_grades(tmp_path: Path) ->
     extra = Answer(id="cs-basics-en/1/late", question_id="cs-basics-en/1", examinee="late", text="TCP has a handshake.")
     with_late = ItemSet(items.questions.values(), [*items.answers, extra], source=items.source)
     with Store(db) as store:
-        execute(GradeRun(with_late, make_judge("scripted"), RunConfig()), store)
+        execute(GradeRun(with_late, make_judge("scripted"), RunConfig(figures="none")), store)
         ann = ExamGrades(store)
         ann.import_items(with_late)
         ann.save_grade(answer=extra, question=with_late.question_of(extra), exam_id="cs-basics-en", grader="prof",

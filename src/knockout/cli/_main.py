@@ -63,6 +63,15 @@ def print_summary(summary: dict[str, Any]) -> None:
             ("RMSE (points)", fmt(ag.get("rmse"))),
             ("n compared", ag.get("n")),
         ]
+    info = summary.get("info") or {}
+    if info.get("shots"):
+        from knockout.prompts._fewshot import shots_label
+
+        rows.append(("few-shot", shots_label(info["shots"])))
+        if info["shots"].get("prompts"):
+            rows.append(("prompts", ", ".join(f"{k} ({v})" for k, v in info["shots"]["prompts"].items())))
+    if info.get("figures_left_out"):
+        rows.append(("figures left out", f"{info['figures_left_out']} (--figures none)"))
     if summary.get("images_dropped"):
         rows.append(("images left out", f"{summary['images_dropped']} (text-only judge)"))
     if summary.get("simulated_judge"):
@@ -114,8 +123,9 @@ ExecutorOpt = Annotated[str, typer.Option("--executor", help="where judge reques
 
 @app.command()
 def grade(
-    data: Annotated[Path, typer.Argument(help="data file or folder (jsonl, csv, parquet, dataset folder, SciEx, "
-                                         "SAF, MQM, WMT DA, meta-eval)")],
+    data: Annotated[list[Path], typer.Argument(help="data file or folder (jsonl, csv, parquet, dataset folder, "
+                                               "SciEx exam, a folder of SciEx exams, SAF, MQM, WMT DA, meta-eval); "
+                                               "several: one item set")],
     method: Annotated[str, typer.Option("--method", "-m", help="grading method")] = "individual",
     judge: JudgesOpt = None,
     judge_opt: JudgeKV = None,
@@ -125,6 +135,9 @@ def grade(
     reference: Annotated[bool, typer.Option("--reference/--no-reference", help="show the reference answer")] = False,
     shots: Annotated[int, typer.Option(help="few-shot examples per prompt (SciEx)")] = 0,
     shot_source: Annotated[str, typer.Option(help="same-question | same-exam | other-exam")] = "same-question",
+    allow_fewer_shots: Annotated[bool, typer.Option("--allow-fewer-shots", help="grade even where the data has "
+                                                    "fewer than --shots examples (recorded per answer); without it "
+                                                    "such a run is refused")] = False,
     quoting: Annotated[str, typer.Option("--quoting", help="how answers are shown to the judge: none (default: as "
                                          "written), answers (between markers), answers-notice, answers-system, "
                                          "all (docs/injection.md)")] = "none",
@@ -163,7 +176,7 @@ def grade(
     """Grade answers with a judge (or a jury: several --judge, or --jury FILE); prints agreement with human
     scores when present."""
     from knockout.cli._progress import execute_in_store
-    from knockout.data import load_items
+    from knockout.data import load_item_sets
     from knockout.data._loaders import parse_column_map
     from knockout.judges import make_judge
     from knockout.methods._base import MethodOptions, methods
@@ -183,6 +196,7 @@ def grade(
                 reference=reference,
                 shots=shots,
                 shot_source=shot_source,
+                allow_fewer_shots=allow_fewer_shots,
                 seed=seed,
                 quoting=quoting,
                 parser=parser,
@@ -203,11 +217,11 @@ def grade(
         from knockout.cli._progress import gc_paused
 
         with gc_paused():
-            items = load_items(data, fmt_, **loader_opts).subset(
+            items = load_item_sets(data, fmt_, **loader_opts).subset(
                 limit=selection.limit, answers_per_question=selection.answers_per_question
             )
         if len(items) == 0:
-            raise ConfigError(f"{data}: no answers to grade")
+            raise ConfigError(f"{', '.join(map(str, data))}: no answers to grade")
         members, jury_file = jury_members(judge, jury)
         if aggregate and len(members) == 1 and jury_file is None:
             raise ConfigError("--aggregate needs a jury (several --judge, or --jury FILE)")

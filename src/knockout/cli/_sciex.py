@@ -26,15 +26,14 @@ FiguresOpt = Annotated[str, typer.Option("--figures", help="how figures go to th
 def load_exams(paths: Sequence[Path], fmt: str, data_opt: list[str] | None, limit: int | None) -> ItemSet:
     """The questions (and any answers) of every exam given, as one item set; ``limit``: the first N questions."""
     from knockout._bounds import Selection
-    from knockout.data import ItemSet, load_items
+    from knockout.data import ItemSet, load_item_sets
 
     limit = options(Selection, limit=limit).limit
     opts: dict[str, Any] = dict(parse_kv(data_opt, "--data-opt"))
-    sets = [load_items(p, fmt, **opts) for p in paths]
-    questions = [q for s in sets for q in s.questions.values()][:limit]
+    items = load_item_sets(paths, fmt, **opts)
+    questions = list(items.questions.values())[:limit]
     keep = {q.id for q in questions}
-    answers = [a for s in sets for a in s if a.question_id in keep]
-    return ItemSet(questions, answers, source=", ".join(s.source for s in sets))
+    return ItemSet(questions, [a for a in items if a.question_id in keep], source=items.source)
 
 
 def solve_models(exam: ItemSet, models: Sequence[str], store: Path, *, model_opt: dict[str, str], prompt: str,
@@ -87,7 +86,8 @@ def print_solve(reports: Sequence[SolveReport], folders: Sequence[Path], jsonl: 
 
 
 def solve(
-    exams: Annotated[list[Path], typer.Argument(help="exams: SciEx exam folders or JSON files, or JSONL item sets")],
+    exams: Annotated[list[Path], typer.Argument(help="exams: SciEx exam folders or JSON files, folders of SciEx exam "
+                                                "folders, or JSONL item sets (together: one item set)")],
     model: Annotated[list[str], typer.Option("--model", "-m", help="examinee model spec, or NAME=SPEC; repeat for "
                                              "several examinees")],
     model_opt: Annotated[list[str] | None, typer.Option("--model-opt", help="backend option key=value for every "
@@ -129,12 +129,13 @@ def solve(
 
 
 def make_board(store: Path, runs: Sequence[str], llm_grades: Sequence[Path], resamples: int,
-               seed: int, expert_sample: float | None = None) -> dict[str, Any]:
-    from knockout.sciex._leaderboard import build_leaderboard, gather, released_judges
+               seed: int, exams: ItemSet | None = None, expert_sample: float | None = None) -> dict[str, Any]:
+    from knockout.sciex._leaderboard import build_leaderboard, gather, released_judges, within_exams
 
     g = gather(store, runs)
-    judges = [*g.judges, *released_judges(llm_grades, g.items)]
-    board = build_leaderboard(g.items, judges, resamples=resamples, seed=seed, expert_sample=expert_sample)
+    items = g.items if exams is None else within_exams(g.items, exams)
+    judges = [*g.judges, *released_judges(llm_grades, items)]
+    board = build_leaderboard(items, judges, resamples=resamples, seed=seed, expert_sample=expert_sample)
     board["store"] = str(store)
     board["runs_skipped"] = g.runs_skipped
     board["human_grades"] = g.human_grades
@@ -180,6 +181,12 @@ def leaderboard(
         "--expert-sample", help="keep the expert grades of this random fraction of the expert-graded answers "
         "only, and show the prediction-powered estimates (needs knockout[calibration]) against the figures from "
         "all of them")] = None,
+    exams: Annotated[list[Path] | None, typer.Option("--exams", help="only these exams (SciEx exam folders, a folder "
+                                                     "of them, or JSONL; repeat for several: one item set), their "
+                                                     "expert grades added")] = None,
+    fmt_: Annotated[str, typer.Option("--format", help="input format of --exams")] = "auto",
+    data_opt: Annotated[list[str] | None, typer.Option("--data-opt", help="loader option key=value for "
+                                                       "--exams")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The SciEx leaderboard: examinees by expert- and judge-graded %, German grades, the student average, and
@@ -188,7 +195,8 @@ def leaderboard(
         from knockout._bounds import Bootstrap
 
         options(Bootstrap, resamples=resamples, seed=seed)
-        board = make_board(store, run or [], llm_grades or [], resamples, seed, expert_sample)
+        exam_set = load_exams(exams, fmt_, data_opt, None) if exams else None
+        board = make_board(store, run or [], llm_grades or [], resamples, seed, exam_set, expert_sample)
         show_board(board, csv_out=csv_out, html=html, as_json=as_json)
     except KnockoutError as exc:
         fail(exc)
@@ -217,8 +225,11 @@ def sciex_demo(judge: str, judge_opt: dict[str, str], models: Sequence[str], out
     from knockout.data import load_items
 
     items = load_items(jsonl, "jsonl")
-    cfg = RunConfig(options=MethodOptions(prompt="sciex-system", reference=True), params=GenParams(max_tokens=384))
-    execute_in_store(store, GradeRun(items, make_judge(judge, judge_opt), cfg), quiet=quiet, label="grading")
+    grader = make_judge(judge, judge_opt)
+    # a text-only judge grades without the figures, said so (``--figures none``) and counted in the run
+    cfg = RunConfig(options=MethodOptions(prompt="sciex-system", reference=True), params=GenParams(max_tokens=384),
+                    figures="auto" if grader.supports_images else "none")
+    execute_in_store(store, GradeRun(items, grader, cfg), quiet=quiet, label="grading")
     board = make_board(store, [], [], DEFAULT_RESAMPLES, 0)
     show_board(board, csv_out=None, html=None, as_json=as_json)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -136,8 +137,9 @@ def serve(
 
 # -- import ---------------------------------------------------------------------------------------
 def import_(
-    data: Annotated[Path, typer.Argument(help="item set (any format `knockout grade` reads) or pairs "
-                                         "(meta-evaluation pairwise JSONL, PandaLM JSON, PairItem JSONL)")],
+    data_paths: Annotated[list[Path], typer.Argument(
+        metavar="DATA...", help="item set (any format `knockout grade` reads; several, or a folder of SciEx exams: "
+        "one item set) or pairs (meta-evaluation pairwise JSONL, PandaLM JSON, PairItem JSONL)")],
     db: DbOpt,
     kind: Annotated[str, typer.Option(help="auto, items (exam grading) or pairs (side-by-side)")] = "auto",
     fmt_: Annotated[str, typer.Option("--format", help="input format of an item set")] = "auto",
@@ -152,9 +154,12 @@ def import_(
     """Load exams (for grading) or pairs (for side-by-side annotation) into a store."""
     from knockout._bounds import check_name
     from knockout.annotations import ExamGrades, PairAnnotations, check_overlap
-    from knockout.data import is_pair_file, load_items, read_pairs
+    from knockout.data import is_pair_file, load_item_sets, read_pairs
 
     try:
+        if len(data_paths) > 1 and kind != "items" and any(is_pair_file(p) for p in data_paths):
+            raise ConfigError("pairs are imported one file at a time")
+        paths, data = data_paths, data_paths[0]
         if kind not in ("auto", "items", "pairs"):
             raise ConfigError(f"--kind must be auto, items or pairs, got '{kind}'")
         as_pairs = kind == "pairs" or (kind == "auto" and fmt_ in ("auto", "metaeval") and is_pair_file(data))
@@ -175,10 +180,10 @@ def import_(
             result: dict[str, object] = {"pairset": name, "pairs": len(pairs), "new": new, "overlap": used}
             message = f"pair set {name}: {len(pairs)} pairs ({new} new), overlap {used}"
         else:
-            items = load_items(data, fmt_, **parse_kv(data_opt, "--data-opt"))
+            items = load_item_sets(paths, fmt_, **parse_kv(data_opt, "--data-opt"))
+            root = Path(os.path.commonpath([os.path.realpath(p if p.is_dir() else p.parent) for p in paths]))
             with opened(db, must_exist=False) as store:
-                imported = ExamGrades(store).import_items(items, default_exam=exam,
-                                                          root=data if data.is_dir() else data.parent)
+                imported = ExamGrades(store).import_items(items, default_exam=exam, root=root)
             exams = imported.exams
             result = {"exams": exams, "questions": len(items.questions), "answers": len(items)}
             message = f"exams {', '.join(exams)}: {len(items.questions)} questions, {len(items)} answers"

@@ -52,6 +52,9 @@ loaders.add("hf-dataset", "knockout.data._formats.frames",
 loaders.add("wmt", "knockout.data._formats.wmt",
             "WMT DA in the mt-metrics-eval layout; options pairs, human, min_translations, duplicates, ...")
 loaders.add("sciex", "knockout.data._formats.sciex", "SciEx exam folder or exam JSON; option language")
+loaders.add("sciex-repo", "knockout.data._formats.sciex_repo",
+            "the SciEx authors' repository layout (exams_json/, human_feedback/, llm_out_filtered/); options exams, "
+            "language")
 loaders.add("saf", "knockout.data._formats.saf", "SAF XML file or folder; option max_points")
 loaders.add(
     "mqm",
@@ -73,6 +76,7 @@ __all__ = [
     "detect_format",
     "from_dataframe",
     "from_dataset",
+    "load_item_sets",
     "load_items",
     "load_pairs",
     "load_scored_texts",
@@ -206,3 +210,32 @@ def _coerce(fmt: str, option: str, value: Any, annotation: str) -> Any:
         of = f" of format '{fmt}'" if fmt else ""
         raise ConfigError(f"option {option}{of} must be {annotation}, got {value!r}") from None
     return value
+
+
+def load_item_sets(
+    paths: Sequence[str | os.PathLike[str]], format: str = "auto", **options: Any
+) -> ItemSet:
+    """Several inputs (a list of exams, each a file or folder :func:`load_items` reads) as one item set: their
+    questions and answers together, in the order given.  Each input is read under its own folder's policy;
+    a question or answer id found in two inputs is an :class:`InputError` naming the second input."""
+    if not paths:
+        raise ConfigError("no data given")
+    if len(paths) == 1:
+        return load_items(paths[0], format, **options)
+    questions: dict[str, str] = {}
+    answers: dict[str, str] = {}
+    sets = []
+    for p in paths:
+        s = load_items(p, format, **options)
+        for qid in s.questions:
+            if qid in questions:
+                raise InputError(f"question id also in {questions[qid]}; give each exam once", file=str(p),
+                                 record=qid, field="id")
+            questions[qid] = str(p)
+        for a in s:
+            if a.id in answers:
+                raise InputError(f"answer id also in {answers[a.id]}", file=str(p), record=a.id, field="id")
+            answers[a.id] = str(p)
+        sets.append(s)
+    return ItemSet([q for s in sets for q in s.questions.values()], [a for s in sets for a in s],
+                   source=", ".join(str(p) for p in paths))

@@ -44,6 +44,9 @@ Strict = ConfigDict(extra="forbid", allow_inf_nan=False)
 #: ``compare`` per judge), ``compare`` (the run kind's own comparison of every part), ``summaries`` (a row per
 #: part from its summary)
 LAYOUTS = {"grade": "grid", "sbs": "compare", "meta": "summaries"}
+#: a grading experiment with a ``[grid]`` table: SciEx's shots x source x reference grid, laid out as Tables 4,
+#: 9, 10 and 11 of Dinh et al. (2024) (knockout.sciex._grid)
+GRID_LAYOUT = "sciex-grid"
 
 
 class DataSpec(BaseModel):
@@ -74,6 +77,24 @@ class PromptSpec(BaseModel):
     shot_source: Name = "same-question"
     seed: Int = 0
     quoting: Name = "none"
+    #: go on where the data has fewer than ``shots`` examples for an answer (recorded per answer)
+    allow_fewer_shots: bool = False
+    #: figures to the judge: auto (refused for a text-only judge when questions have figures), none, separate,
+    #: stacked
+    figures: Name = "auto"
+
+
+class GridSpec(BaseModel):
+    """Grading: SciEx's grid (Dinh et al. 2024, Tables 4, 9, 10, 11): one individual-grading run per judge,
+    number of shots, shot source (zero-shot: one) and reference setting (knockout.sciex._grid)."""
+
+    model_config = Strict
+
+    shots: list[Annotated[int, Field(ge=0, le=MAX_SHOTS)]] = Field(default_factory=lambda: [0, 1, 2], min_length=1,
+                                                                  max_length=16)
+    shot_sources: list[Name] = Field(default_factory=lambda: ["same-question", "same-exam", "other-exam"],
+                                     min_length=1, max_length=3)
+    reference: list[bool] = Field(default_factory=lambda: [False, True], min_length=1, max_length=2)
 
 
 class MethodSpec(BaseModel):
@@ -162,6 +183,7 @@ class Experiment(BaseModel):
     sbs: SbsSpec = Field(default_factory=SbsSpec)
     frameworks: list[FrameworkSpec] = Field(default_factory=list)
     jury: JurySpec | None = None
+    grid: GridSpec | None = None
     compare: CompareSpec = Field(default_factory=CompareSpec)
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     format_retries: int | None = Field(default=None, ge=0, le=MAX_RETRIES)
@@ -214,6 +236,9 @@ def read_experiment(path: Path) -> ExperimentFile:
     members = [member_from_table(t, file=file, record=f"judges[{i}]") for i, t in enumerate(exp.judges)]
     parts = {"grade": ("methods", exp.methods), "sbs": ("prompts", exp.prompts), "meta": ("frameworks", exp.frameworks)}
     key, listed = parts[exp.kind]
+    if exp.grid is not None:
+        _check_grid(exp, file, key)
+        return ExperimentFile(path, exp, members)
     if not listed:
         raise InputError(f"a {exp.kind} experiment lists its {key} as [[{key}]] tables", file=file, field=key)
     for other, (k, v) in parts.items():
@@ -230,3 +255,28 @@ def read_experiment(path: Path) -> ExperimentFile:
     if exp.jury is not None and len(members) < 2:
         raise InputError("a jury needs at least two judges", file=file, field="jury")
     return ExperimentFile(path, exp, members)
+
+
+def _check_grid(exp: Experiment, file: str, parts_key: str) -> None:
+    """A ``[grid]`` experiment: grading (the kind whose parts are methods), its parts are the grid's cells (no
+    methods, no jury)."""
+    from knockout.prompts._fewshot import SHOT_SOURCES
+
+    grid = exp.grid
+    assert grid is not None
+    if parts_key != "methods":
+        raise InputError(f"[grid] is SciEx's grading grid; this experiment is kind = \"{exp.kind}\"", file=file,
+                         field="grid")
+    for key, given in (("methods", exp.methods), ("prompts", exp.prompts), ("frameworks", exp.frameworks)):
+        if given:
+            raise InputError(f"a [grid] experiment grades each answer on its own; [[{key}]] has no place in it",
+                             file=file, field=key)
+    if exp.jury is not None:
+        raise InputError("a [grid] experiment runs each judge on its own; leave out [jury]", file=file, field="jury")
+    for i, src in enumerate(grid.shot_sources):
+        if src not in SHOT_SOURCES:
+            raise InputError(f"unknown shot source '{src}' (known: {', '.join(SHOT_SOURCES)})", file=file,
+                             field=f"grid.shot_sources.{i}")
+    for key, values in (("shots", grid.shots), ("shot_sources", grid.shot_sources), ("reference", grid.reference)):
+        if len(set(values)) != len(values):
+            raise InputError("a value is listed twice", file=file, field=f"grid.{key}")

@@ -24,7 +24,14 @@ def experiment_report(ef: ExperimentFile, parts: list[Part], store: Path) -> dic
     exp = ef.exp
     cmp = exp.compare
     head = {"experiment": exp.title or ef.path.stem, "file": str(ef.path), "kind": exp.kind, "store": str(store),
-            "parts": [{"row": p.row, "column": p.column, "run_id": p.run_id, "status": p.status} for p in parts]}
+            "parts": [{"row": p.row, "column": p.column, "run_id": p.run_id, "status": p.status,
+                       **({"cell": p.cell} if p.cell else {})} for p in parts]}
+    if exp.grid is not None:  # SciEx's grid, as the paper's Tables 4, 9, 10 and 11
+        from knockout.sciex._grid import grid_report
+
+        return {**head, **grid_report(exp.title or ef.path.stem, parts, store, shots=exp.grid.shots,
+                                      sources=exp.grid.shot_sources, reference=exp.grid.reference,
+                                      resamples=cmp.resamples, seed=cmp.seed)}
     layout = LAYOUTS[exp.kind]
     if layout == "compare":  # the kind's own comparison of every part
         from knockout.runs import ReportOptions, kind_of
@@ -74,6 +81,10 @@ def _meta_row(s: dict[str, Any]) -> dict[str, Any]:
 
 def experiment_tables(rep: dict[str, Any]) -> list[Table]:
     title = rep["experiment"]
+    if rep["layout"] == "sciex-grid":
+        from knockout.sciex._grid import grid_tables
+
+        return grid_tables(rep)
     if rep["layout"] == "compare":
         from knockout.runs import kind_of
 

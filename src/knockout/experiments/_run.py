@@ -32,6 +32,8 @@ class Part:
     run_id: str = ""
     status: str = "planned"
     summary: dict[str, Any] = field(default_factory=dict)
+    #: a grid experiment's cell: judge, shots, source, reference
+    cell: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -67,7 +69,8 @@ def plan(ef: ExperimentFile, judge_options: dict[str, str] | None = None) -> lis
     path = _check_data(ef)
     labels = unique_labels(ef.members)
     #: the parts of each kind of experiment (``kind`` in the file)
-    planner = {"grade": _grade_parts, "sbs": _sbs_parts, "meta": _meta_parts}[exp.kind]
+    planner = _grid_parts if exp.grid is not None else {"grade": _grade_parts, "sbs": _sbs_parts,
+                                                         "meta": _meta_parts}[exp.kind]
     parts = planner(ef, path, kv, labels)
     for part in parts:
         part.run.check()
@@ -92,9 +95,9 @@ def _grade_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: lis
         cfg = RunConfig(method=m.method,
                         options=MethodOptions(prompt=p.prompt, reference=p.reference, shots=p.shots,
                                               shot_source=p.shot_source, seed=p.seed, quoting=p.quoting,
-                                              debias=m.debias,
+                                              allow_fewer_shots=p.allow_fewer_shots, debias=m.debias,
                                               extra={k: str(v) for k, v in m.options.items()}),
-                        params=params, concurrency=exp.concurrency,
+                        params=params, concurrency=exp.concurrency, figures=p.figures,
                         format_retries=2 if exp.format_retries is None else exp.format_retries)
         runs = grade_member_runs(items, ef.members, cfg, kv, file=file)
         parts += [Part(m.label(), label, r) for label, r in zip(labels, runs, strict=True)]
@@ -102,6 +105,39 @@ def _grade_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: lis
             jury = make_jury(grade_member_runs(items, ef.members, cfg, kv, file=file), ef.members,
                              aggregate=exp.jury.aggregate, trim=exp.jury.trim)
             parts.append(Part(m.label(), exp.jury.name, jury))
+    return parts
+
+
+def _grid_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: list[str]) -> list[Part]:
+    """SciEx's grid: per reference setting, number of shots and shot source (zero-shot: one), one individual
+    grading run per judge (knockout.sciex._grid lays them out as the paper's Tables 4, 9, 10 and 11)."""
+    exp, file = ef.exp, str(ef.path)
+    grid = exp.grid
+    assert grid is not None
+    from knockout.data import load_items
+    from knockout.jury import grade_member_runs
+    from knockout.methods._base import MethodOptions
+    from knockout.methods._run import RunConfig
+
+    items = load_items(path, exp.data.format, **exp.data.options).subset(
+        limit=exp.data.limit, answers_per_question=exp.data.answers_per_question)
+    params = _params(ef, GenParams())
+    p = exp.prompt
+    parts: list[Part] = []
+    for ref in grid.reference:
+        for k in grid.shots:
+            for src in (grid.shot_sources if k else [p.shot_source]):
+                cfg = RunConfig(method="individual",
+                                options=MethodOptions(prompt=p.prompt, reference=ref, shots=k, shot_source=src,
+                                                      seed=p.seed, quoting=p.quoting,
+                                                      allow_fewer_shots=p.allow_fewer_shots),
+                                params=params, concurrency=exp.concurrency, figures=p.figures,
+                                format_retries=2 if exp.format_retries is None else exp.format_retries)
+                row = f"{k}-shot" + (f" {src}" if k else "") + (" ref" if ref else "")
+                runs = grade_member_runs(items, ef.members, cfg, kv, file=file)
+                parts += [Part(row, label, r, cell={"judge": label, "shots": k, "source": src if k else "",
+                                                    "reference": ref})
+                          for label, r in zip(labels, runs, strict=True)]
     return parts
 
 

@@ -174,6 +174,8 @@ class Method:
                     builder.pairwise(answers[0], answers[1])
             else:
                 builder.individual(answers[0])
+        if self.prompt_kind == "individual":
+            builder.check_shots(list(items))
 
     async def run(self, items: ItemSet, ctx: RunContext, options: MethodOptions) -> MethodResult:
         raise NotImplementedError

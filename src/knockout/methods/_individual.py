@@ -68,6 +68,7 @@ class Individual(Method):
             if chunked:  # the details are in the store; keep what a summary needs (the error, the few-shot
                 for r in done:  # answers for the copy rate, the last reply for the sciex parser's fallbacks)
                     kept: dict[str, Any] = {} if r.valid else {"error": r.details.get("error")}
+                    kept["prompt"] = r.details.get("prompt")
                     if r.details.get("shots"):
                         kept["shots"] = r.details["shots"]
                     if options.parser and r.details.get("attempts"):

@@ -10,7 +10,7 @@ kind of run.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,7 @@ class GradeRun(Run[RunReport]):
     def identity(self) -> dict[str, Any]:
         return {
             "method": self.cfg.method,
-            "options": asdict(self.cfg.options),
+            "options": self.cfg.options.record(),
             "params": self.cfg.params.model_dump(mode="json"),
             "format_retries": self.cfg.format_retries,
             "figures": self.figure_mode,
@@ -148,7 +148,7 @@ class GradeRun(Run[RunReport]):
 
     def config(self) -> dict[str, Any]:
         return {
-            "options": asdict(self.cfg.options),
+            "options": self.cfg.options.record(),
             "params": self.cfg.params.model_dump(mode="json"),
             "format_retries": self.cfg.format_retries,
             "figures": self.figure_mode,
@@ -170,6 +170,13 @@ class GradeRun(Run[RunReport]):
 
     def check(self) -> None:
         self.figure_mode  # noqa: B018 - validates the mode
+        if self.cfg.figures == "auto" and not self.judge.supports_images:
+            with_figures = [q.id for q in self.items.questions.values() if q.images]
+            if with_figures:  # the judge would not see them: said, never done silently
+                raise ConfigError(
+                    f"judge '{self.judge.spec}' takes no images and {len(with_figures)} question(s) have figures "
+                    f"(first: '{with_figures[0]}'); pass --figures none (experiment files: [prompt] figures = "
+                    "\"none\") to grade without them (the run records how many were left out)")
         self.grader.check(self.items, self.cfg.options)
         if self.cfg.samples > 1 and self.cfg.method != "individual":
             raise ConfigError(f"--samples {self.cfg.samples}: repeated judge draws are for the individual method "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from pydantic import ConfigDict, Field, ModelWrapValidatorHandler, model_validator
@@ -26,6 +26,9 @@ class PromptOptions:
     reference: bool = False
     shots: int = Field(default=0, ge=0, le=MAX_SHOTS)
     shot_source: Name = "same-question"
+    #: go on when the data has fewer than ``shots`` examples for an answer (each answer's examples are
+    #: recorded); without it such a run is refused before it starts
+    allow_fewer_shots: bool = False
     seed: Int = 0
     #: how data texts are shown to the judge (knockout.prompts._render.QUOTINGS; docs/injection.md)
     quoting: Name = DEFAULT_QUOTING
@@ -36,6 +39,22 @@ class PromptOptions:
     @classmethod
     def _bounds(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
         return bounded(data, handler)  # a value out of bounds: a ConfigError naming the field
+
+    def record(self) -> dict[str, Any]:
+        """The options as a run records them (its identity and configuration): ``allow_fewer_shots`` only when
+        set, so that a run without it keeps the id it had before the option existed."""
+        d = asdict(self)
+        if not d.get("allow_fewer_shots"):
+            d.pop("allow_fewer_shots", None)
+        return d
+
+
+#: what each shot source needs, for the refusal's one line
+_SHOT_NEEDS = {
+    "same-question": "graded answers to the same question by other examinees",
+    "same-exam": "graded answers to other questions of the same exam by distinct other examinees",
+    "other-exam": "graded answers in another exam of language '{language}' by distinct other examinees",
+}
 
 
 class PromptBuilder:
@@ -65,8 +84,8 @@ class PromptBuilder:
         if self._fixed is not None:
             t = self._fixed
         else:
-            t = get_template(
-                auto_preset(
+            try:
+                name = auto_preset(
                     self.kind,
                     language=q.language,
                     task=q.task,
@@ -74,7 +93,9 @@ class PromptBuilder:
                     shots=self.options.shots,
                     family=self.options.prompt,
                 )
-            )
+            except ConfigError as e:
+                raise ConfigError(f"question '{q.id}': {e}") from None
+            t = get_template(name)
         if self.options.parser is not None:
             t = replace(t, parser=self.options.parser)
         if self.options.shots and not t.uses_examples:
@@ -89,6 +110,27 @@ class PromptBuilder:
             "max_points": fmt_points(q.max_points),
             "reference": q.reference or "",
         }
+
+    def check_shots(self, answers: Sequence[Answer]) -> None:
+        """Refuse, in one line, a few-shot run in which some answer would get fewer than ``shots`` examples,
+        unless ``allow_fewer_shots`` (then each answer's examples are recorded with its result)."""
+        k = self.options.shots
+        if k <= 0 or self.options.allow_fewer_shots:
+            return
+        short = []
+        for a in answers:
+            n = len(select_shots(self.items, a, k, self.options.shot_source, self.options.seed))
+            if n < k:
+                short.append((a, n))
+        if short:
+            a, n = short[0]
+            q = self.items.question_of(a)
+            need = _SHOT_NEEDS.get(self.options.shot_source, "examples").format(language=q.language)
+            raise ConfigError(
+                f"--shots {k} --shot-source {self.options.shot_source}: {len(short)} of {len(answers)} answers "
+                f"would get fewer examples (first: '{a.id}' gets {n}; it needs {need}); pass --allow-fewer-shots "
+                "(experiment files: allow_fewer_shots = true) to grade with fewer, recorded per answer, or lower "
+                "--shots")
 
     def individual(self, a: Answer) -> tuple[PromptTemplate, Rendered, list[str]]:
         """Template, rendered request and the ids of the few-shot answers used."""

@@ -14,7 +14,9 @@ answers by another examinee Y != X:
 
 The examples of one prompt come from **distinct examinees** and, except for ``same-question``, from
 distinct questions, as the authors draw them (``random.sample`` of the other LLMs and of the questions);
-with fewer candidates there are fewer examples.  The graded answer and its own grade are never used, nor
+with fewer candidates there are fewer examples, which a grading run refuses unless it is told to go on
+(``allow_fewer_shots``; :meth:`knockout.prompts._builder.PromptBuilder.check_shots`).
+The graded answer and its own grade are never used, nor
 any answer by the same examinee.  Selection is deterministic: it depends only on the seed and the
 answer's id (and, for exam B, the exam's id).
 """
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from knockout.data._records import Answer, ItemSet
 from knockout.errors import ConfigError
@@ -101,3 +105,36 @@ def select_shots(items: ItemSet, target: Answer, k: int, source: str, seed: int)
         if len(chosen) == k:
             break
     return [Shot(a, float(a.human_score)) for a in chosen if a.human_score is not None]
+
+
+def shots_used(results: Iterable[Any], requested: int, source: str) -> dict[str, Any]:
+    """What a few-shot run used: examples per answer (``{"2": 10, "1": 3}``), how many answers got fewer than
+    ``requested``, and the prompts (so the language) they were graded with.  ``results``: a grade run's results
+    (``AnswerResult`` or stored rows, each with ``details.shots`` and ``details.prompt``)."""
+    per: dict[int, int] = {}
+    prompts: dict[str, int] = {}
+    for r in results:
+        details = (r.get("details") if isinstance(r, dict) else r.details) or {}
+        n = len(details.get("shots") or [])
+        per[n] = per.get(n, 0) + 1
+        if details.get("prompt"):
+            prompts[str(details["prompt"])] = prompts.get(str(details["prompt"]), 0) + 1
+    out: dict[str, Any] = {"requested": requested, "source": source,
+                           "per_answer": {str(n): per[n] for n in sorted(per, reverse=True)},
+                           "fewer": sum(c for n, c in per.items() if n < requested)}
+    if prompts:
+        out["prompts"] = dict(sorted(prompts.items()))
+    return out
+
+
+def shots_label(used: dict[str, Any]) -> str:
+    """``2-shot other-exam`` when every answer got its examples, else what they got, e.g.
+    ``2-shot other-exam requested: 0 shots for 6 of 12 answers, 2 for 6``."""
+    requested, source = used.get("requested", 0), used.get("source", "")
+    per: dict[str, int] = used.get("per_answer") or {}
+    head = f"{requested}-shot {source}".strip()
+    if not used.get("fewer"):
+        return head
+    total = sum(per.values())
+    used_text = ", ".join(f"{n} for {c}" for n, c in per.items())
+    return f"{head} requested, used {used_text} of {total} answers"

@@ -259,17 +259,34 @@ def get_template(name_or_path: str) -> PromptTemplate:
     )
 
 
+#: the languages the auto presets are written in
+PRESET_LANGUAGES = ("en", "de")
+_LANGUAGE_NAMES = {"english": "en", "eng": "en", "german": "de", "deutsch": "de", "deu": "de", "ger": "de"}
+
+
+def preset_language(language: str) -> str | None:
+    """The preset language of a question's language: ``en``/``de`` and their regional forms (``en-GB``,
+    ``de_AT``) or names; None for any other language (no preset: an auto prompt refuses it)."""
+    low = language.strip().lower()
+    primary = _LANGUAGE_NAMES.get(low, low.replace("_", "-").split("-", 1)[0])
+    return primary if primary in PRESET_LANGUAGES else None
+
+
 def auto_preset(kind: str, *, language: str, task: str, reference: bool, shots: int, family: str = "auto") -> str:
     """The paper preset that fits a question: MT, SciEx (few-shot) or knockout prompts; with ``family``
     (:data:`FAMILIES`) the family's preset for the question's language and reference."""
-    lang = "de" if language.lower().startswith("de") else "en"
     ref = "-ref" if reference else ""
+    if task == "mt" and family == "auto":
+        return f"knockout-{kind}-mt"
+    lang = preset_language(language)
+    if lang is None:
+        fam = family if family != "auto" else ("sciex" if shots > 0 and kind == "individual" else f"knockout-{kind}")
+        raise ConfigError(f"no '{fam}' preset in language '{language}' (presets: {', '.join(PRESET_LANGUAGES)}); "
+                          f"choose a prompt with --prompt NAME (e.g. {fam}-en{ref})")
     if family != "auto":
         if family not in FAMILIES or kind != "individual":
             raise ConfigError(f"prompt family '{family}' is for individual grading (families: {', '.join(FAMILIES)})")
         return f"{family}-{lang}{ref}"
-    if task == "mt":
-        return f"knockout-{kind}-mt"
     if shots > 0 and kind == "individual":
         return f"sciex-{lang}{ref}"
     return f"knockout-{kind}-{lang}{ref}"

@@ -128,12 +128,25 @@ def human_sources(h: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _used_rows(used: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the run used (LoadedRun.used): few-shot examples per answer, figures left out, languages."""
+    rows = []
+    if used.get("shots"):
+        rows.append(("few-shot", str(used["shots"])))
+    if used.get("figures_left_out"):
+        rows.append(("figures left out", f"{used['figures_left_out']} (--figures none)"))
+    if used.get("languages"):
+        rows.append(("languages graded", ", ".join(used["languages"])))
+    return rows
+
+
 def report_tables(report: dict[str, Any]) -> list[Table]:
     run, cost, q, e = report["run"], report["cost"], report["question_level"], report["exam_level"]
     tables = [kv(f"run {run['run_id']}", [
         ("method", run["method"]), ("judge", run["judge"] + ("  (SIMULATION, not an LLM)" if run["simulated_judge"]
                                                              else "")),
         ("data", str(run["data"])),
+        *_used_rows(run.get("used") or {}),
         ("human grades", human_sources(run.get("human_grades") or {})),
         ("answers", f"{report['answers']} ({report['invalid']} invalid, excluded; "
                     f"{report['without_human_score']} without a human score)"),

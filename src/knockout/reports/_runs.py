@@ -45,7 +45,25 @@ class LoadedRun:
                 "method": self.run.method, "judge": self.run.judge, "simulated_judge": self.run.simulated,
                 "data": self.run.data_source, "status": self.run.status, "label": self.label,
                 "options": self.run.config.get("options", {}), "results": len(self.results),
-                "human_grades": self.human_grades}
+                "human_grades": self.human_grades, **({"used": used} if (used := self.used()) else {})}
+
+    def used(self) -> dict[str, Any]:
+        """What the run used where it could differ from what it was asked (few-shot examples per answer,
+        figures left out, the languages of the questions graded), from its results and summary."""
+        from knockout.prompts._fewshot import shots_label, shots_used
+
+        out: dict[str, Any] = {}
+        opts = self.run.config.get("options") or {}
+        if opts.get("shots"):
+            out["shots"] = shots_label(shots_used(self.results, int(opts["shots"]), str(opts.get("shot_source", ""))))
+        info = (self.run.summary or {}).get("info") or {}
+        if info.get("figures_left_out"):
+            out["figures_left_out"] = info["figures_left_out"]
+        graded = {str(r["item_id"]) for r in self.results}
+        langs = sorted({self.items.question_of(a).language for a in self.items if a.id in graded})
+        if len(langs) > 1 or opts.get("shots"):
+            out["languages"] = langs
+        return out
 
 
 def parse_ref(ref: str) -> tuple[Path, str | None]:

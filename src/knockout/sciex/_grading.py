@@ -44,7 +44,12 @@ def grading_info(items: ItemSet, results: list[AnswerResult], options: MethodOpt
     if left_out:
         info["figures_left_out"] = left_out
     if options.shots > 0:
+        from knockout.prompts._fewshot import shots_used
         from knockout.sciex._copyrate import copy_rate, run_gradings
+
+        info["shots"] = shots_used(results, options.shots, options.shot_source)
+        if options.allow_fewer_shots:
+            info["shots"]["allow_fewer"] = True
 
         rows = [{"item_id": r.answer_id, "score": r.score, "valid": r.valid, "details": r.details} for r in results]
         rate = copy_rate(run_gradings(items, rows))
@@ -53,3 +58,4 @@ def grading_info(items: ItemSet, results: list[AnswerResult], options: MethodOpt
     if options.parser == "sciex-score":
         info["sciex_parser"] = sciex_fallbacks(items, results)
     return info
+

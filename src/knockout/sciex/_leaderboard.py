@@ -54,7 +54,11 @@ class JudgeSource:
         return [{"item_id": k, "score": v, "valid": v is not None} for k, v in self.grades.items()]
 
 
-def _label(run: RunRecord) -> str:
+def _label(run: RunRecord, items: ItemSet | None = None, results: Sequence[dict[str, Any]] = ()) -> str:
+    """A judge column's label: what the run was asked for and, where its results say so, what it used (the
+    examples each answer got, the languages of the questions it graded, figures left out)."""
+    from knockout.prompts._fewshot import shots_label, shots_used
+
     opts = run.config.get("options") or {}
     bits = [run.method]
     if opts.get("prompt") not in (None, "auto"):
@@ -62,7 +66,15 @@ def _label(run: RunRecord) -> str:
     if opts.get("reference"):
         bits.append("ref")
     if opts.get("shots"):
-        bits.append(f"{opts['shots']}-shot {opts.get('shot_source', '')}".strip())
+        bits.append(shots_label(shots_used(list(results), int(opts["shots"]), str(opts.get("shot_source", "")))))
+    if items is not None and results:
+        graded = {str(r["item_id"]) for r in results}
+        langs = sorted({items.question_of(a).language for a in items if a.id in graded})
+        if langs:
+            bits.append("+".join(langs))
+    info = (run.summary or {}).get("info") or {}
+    if info.get("figures_left_out"):
+        bits.append(f"figures left out: {info['figures_left_out']}")
     if opts.get("parser"):
         bits.append(f"parser {opts['parser']}")
     sim = " (SIMULATION)" if run.simulated else ""
@@ -81,6 +93,17 @@ def merge_items(sets: Iterable[ItemSet], source: str) -> ItemSet:
             answers[a.id] = a if old is None else a.model_copy(
                 update={"human_scores": {**old.human_scores, **a.human_scores}})
     return ItemSet(questions.values(), answers.values(), source=source)
+
+
+def within_exams(items: ItemSet, exams: ItemSet) -> ItemSet:
+    """The store's item set restricted to the questions of ``exams`` (an exam set given to the leaderboard),
+    united with it: the exams' answers and expert grades are added to what the grade runs snapshotted."""
+    keep = set(exams.questions)
+    if not keep & set(items.questions):
+        raise ConfigError(f"{exams.source}: none of these exams' questions was graded by a run in the store")
+    mine = ItemSet([q for q in items.questions.values() if q.id in keep], [a for a in items if a.question_id in keep],
+                   source=items.source)
+    return merge_items([mine, exams], items.source)
 
 
 @dataclass
@@ -128,7 +151,8 @@ def gather(path: Path, run_ids: Sequence[str] = ()) -> Gathered:
     for r, snapshot, results in picked:
         grades = {str(x["item_id"]): (float(x["score"]) if x["valid"] and x["score"] is not None else None)
                   for x in results}
-        judges.append(JudgeSource(key=r.id, label=_label(r), judge=r.judge, simulated=r.simulated, grades=grades,
+        judges.append(JudgeSource(key=r.id, label=_label(r, snapshot, results), judge=r.judge, simulated=r.simulated,
+                                  grades=grades,
                                   gradings=run_gradings(snapshot, results), run=r))
     return Gathered(items, judges, skipped, sources)
 

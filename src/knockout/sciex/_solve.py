@@ -34,7 +34,7 @@ from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge, Message
 from knockout.prompts._builder import parser_for, reminder_for
 from knockout.prompts._render import judge_messages
-from knockout.prompts._templates import PromptTemplate, fmt_points, get_template
+from knockout.prompts._templates import PRESET_LANGUAGES, PromptTemplate, fmt_points, get_template, preset_language
 from knockout.runs import Oracle, Run, RunContext, RunSummary
 from knockout.sciex._figures import question_figures, resolve_mode
 from knockout.storage._store import ResultRow
@@ -175,7 +175,11 @@ class SolveRun(Run[SolveReport]):
         if self.cfg.prompt != "auto":
             t = get_template(self.cfg.prompt)
         else:
-            lang = "de" if q.language.lower().startswith("de") else "en"
+            lang = preset_language(q.language)
+            if lang is None:
+                raise ConfigError(f"question '{q.id}' is in language '{q.language}' and the solve prompt has presets "
+                                  f"in {', '.join(PRESET_LANGUAGES)} only; choose one with --prompt NAME "
+                                  "(e.g. --prompt sciex-solve-en)")
             stacked = "-stacked" if self.figure_mode == "stacked" and q.images else ""
             t = get_template(f"sciex-solve-{lang}{stacked}")
         if t.kind != "solve":

@@ -32,7 +32,7 @@ SECTION = re.compile(r"\s*Answer to Question[ \t]+([^\s:]+):?[ \t]*\n?(.*)", re.
 def sniff(path: Path) -> bool:
     """A folder with ``additional_info.json``, or a JSON file holding an object with ``Questions``."""
     if path.is_dir():
-        return (path / INFO).is_file()
+        return (path / INFO).is_file() or is_exam_set(path)
     if path.suffix.lower() != ".json" or not path.is_file():
         return False
     data = sniff_json(path)
@@ -144,15 +144,58 @@ def _read_answers(path: Path) -> dict[str, str]:
     return out
 
 
+def _exam_folders(path: Path) -> list[Path]:
+    """The exam folders of an exam set (a folder of SciEx exam folders), in natural order; a visible
+    subfolder that is not an exam folder is refused (never skipped without a word)."""
+    subs = sorted((p for p in list_folder(path, "*") if p.is_dir() and not p.name.startswith(".")),
+                  key=lambda p: natural_key(p.name))
+    exams = [p for p in subs if (p / INFO).is_file()]
+    for p in subs:
+        if p not in exams:
+            raise InputError(f"not an exam folder (no {INFO}); an exam set holds SciEx exam folders only",
+                             file=str(p))
+    return exams
+
+
+def is_exam_set(path: Path) -> bool:
+    """A folder without ``additional_info.json`` whose subfolders are SciEx exam folders."""
+    if not path.is_dir() or (path / INFO).is_file():
+        return False
+    return any((p / INFO).is_file() for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
 def load(path: Path, *, language: str | None = None) -> ItemSet:
     """Options: ``language`` ("en"/"de") picks the exam file in a folder and is used when the
-    file name has no language suffix."""
+    file name has no language suffix.  ``path`` may be an exam set: a folder of exam folders, read as one
+    item set (exam ids are the folder names)."""
+    if is_exam_set(path):
+        sets = [load(p, language=language) for p in _exam_folders(path)]
+        return ItemSet([q for s in sets for q in s.questions.values()], [a for s in sets for a in s],
+                       source=str(path))
     exam_file = _locate(path, language)
     folder = exam_file.parent
     exam = folder.name
     suffix = exam_file.stem.rsplit("_", 1)[-1] if "_" in exam_file.stem else ""
-    lang = suffix if len(suffix) == 2 and suffix.isalpha() and suffix.islower() else (language or "en")
-    info_file = folder / INFO
+    lang = suffix if len(suffix) == 2 and suffix.isalpha() and suffix.islower() else language
+    if not lang:  # never a silent default: the language picks the prompts
+        raise InputError("cannot tell the exam's language: name the file <exam>_<lang>.json as SciEx does "
+                         "(e.g. _en, _de) or give the option language (--data-opt language=en)", file=str(exam_file))
+    answer_files = sorted(list_folder(folder / "answers", "*.*"), key=lambda p: natural_key(p.name))
+    grades = folder / "grades"
+    grade_files = [("human", p, p.name.removesuffix("_grade.json"))
+                   for p in sorted(list_folder(grades, "*_grade.json"))]
+    grade_files += [(p.parent.name, p, p.name.removesuffix("_grade.json"))
+                    for p in sorted(list_folder(grades, "*/*_grade.json"))]
+    return read_exam(exam_file, folder / INFO, exam=exam, lang=lang,
+                     answer_files=[(p.stem, p) for p in answer_files if p.suffix in (".json", ".txt")],
+                     grade_files=grade_files)
+
+
+def read_exam(exam_file: Path, info_file: Path, *, exam: str, lang: str, answer_files: list[tuple[str, Path]],
+              grade_files: list[tuple[str, Path, str]], figure_folder: Path | None = None) -> ItemSet:
+    """One SciEx exam: its exam JSON, its ``additional_info.json``, answer files ``(examinee, path)`` and grade
+    files ``(grader, path, examinee)``; figures relative to ``figure_folder`` (default: the exam file's)."""
+    folder = figure_folder or exam_file.parent
     if not info_file.is_file():
         raise InputError(f"missing {INFO} beside the exam (it holds MaximumPoints)", file=str(info_file))
     from knockout.sciex._german import exam_info
@@ -212,9 +255,7 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
             )
 
     answers: dict[tuple[str, str], Answer] = {}
-    answer_files = sorted(list_folder(folder / "answers", "*.*"), key=lambda p: natural_key(p.name))
-    for file in (p for p in answer_files if p.suffix in (".json", ".txt")):
-        examinee = file.stem
+    for examinee, file in answer_files:
         for idx, text in _read_answers(file).items():
             check_index(idx, file)
             if (idx, examinee) in answers:
@@ -230,11 +271,7 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
                 Answer, a, file=file, record=f"Index {idx}", rename={"text": "Answer"}
             )
 
-    grades = folder / "grades"
-    grade_files = [("human", p) for p in sorted(list_folder(grades, "*_grade.json"))]
-    grade_files += [(p.parent.name, p) for p in sorted(list_folder(grades, "*/*_grade.json"))]
-    for grader, file in grade_files:
-        examinee = file.name.removesuffix("_grade.json")
+    for grader, file, examinee in grade_files:
         for q in _questions(file, read_json(file)):
             idx, points = q["Index"], q.get("Points")
             check_index(idx, file)
