@@ -143,7 +143,7 @@ def test_example_leaderboard_shows_ppi_intervals_with_expert_grades_on_a_subset(
         items = load_items(EXAMPLES / "cs-basics-en")
         de = load_items(EXAMPLES / "cs-basics-de")
         both = ItemSet([*items.questions.values(), *de.questions.values()], [*items, *de], source="example")
-        execute(GradeRun(both, make_judge("scripted?inflation=0.1"), RunConfig()), store)
+        execute(GradeRun(both, make_judge("scripted?inflation=0.1"), RunConfig(figures="none")), store)
     done = cli("leaderboard", str(db), "--expert-sample", "0.6", "--seed", "1", "--json", "--resamples", "0",
                cache=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -209,6 +209,10 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:  # run outside the except clause: a run's own error is not chained to "no running loop"
         return asyncio.run(_as_coroutine(factory))
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="knockout-run") as pool:
         return pool.submit(lambda: asyncio.run(_as_coroutine(factory))).result()
