@@ -48,21 +48,22 @@ def add_web_grades(store: Store, items: ItemSet) -> tuple[ItemSet, dict[str, Any
     human grades are not points (``other scale``), an organizer changed the question's maximum in the app
     (``max points changed``: the grades are on another scale than the judge's), or a grade lies outside
     ``0..max_points`` (``out of range``)."""
-    file_graders = sorted({g for a in items for g in a.human_scores})
+    file_graders = sorted(items.graders())
     web = human_grades(store)
     changed_max = store.annotations.changed_max_points()
     keep: dict[str, dict[str, float]] = {}
     skipped: dict[str, int] = {}
-    for a in items:
-        q = items.question_of(a)
-        for grader, score in web.get(a.id, {}).items():
+    graded = sorted(i for aid in web if (i := items.find(aid)) is not None)  # the set's answers with web grades
+    for i in graded:
+        q, aid = items.question_at(i), items.answer_id_at(i)
+        for grader, score in web[aid].items():
             why = ("other scale" if q.human_scale != "points" else
                    "max points changed" if abs(changed_max.get(q.id, q.max_points) - q.max_points) > EPS else
                    "out of range" if not 0 <= score <= q.max_points + EPS else None)
             if why:
                 skipped[why] = skipped.get(why, 0) + 1
             else:
-                keep.setdefault(a.id, {})[WEB_PREFIX + grader] = score
+                keep.setdefault(aid, {})[WEB_PREFIX + grader] = score
     sources = {
         "file": file_graders,
         "web": sorted({g for v in keep.values() for g in v}),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
-from typing import Any
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -60,24 +62,67 @@ class Answer(BaseModel):
         return sum(self.human_scores.values()) / len(self.human_scores)
 
 
-def _compact(a: Answer, question: Question, shared: dict[Any, Any]) -> None:
-    """Share what a million answers repeat (a large item set is held in memory): the question id string of
-    the question object, one string per examinee name, and one pydantic fields-set object per distinct
-    set of given fields (pydantic gives each instance its own set, about 700 bytes; knockout never dumps
-    answers with ``exclude_unset``).  The values are equal, so nothing else changes."""
-    d = a.__dict__
-    d["question_id"] = question.id
-    if a.examinee is not None:
-        d["examinee"] = shared.setdefault(("examinee", a.examinee), a.examinee)
-    fields = a.__pydantic_fields_set__
-    key = ("fields", frozenset(fields))
-    if key not in shared:
-        shared[key] = set(fields)
-    object.__setattr__(a, "__pydantic_fields_set__", shared[key])
+_new = object.__new__
+_set = object.__setattr__
+_NAN = float("nan")
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class _AnswerView(Sequence[Answer]):
+    """An item set's answers as a read-only sequence: each :class:`Answer` is built when it is asked for
+    (from the set's columns) and not kept; two views are equal when they hold equal answers."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: ItemSet) -> None:
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items._ids)
+
+    @overload
+    def __getitem__(self, i: int) -> Answer: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Answer]: ...
+
+    def __getitem__(self, i: int | slice) -> Answer | list[Answer]:
+        if isinstance(i, slice):
+            return [self._items.answer_at(k) for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("answer index out of range")
+        return self._items.answer_at(i % n if i < 0 else i)
+
+    def __iter__(self) -> Iterator[Answer]:
+        at = self._items.answer_at
+        return (at(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} answers of {self._items.source}>"
 
 
 class ItemSet:
-    """Questions and their answers, validated as a whole."""
+    """Questions and their answers, validated as a whole.
+
+    The questions are :class:`Question` objects (``questions``, by id).  The answers are held as columns
+    (a million answers are read, judged and reported on without a million pydantic objects): ids, the
+    question and examinee of each as an index, the texts, the human grades as numbers with one tuple of
+    grader names per distinct layout, and ``meta`` only where it is not empty.  ``answers``, iteration,
+    :meth:`answer`, :meth:`answers_for` and :meth:`answer_at` build an :class:`Answer` each time one is asked
+    for, equal to the one given (same fields, same order of ``human_scores``), and keep none; the ``*_at``
+    accessors read one field of the answer at an index without building it.
+    """
+
+    questions: dict[str, Question]
+    answers: Sequence[Answer]
 
     def __init__(
         self,
@@ -87,79 +132,269 @@ class ItemSet:
         source: str = "<memory>",
     ) -> None:
         self.source = source
-        self.questions: dict[str, Question] = {}
-        for q in questions:
+        qlist = list(questions)
+        self._start()
+        for a in answers:
+            self._add(a)
+        self._finish(qlist)
+
+    @classmethod
+    def from_records(cls, records: Iterable[Question | Answer], *, source: str = "<memory>") -> ItemSet:
+        """An item set from questions and answers in any order, read one by one (a loader streams its file
+        through this: no list of answers is held).  The checks are those of the constructor, made when the
+        records are all read, in the same order (questions first, then each answer)."""
+        new = cls.__new__(cls)
+        new.source = source
+        qlist: list[Question] = []
+        new._start()
+        for r in records:
+            if isinstance(r, Answer):
+                new._add(r)
+            else:
+                qlist.append(r)
+        new._finish(qlist)
+        return new
+
+    # -- building ---------------------------------------------------------------------------------------
+    def _start(self) -> None:
+        self._ids: list[str] = []
+        self._qid_of: list[str] = []  # while building: each answer's question id (one string per question)
+        self._qi = array("i")  # each answer's question (index into _questions)
+        self._ex = array("i")  # each answer's examinee (index into _names, -1: none)
+        self._names: list[str] = []
+        self._text: list[str] = []
+        self._layout = array("i")  # each answer's human grade layout (index into _layouts)
+        self._layouts: list[tuple[str, ...]] = []
+        self._hstart = array("q")  # where each answer's human grades start in _hvalues
+        self._hvalues = array("d")
+        self._hmean = array("d")  # the mean human grade (NaN: none)
+        self._meta: dict[int, dict[str, Any]] = {}  # the answers whose meta is not empty
+        self._fset = array("B")  # each answer's pydantic fields-set (index into _fsets)
+        self._fsets: list[set[str]] = []
+        self._pos: dict[Any, int] = {}  # while building: examinee names, layouts, fields-sets, question ids
+
+    def _intern(self, kind: str, value: Any, table: list[Any], make: Callable[[Any], Any] | None = None) -> int:
+        key = (kind, value)
+        k = self._pos.get(key)
+        if k is None:
+            k = self._pos[key] = len(table)
+            table.append(value if make is None else make(value))
+        return k
+
+    def _add(self, a: Answer) -> None:
+        d = a.__dict__
+        i = len(self._ids)
+        self._ids.append(d["id"])
+        qid = d["question_id"]
+        self._qid_of.append(self._pos.setdefault(("qid", qid), qid))  # type: ignore[arg-type]
+        ex = d["examinee"]
+        self._ex.append(-1 if ex is None else self._intern("examinee", ex, self._names))
+        self._text.append(d["text"])
+        scores: dict[str, float] = d["human_scores"]
+        self._layout.append(self._intern("layout", tuple(scores), self._layouts))
+        self._hstart.append(len(self._hvalues))
+        self._hvalues.extend(scores.values())
+        self._hmean.append(sum(scores.values()) / len(scores) if scores else _NAN)
+        if d["meta"]:
+            self._meta[i] = d["meta"]
+        self._fset.append(self._intern("fields", frozenset(a.__pydantic_fields_set__), self._fsets, set))
+
+    def _finish(self, qlist: list[Question]) -> None:
+        source = self.source
+        self.questions = {}
+        for q in qlist:
             if q.id in self.questions:
                 raise InputError("duplicate question id", file=source, record=q.id, field="id")
             self.questions[q.id] = q
-        self.answers: list[Answer] = []
-        seen: set[str] = set()
-        shared: dict[Any, Any] = {}
-        for a in answers:
-            if a.id in seen:
-                raise InputError("duplicate answer id", file=source, record=a.id, field="id")
-            seen.add(a.id)
-            question = self.questions.get(a.question_id)
-            if question is None:
-                raise InputError(
-                    f"answer refers to unknown question '{a.question_id}'",
-                    file=source,
-                    record=a.id,
-                    field="question_id",
-                )
-            if question.human_scale == "points":
-                for grader, s in a.human_scores.items():
+        self._questions = list(self.questions.values())
+        qpos = {q.id: k for k, q in enumerate(self._questions)}
+        self._index: dict[str, int] = {}
+        qi = self._qi
+        for i, aid in enumerate(self._ids):
+            if aid in self._index:
+                raise InputError("duplicate answer id", file=source, record=aid, field="id")
+            self._index[aid] = i
+            qid = self._qid_of[i]
+            k = qpos.get(qid)
+            if k is None:
+                raise InputError(f"answer refers to unknown question '{qid}'", file=source, record=aid,
+                                 field="question_id")
+            question = self._questions[k]
+            if question.human_scale == "points" and self._layouts[self._layout[i]]:
+                for grader, s in self.human_scores_at(i).items():
                     if s < 0 or s > question.max_points + 1e-9:
                         raise InputError(
                             f"human score {s:g} of grader '{grader}' is outside 0..{question.max_points:g}",
-                            file=source,
-                            record=a.id,
-                            field="human_scores",
-                        )
-            _compact(a, question, shared)
-            self.answers.append(a)
-        self._by_question: dict[str, list[Answer]] = {}
-        for a in self.answers:
-            self._by_question.setdefault(a.question_id, []).append(a)
-        self._answers_by_id = {a.id: a for a in self.answers}
+                            file=source, record=aid, field="human_scores")
+            qi.append(k)
+        del self._qid_of, self._pos
+        self._group()
 
+    def _group(self) -> None:
+        """Each question's answers, in file order: the answer indices ordered by question (``_order``) and
+        where each question's run of them starts (``_qstart``)."""
+        counts = [0] * (len(self._questions) + 1)
+        for k in self._qi:
+            counts[k + 1] += 1
+        for k in range(len(self._questions)):
+            counts[k + 1] += counts[k]
+        self._qstart = array("i", counts)
+        fill = counts[:-1]
+        order = array("i", bytes(4 * len(self._qi)))
+        for i, k in enumerate(self._qi):
+            order[fill[k]] = i
+            fill[k] += 1
+        self._order = order
+        self._qpos = {q.id: k for k, q in enumerate(self._questions)}
+        self.answers = _AnswerView(self)
+
+    def _select(self, questions: list[Question], indices: Iterable[int]) -> ItemSet:
+        """A new set of these questions and the answers at ``indices`` (in that order), copied column by
+        column (every answer of the selection refers to one of ``questions``)."""
+        new = ItemSet.__new__(ItemSet)
+        new.source = self.source
+        new._start()
+        new._names, new._layouts, new._fsets = self._names, self._layouts, self._fsets
+        new.questions = {q.id: q for q in questions}
+        new._questions = list(questions)
+        qpos = {q.id: k for k, q in enumerate(new._questions)}
+        remap = [qpos.get(q.id, -1) for q in self._questions]
+        new._index = {}
+        for i in indices:
+            j = len(new._ids)
+            aid = self._ids[i]
+            new._ids.append(aid)
+            new._index[aid] = j
+            new._qi.append(remap[self._qi[i]])
+            new._ex.append(self._ex[i])
+            new._text.append(self._text[i])
+            new._layout.append(self._layout[i])
+            new._hstart.append(len(new._hvalues))
+            s = self._hstart[i]
+            new._hvalues.extend(self._hvalues[s:s + len(self._layouts[self._layout[i]])])
+            new._hmean.append(self._hmean[i])
+            if i in self._meta:
+                new._meta[j] = self._meta[i]
+            new._fset.append(self._fset[i])
+        del new._qid_of, new._pos
+        new._group()
+        return new
+
+    # -- answers by index (no Answer built) ----------------------------------------------------------
+    def answer_at(self, i: int) -> Answer:
+        """The answer at index ``i`` (0 .. len - 1, file order), built from the columns."""
+        a = _new(Answer)
+        ex = self._ex[i]
+        _set(a, "__dict__", {"id": self._ids[i], "question_id": self._questions[self._qi[i]].id,
+                             "examinee": None if ex < 0 else self._names[ex], "text": self._text[i],
+                             "human_scores": self.human_scores_at(i), "meta": self.meta_at(i)})
+        _set(a, "__pydantic_fields_set__", self._fsets[self._fset[i]])
+        _set(a, "__pydantic_extra__", None)
+        _set(a, "__pydantic_private__", None)
+        return a
+
+    def index_of(self, answer_id: str) -> int:
+        """The index of the answer ``answer_id`` (KeyError when there is none)."""
+        return self._index[answer_id]
+
+    def find(self, answer_id: str) -> int | None:
+        """The index of the answer ``answer_id``, or None."""
+        return self._index.get(answer_id)
+
+    def answer_id_at(self, i: int) -> str:
+        return self._ids[i]
+
+    def question_at(self, i: int) -> Question:
+        return self._questions[self._qi[i]]
+
+    def examinee_at(self, i: int) -> str | None:
+        ex = self._ex[i]
+        return None if ex < 0 else self._names[ex]
+
+    def text_at(self, i: int) -> str:
+        return self._text[i]
+
+    def human_score_at(self, i: int) -> float | None:
+        """:attr:`Answer.human_score` of the answer at ``i``."""
+        m = self._hmean[i]
+        return None if m != m else m
+
+    def human_scores_at(self, i: int) -> dict[str, float]:
+        """A new dict of the human grades of the answer at ``i``, in the order given."""
+        graders = self._layouts[self._layout[i]]
+        if not graders:
+            return {}
+        s = self._hstart[i]
+        return dict(zip(graders, self._hvalues[s:s + len(graders)], strict=True))
+
+    def meta_at(self, i: int) -> dict[str, Any]:
+        """The ``meta`` of the answer at ``i`` (a copy: the set's own is never handed out)."""
+        m = self._meta.get(i)
+        if m is None:
+            return {}
+        return dict(m) if all(isinstance(v, _SCALARS) for v in m.values()) else copy.deepcopy(m)
+
+    def indices_for(self, question_id: str) -> Sequence[int]:
+        """The indices of the question's answers, in file order (empty for an unknown question)."""
+        k = self._qpos.get(question_id)
+        if k is None:
+            return array("i")
+        return self._order[self._qstart[k]:self._qstart[k + 1]]
+
+    def graders(self) -> list[str]:
+        """The graders of the human grades (each once, in the order first met)."""
+        seen: dict[str, None] = {}
+        used = set(self._layout)
+        for k, layout in enumerate(self._layouts):
+            if k in used:
+                seen.update(dict.fromkeys(layout))
+        return list(seen)
+
+    # -- the set --------------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self.answers)
+        return len(self._ids)
 
     def __iter__(self) -> Iterator[Answer]:
         return iter(self.answers)
 
     def answer(self, answer_id: str) -> Answer:
-        return self._answers_by_id[answer_id]
+        return self.answer_at(self._index[answer_id])
 
     def question_of(self, answer: Answer) -> Question:
         return self.questions[answer.question_id]
 
     def answers_for(self, question_id: str) -> list[Answer]:
-        return list(self._by_question.get(question_id, []))
+        if question_id not in self.questions:
+            return []
+        return [self.answer_at(i) for i in self.indices_for(question_id)]
 
     def question_ids(self) -> list[str]:
         """Questions that have at least one answer, in file order."""
-        return [qid for qid in self.questions if qid in self._by_question]
+        s = self._qstart
+        return [q.id for k, q in enumerate(self._questions) if s[k + 1] > s[k]]
 
     def has_human_scores(self) -> bool:
-        return any(a.human_scores for a in self.answers)
+        used = set(self._layout)
+        return any(self._layouts[k] for k in used)
 
     def subset(
         self, *, limit: int | None = None, answers_per_question: int | None = None
     ) -> ItemSet:
-        """The first ``limit`` questions, each with its first ``answers_per_question`` answers."""
+        """The first ``limit`` questions, each with its first ``answers_per_question`` answers (answers grouped
+        by question, questions without answers left out; the set itself when that changes nothing)."""
         Selection(limit=limit, answers_per_question=answers_per_question)  # the bounds: a ValidationError
         qids = self.question_ids()
         if limit is not None:
             qids = qids[:limit]
-        answers: list[Answer] = []
+        picked: list[int] = []
         for qid in qids:
-            group = self.answers_for(qid)
+            group = self.indices_for(qid)
             if answers_per_question is not None:
                 group = group[:answers_per_question]
-            answers.extend(group)
-        return ItemSet([self.questions[q] for q in qids], answers, source=self.source)
+            picked.extend(group)
+        if len(qids) == len(self.questions) and picked == list(range(len(self))):
+            return self
+        return self._select([self.questions[q] for q in qids], picked)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able snapshot (stored with every run, so reports need no data file)."""
@@ -173,7 +408,7 @@ class ItemSet:
     def from_dict(cls, data: dict[str, Any]) -> ItemSet:
         return cls(
             [Question(**q) for q in data["questions"]],
-            [Answer(**a) for a in data["answers"]],
+            (Answer(**a) for a in data["answers"]),
             source=str(data.get("source", "<store>")),
         )
 
@@ -185,8 +420,11 @@ class ItemSet:
         h = hashlib.sha256()
         for q in self.questions.values():
             h.update(json.dumps(q.model_dump(), sort_keys=True).encode())
-        for a in self.answers:
-            h.update(json.dumps(a.model_dump(), sort_keys=True).encode())
+        for i in range(len(self)):  # each answer's model_dump, from the columns
+            h.update(json.dumps({"id": self._ids[i], "question_id": self._questions[self._qi[i]].id,
+                                 "examinee": self.examinee_at(i), "text": self._text[i],
+                                 "human_scores": self.human_scores_at(i), "meta": self._meta.get(i, {})},
+                                sort_keys=True).encode())
         self._fingerprint: str = h.hexdigest()[:16]
         return self._fingerprint
 

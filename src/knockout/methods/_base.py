@@ -168,13 +168,13 @@ class Method:
         self.options(options)
         builder = PromptBuilder(items, self.prompt_kind, options)
         for qid in items.question_ids():
-            answers = items.answers_for(qid)
+            first = items.indices_for(qid)[:2]  # only the answers rendered are built
             if self.prompt_kind == "pairwise":
-                if len(answers) >= 2:
-                    builder.pairwise(answers[0], answers[1])
+                if len(first) >= 2:
+                    builder.pairwise(items.answer_at(first[0]), items.answer_at(first[1]))
             else:
-                builder.individual(answers[0])
-        if self.prompt_kind == "individual":
+                builder.individual(items.answer_at(first[0]))
+        if self.prompt_kind == "individual" and options.shots > 0:
             builder.check_shots(list(items))
 
     async def run(self, items: ItemSet, ctx: RunContext, options: MethodOptions) -> MethodResult:

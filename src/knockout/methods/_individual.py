@@ -39,11 +39,11 @@ class Individual(Method):
     async def run(self, items: ItemSet, ctx: RunContext, options: MethodOptions) -> MethodResult:
         self.options(options)
         builder = PromptBuilder(items, "individual", options)
-        answers = list(items)
-        chunked = len(answers) > self.chunk
+        n = len(items)
+        chunked = n > self.chunk
         results: list[AnswerResult] = []
-        for start in range(0, len(answers), self.chunk):
-            part = answers[start:start + self.chunk]
+        for start in range(0, n, self.chunk):  # each chunk's answers built from the item set's columns
+            part = items.answers[start:start + self.chunk]
             tasks: list[Task] = []
             meta: list[tuple[str, list[str]]] = []
             for a in part:

@@ -99,9 +99,9 @@ def grade_oracle(items: ItemSet) -> Oracle:
     """What the scripted judge (a simulation) may know: the human scores of the answers it is shown."""
 
     def facts(subject: Subject) -> dict[str, Any]:
-        answers = [items.answer(i) for i in subject.ids]
-        q = items.question_of(answers[0])
-        return {"kind": subject.kind, "max_points": q.max_points, "humans": [a.human_score for a in answers]}
+        at = [items.index_of(i) for i in subject.ids]
+        return {"kind": subject.kind, "max_points": items.question_at(at[0]).max_points,
+                "humans": [items.human_score_at(k) for k in at]}
 
     return facts
 

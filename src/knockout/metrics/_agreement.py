@@ -101,18 +101,19 @@ def pair_scores(items: ItemSet, scores: Mapping[str, float | None]) -> ScorePair
     judge, human, maxp = np.empty(n), np.empty(n), np.empty(n)
     scale = np.empty(n, dtype=bool)
     k = invalid = unscored = 0
-    for a in items:
-        if a.id not in scores:
+    for i in range(n):  # from the item set's columns (no Answer built)
+        aid = items.answer_id_at(i)
+        if aid not in scores:
             continue
-        s = scores[a.id]
+        s = scores[aid]
         if s is None:
             invalid += 1
             continue
-        h = a.human_score
+        h = items.human_score_at(i)
         if h is None:
             unscored += 1
             continue
-        q = items.question_of(a)
+        q = items.question_at(i)
         judge[k], human[k], maxp[k], scale[k] = float(s), h, q.max_points, q.human_scale == "points"
         k += 1
     return ScorePairs(judge[:k].copy(), human[:k].copy(), maxp[:k].copy(), scale[:k].copy(), invalid, unscored)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ from knockout.metrics._agreement import Codes, codes, pearson_np, ranks_from, rm
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap
 from knockout.metrics._kappa import grid_kappa
 from knockout.metrics._measures import full_points, kendall, pairwise_ranking_accuracy
+from knockout.storage._store import ResultRows
 
 LEVELS = ("question", "exam")
 #: Breakdown keys of every run; ``meta:KEY`` reads the answer's, then the question's ``meta``.  A method
@@ -171,43 +173,69 @@ def ci_pair(iv: Interval) -> list[float] | None:
 
 
 #: each breakdown key's group of an answer (one function per key: a report asks millions of times)
-_KEYS: dict[str, Callable[[Question, Answer], str | None]] = {
-    "difficulty": lambda q, a: q.difficulty,
-    "language": lambda q, a: q.language,
-    "examinee": lambda q, a: a.examinee,
-    "exam": lambda q, a: q.exam_id,
-    "question": lambda q, a: q.id,
-    "task": lambda q, a: q.task,
-    "max_points": lambda q, a: f"{q.max_points:g}",
+_KEYS: dict[str, Callable[[Question, Row], str | None]] = {
+    "difficulty": lambda q, r: q.difficulty,
+    "language": lambda q, r: q.language,
+    "examinee": lambda q, r: r.examinee,
+    "exam": lambda q, r: q.exam_id,
+    "question": lambda q, r: q.id,
+    "task": lambda q, r: q.task,
+    "max_points": lambda q, r: f"{q.max_points:g}",
     # SciEx's modality: a question with figures is "image", else "text" (a loader may set meta)
-    "modality": lambda q, a: str(q.meta.get("modality") or ("image" if q.images else "text")),
+    "modality": lambda q, r: str(q.meta.get("modality") or ("image" if q.images else "text")),
 }
+
+#: the details of a result that has none (shared by such rows: read, never written)
+NO_DETAILS: dict[str, Any] = {}
 
 
 @dataclass(slots=True)
 class Row:
-    """One answer with its question, the judge's result and the group keys."""
+    """One answer (by its index in the item set: no :class:`Answer` is kept) with its question, the judge's
+    result and the group keys."""
 
-    answer: Answer
+    items: ItemSet
+    index: int
     question: Question
     score: float | None  # None: invalid (or no result)
     details: dict[str, Any]
 
     @property
+    def answer(self) -> Answer:
+        """The answer, built from the item set (each time: the hot paths read the fields below)."""
+        return self.items.answer_at(self.index)
+
+    @property
+    def id(self) -> str:
+        return self.items.answer_id_at(self.index)
+
+    @property
+    def examinee(self) -> str | None:
+        return self.items.examinee_at(self.index)
+
+    @property
+    def text(self) -> str:
+        return self.items.text_at(self.index)
+
+    @property
     def human(self) -> float | None:
-        return self.answer.human_score
+        return self.items.human_score_at(self.index)
+
+    @property
+    def human_scores(self) -> dict[str, float]:
+        return self.items.human_scores_at(self.index)
 
     def key(self, name: str) -> str | None:
         """The answer's group under breakdown key ``name`` (None: the key does not apply)."""
-        q, a = self.question, self.answer
+        q = self.question
         if name.startswith("meta:"):
             k = name[5:]
-            v = a.meta.get(k, q.meta.get(k))
+            v = self.items.meta_at(self.index).get(k, q.meta.get(k))
             return NONE_GROUP if v is None else str(v)
         if name not in GROUP_KEYS:  # a group the run's method declares in its results, else not applicable
             groups = self.details.get("groups")
             return str(groups[name]) if isinstance(groups, dict) and name in groups else None
-        value = _KEYS[name](q, a)
+        value = _KEYS[name](q, self)
         return NONE_GROUP if value is None else value
 
 
@@ -239,7 +267,7 @@ class Aligned:
         qids = [r.question.id for r in self.rows]
         self.question = np.unique(qids, return_inverse=True)[1] if qids else np.array([], dtype=int)
         # exam-examinee groups (-1: no examinee, left out of the exam level)
-        keys = [(r.question.exam_id or NONE_GROUP, r.answer.examinee) for r in self.rows]
+        keys = [(r.question.exam_id or NONE_GROUP, r.examinee) for r in self.rows]
         self.ee_keys = sorted({k for k in keys if k[1] is not None}, key=lambda k: (natural_key(k[0]),
                                                                                       natural_key(str(k[1]))))
         pos = {k: i for i, k in enumerate(self.ee_keys)}
@@ -371,16 +399,32 @@ class Analysis:
 
 
 def build_rows(items: ItemSet, results: Iterable[Mapping[str, Any]]) -> tuple[list[Row], int]:
-    """Rows for the item set's answers that have a result; also the number of results matching no answer."""
-    by_id = {str(r["item_id"]): r for r in results}
-    rows = []
-    for a in items:
-        r = by_id.pop(a.id, None)
-        if r is None:
+    """Rows for the item set's answers that have a result (in the item set's order; a later result of the same
+    answer replaces an earlier one); also the number of results matching no answer.  The results are read
+    once, as they come (a store's rows one at a time), into arrays over the item set."""
+    n = len(items)
+    state = bytearray(n)  # 0: no result, 1: a score, 2: invalid (no score)
+    score = array("d", bytes(8 * n))
+    details: dict[int, dict[str, Any]] = {}
+    unmatched: set[str] = set()
+    rows: Iterable[tuple[str, Any, Any, Any]] = results.shared() if isinstance(results, ResultRows) else \
+        ((str(r["item_id"]), r.get("score"), r.get("valid", r.get("score") is not None), r.get("details"))
+         for r in results)
+    for aid, s, valid, d in rows:
+        i = items.find(aid)
+        if i is None:
+            unmatched.add(aid)
             continue
-        score = r.get("score") if r.get("valid", r.get("score") is not None) else None
-        rows.append(Row(a, items.question_of(a), None if score is None else float(score), r.get("details") or {}))
-    return rows, len(by_id)
+        if s is None or not valid:
+            state[i] = 2
+        else:
+            state[i], score[i] = 1, float(s)
+        if d:
+            details[i] = d
+        else:
+            details.pop(i, None)
+    return [Row(items, i, items.question_at(i), score[i] if state[i] == 1 else None, details.get(i, NO_DETAILS))
+            for i in range(n) if state[i]], len(unmatched)
 
 
 def analyse(items: ItemSet, results: Iterable[Mapping[str, Any]], *, level: str = "question",
@@ -465,10 +509,10 @@ def _ranks(values: np.ndarray) -> list[int]:
 
 def examinee_ranking(al: Aligned) -> dict[str, Any] | None:
     """Examinees by average grade (% of the points they could get), by the humans and by the judge."""
-    names = sorted({r.answer.examinee for r in al.rows if r.answer.examinee is not None}, key=natural_key)
+    ex = np.array([r.examinee for r in al.rows], dtype=object)
+    names = sorted({e for e in ex if e is not None}, key=natural_key)
     if len(names) < 2:
         return None
-    ex = np.array([r.answer.examinee for r in al.rows], dtype=object)
     j, h, n = [], [], []
     for name in names:
         idx = np.flatnonzero(ex == name)
@@ -487,7 +531,8 @@ def examinee_ranking(al: Aligned) -> dict[str, Any] | None:
 
 def human_agreement(items: ItemSet, rows: Sequence[Row], *, resamples: int, seed: int) -> dict[str, Any] | None:
     """Human-human agreement (the ceiling) and the judge against each single grader, where several graded."""
-    graders = sorted({g for r in rows for g in r.answer.human_scores}, key=natural_key)
+    graders = sorted({g for r in rows for g in r.human_scores} if len(items.graders()) > 1 else items.graders(),
+                     key=natural_key)
     if len(graders) < 2:
         return None
 
@@ -508,7 +553,7 @@ def human_agreement(items: ItemSet, rows: Sequence[Row], *, resamples: int, seed
                 "kappa_quadratic": grid_kappa(xs, ys, "quadratic")}
 
     def grader(g: str) -> Callable[[Row], float | None]:
-        return lambda r: r.answer.human_scores.get(g) if r.question.human_scale == "points" else None
+        return lambda r: r.human_scores.get(g) if r.question.human_scale == "points" else None
 
     def judge(r: Row) -> float | None:
         return r.score if r.question.human_scale == "points" else None

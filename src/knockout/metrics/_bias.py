@@ -153,7 +153,7 @@ def length_analysis(al: Aligned, *, resamples: int, seed: int) -> dict[str, Any]
     """The length figures of the module doc over the aligned answers (judge valid, human present)."""
     if len(al) < 4:
         return None
-    n = np.array([words(r.answer.text) for r in al.rows], dtype=float)
+    n = np.array([words(r.text) for r in al.rows], dtype=float)
     j, h = al.judge_norm, al.human_norm
     vals = _length_stats(j, h, n)
     cis = sums_bootstrap(_moments(j, h, n), al.question, _length_from_sums, resamples=resamples, seed=seed) \
@@ -183,10 +183,9 @@ def match_bias(items: ItemSet, matches: Sequence[MatchRow]) -> dict[str, Any] | 
     """Position and length figures of a pairwise run's matches (module doc); None without matches."""
     if not matches:
         return None
-    ids = {a.id for a in items}
-
     def ans(aid: str) -> Answer | None:
-        return items.answer(aid) if aid in ids else None
+        i = items.find(aid)
+        return None if i is None else items.answer_at(i)
 
     first_wins: list[float] = []
     first_wins_h: list[float] = []
@@ -251,14 +250,13 @@ def sbs_length(items: ItemSet, swap0: Sequence[str], swap1: Sequence[str], human
                ids: Sequence[str]) -> dict[str, Any] | None:
     """Side-by-side: the share of the judge's A/B verdicts (both orders) that prefer the longer of the two
     answers, next to the humans' share on their A/B verdicts (items whose answers differ in length)."""
-    by_id = {a.id: a for a in items}
     judge: list[float] = []
     human: list[float] = []
     for item, v0, v1, h in zip(ids, swap0, swap1, humans, strict=True):
-        c, b = by_id.get(f"{item}/candidate"), by_id.get(f"{item}/baseline")
+        c, b = items.find(f"{item}/candidate"), items.find(f"{item}/baseline")
         if c is None or b is None:
             continue
-        nc, nb = words(c.text), words(b.text)
+        nc, nb = words(items.text_at(c)), words(items.text_at(b))
         if nc == nb:
             continue
         cand_longer = nc > nb

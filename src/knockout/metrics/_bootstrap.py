@@ -108,7 +108,9 @@ def sums_bootstrap(per_row: Any, clusters: np.ndarray, stat: Callable[[np.ndarra
     block = max(1, min(resamples, _BLOCK_CELLS // max(k, 1)))
     out = []
     for start in range(0, resamples, block):
-        weights = np.stack([sampler.draw_weights() for _ in range(min(block, resamples - start))])
+        weights = np.empty((min(block, resamples - start), k))  # filled row by row (no list of rows besides)
+        for row in weights:
+            row[:] = sampler.draw_weights()
         drawn = (sums.T @ weights.T).T if sparse.issparse(sums) else weights @ sums
         out.append(np.asarray(stat(np.asarray(drawn, dtype=float)), dtype=float))
     return percentile_intervals(np.vstack(out), alpha)

@@ -24,11 +24,11 @@ from knockout.metrics._measures import williams_test
 def _common(items: ItemSet, a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]
             ) -> tuple[Aligned, np.ndarray]:
     rows_a, _ = build_rows(items, a)
-    rows_b = {r.answer.id: r for r in build_rows(items, b)[0]}
+    rows_b = {r.id: r for r in build_rows(items, b)[0]}
     keep: list[Row] = []
     other: list[float] = []
     for r in rows_a:
-        rb = rows_b.get(r.answer.id)
+        rb = rows_b.get(r.id)
         if r.score is None or r.human is None or rb is None or rb.score is None:
             continue
         keep.append(r)
@@ -96,8 +96,8 @@ def group_comparison(items: ItemSet, runs: Sequence[Iterable[Mapping[str, Any]]]
     for rs in rows:
         for r in rs:
             g = r.key(key)
-            if g is not None and r.answer.id not in group_of:
-                group_of[r.answer.id] = g
+            if g is not None and r.id not in group_of:
+                group_of[r.id] = g
     if not group_of:
         declared = sorted({k for rs in rows for r in rs for k in (r.details.get("groups") or {})})
         raise ConfigError(f"no run records the group '{key}' (breakdowns: {', '.join(GROUP_KEYS)}, meta:KEY, or a "
@@ -109,7 +109,7 @@ def group_comparison(items: ItemSet, runs: Sequence[Iterable[Mapping[str, Any]]]
         subset = [[r for r in res if str(r["item_id"]) in ids] for res in lists]
         per_run = []
         for rs in rows:
-            sel = [r for r in rs if r.answer.id in ids]
+            sel = [r for r in rs if r.id in ids]
             al = Aligned(sel)
             m = al.question_metrics(np.arange(len(al)), resamples=resamples, seed=seed) if len(al) else {}
             per_run.append({"n": len(al), "invalid": sum(r.score is None for r in sel),

@@ -54,10 +54,12 @@ def image_share(items: ItemSet, exam_id: str | None) -> float:
     return sum(bool(q.images) for q in qs) / len(qs) if qs else 0.0
 
 
-def other_exam(items: ItemSet, candidates: list[Answer], exam_id: str | None, seed: int) -> str | None:
-    """Exam B for ``other-exam`` shots of exam A (``exam_id``): drawn from the candidates' exams that are
-    not image-heavy (else the least image-heavy), deterministically per seed and exam A."""
-    exams = sorted({str(items.question_of(a).exam_id) for a in candidates})
+def other_exam(items: ItemSet, candidates: list[Answer] | list[int], exam_id: str | None, seed: int) -> str | None:
+    """Exam B for ``other-exam`` shots of exam A (``exam_id``): drawn from the candidates' exams (answers, or
+    their indices in ``items``) that are not image-heavy (else the least image-heavy), deterministically per
+    seed and exam A."""
+    exams = sorted({str((items.question_at(a) if isinstance(a, int) else items.question_of(a)).exam_id)
+                    for a in candidates})
     if not exams:
         return None
     share = {e: image_share(items, e) for e in exams}
@@ -73,13 +75,14 @@ def select_shots(items: ItemSet, target: Answer, k: int, source: str, seed: int)
     if k <= 0:
         return []
     q = items.question_of(target)
-    candidates: list[Answer] = []
-    for a in items:
-        if a.id == target.id or a.human_score is None:
+    candidates: list[int] = []  # indices into items: an answer is built only when it is chosen
+    pool = items.indices_for(q.id) if source == "same-question" else range(len(items))
+    for i in pool:
+        if items.human_score_at(i) is None or items.answer_id_at(i) == target.id:
             continue
-        if target.examinee is not None and a.examinee == target.examinee:
+        if target.examinee is not None and items.examinee_at(i) == target.examinee:
             continue
-        aq = items.question_of(a)
+        aq = items.question_at(i)
         if source == "same-question":
             ok = aq.id == q.id
         elif source == "same-exam":
@@ -87,24 +90,27 @@ def select_shots(items: ItemSet, target: Answer, k: int, source: str, seed: int)
         else:
             ok = aq.exam_id != q.exam_id and aq.language == q.language
         if ok:
-            candidates.append(a)
+            candidates.append(i)
     if source == "other-exam":
         exam_b = other_exam(items, candidates, q.exam_id, seed)
-        candidates = [a for a in candidates if str(items.question_of(a).exam_id) == exam_b]
+        candidates = [i for i in candidates if str(items.question_at(i).exam_id) == exam_b]
     rng = _rng(seed, target.id)
-    chosen: list[Answer] = []
+    chosen: list[int] = []
     examinees: set[str] = set()
     questions: set[str] = set()
-    for a in rng.sample(candidates, len(candidates)):
-        who = a.examinee if a.examinee is not None else f"answer:{a.id}"
-        if who in examinees or (source != "same-question" and a.question_id in questions):
+    for i in rng.sample(candidates, len(candidates)):
+        ex = items.examinee_at(i)
+        who = ex if ex is not None else f"answer:{items.answer_id_at(i)}"
+        qid = items.question_at(i).id
+        if who in examinees or (source != "same-question" and qid in questions):
             continue
-        chosen.append(a)
+        chosen.append(i)
         examinees.add(who)
-        questions.add(a.question_id)
+        questions.add(qid)
         if len(chosen) == k:
             break
-    return [Shot(a, float(a.human_score)) for a in chosen if a.human_score is not None]
+    return [Shot(items.answer_at(i), float(h)) for i in chosen if (h := items.human_score_at(i)) is not None]
+
 
 
 def shots_used(results: Iterable[Any], requested: int, source: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ once by the caller (:meth:`knockout.storage.Store.open_existing`) and passed on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +25,8 @@ class LoadedRun:
     store_path: Path
     run: RunRecord
     items: ItemSet
-    results: list[dict[str, Any]]
+    #: the results (``details=False``: their breakdown groups only, held as columns, :class:`ResultRows`)
+    results: Sequence[dict[str, Any]]
     cost: dict[str, Any]
     #: where the human grades came from: the input file's graders, the web app's (``web:<user>``), counts
     human_grades: dict[str, Any] = field(default_factory=dict)
@@ -152,7 +153,7 @@ def read_run(store: Store, run: RunRecord, *, details: bool = True, items_needed
         if items_needed:
             raise ConfigError(f"{store.path}: run {run.id} has no stored item set (made by an older version?)")
         items = ItemSet([], [])
-    results = store.results(run.id, details=details)
+    results: Sequence[dict[str, Any]] = store.results(run.id) if details else store.result_rows(run.id)
     if not results:
         raise ConfigError(f"{store.path}: run {run.id} has no results (status {run.status})")
     kind = kind_of(run.kind)

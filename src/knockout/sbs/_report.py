@@ -10,6 +10,7 @@ annotators' agreement and the run's cost.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def confusion(human: list[str | None], judge: list[str]) -> dict[str, dict[str, 
     return out
 
 
-def verdict_lists(results: list[dict[str, Any]], path: Path, run_id: str
+def verdict_lists(results: Sequence[dict[str, Any]], path: Path, run_id: str
                   ) -> tuple[dict[str, list[str]], list[str | None], list[dict[str, str]]]:
     """(verdicts per order, ensembled human verdicts, annotators' verdicts) of a side-by-side run's results."""
     verdicts: dict[str, list[str]] = {o: [] for o in ORDERS}

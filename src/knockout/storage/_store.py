@@ -33,16 +33,19 @@ or call :meth:`close`.
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import itertools
 import json
 import sqlite3
 import time
 import zlib
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.engine._cache import CallRecord
@@ -132,31 +135,126 @@ def pack_items(items: ItemSet) -> bytes:
     return b"".join(parts)
 
 
-def unpack_items(data: bytes) -> ItemSet:
-    """The item set :func:`pack_items` wrote, read line by line."""
+def _snapshot_lines(data: bytes) -> Iterator[bytes]:
     d = zlib.decompressobj()
-    questions: list[Question] = []
-    answers: list[Answer] = []
-    source = "<store>"
     tail = b""
-    header = True
     for i in range(0, len(data), 1 << 20):
         tail += d.decompress(data[i:i + (1 << 20)])
         *lines, tail = tail.split(b"\n")
-        for line in lines:
-            if header:
-                if line + b"\n" != ITEMS_V2:
-                    raise ConfigError("an item-set snapshot in an unknown format")
-                header = False
-                continue
+        yield from lines
+    tail += d.flush()
+    if tail:
+        yield tail
+
+
+def unpack_items(data: bytes) -> ItemSet:
+    """The item set :func:`pack_items` wrote, read line by line into the set's columns (no list of answers)."""
+    lines = _snapshot_lines(data)
+    if next(lines, b"") + b"\n" != ITEMS_V2:
+        raise ConfigError("an item-set snapshot in an unknown format")
+    source = "<store>"
+    first = next(lines, b"")
+    if not first.startswith((b'{"a":', b'{"q":')):  # the source line, which pack_items writes first
+        source = str(json.loads(first).get("source", source)) if first else source
+        first = b""
+
+    def records() -> Iterator[Question | Answer]:
+        for line in itertools.chain([first], lines):
             # {"a": ANSWER} / {"q": QUESTION} as pack_items wrote them: parsed by pydantic from the bytes
             if line.startswith(b'{"a":'):
-                answers.append(Answer.model_validate_json(line[5:-1]))
+                yield Answer.model_validate_json(line[5:-1])
             elif line.startswith(b'{"q":'):
-                questions.append(Question.model_validate_json(line[5:-1]))
-            else:
-                source = str(json.loads(line).get("source", source))
-    return ItemSet(questions, answers, source=source)
+                yield Question.model_validate_json(line[5:-1])
+
+    return ItemSet.from_records(records(), source=source)
+
+
+def _copy_json(v: Any) -> Any:
+    if isinstance(v, dict) and all(isinstance(x, (str, int, float, bool, type(None))) for x in v.values()):
+        return dict(v)
+    return copy.deepcopy(v)
+
+
+class ResultRows(Sequence[dict[str, Any]]):
+    """A run's results with their breakdown groups only (what an agreement report reads), kept as columns:
+    item ids, question ids and groups each stored once per distinct value, scores as floats.  Each row is
+    built as the dict :meth:`Store.iter_results` gives (``details``: ``{}`` or ``{"groups": ...}``) when it
+    is read, and not kept: a million results take about 80 bytes each instead of a dict each."""
+
+    def __init__(self) -> None:
+        self._items: list[str] = []
+        self._question = array("i")
+        self._questions: list[str | None] = []
+        self._score = array("d")
+        self._flags = bytearray()  # bit 0: valid; bit 1: the score is None
+        self._group = array("i")
+        self._groups: list[Any] = []
+        self._pos: dict[Any, int] = {}
+
+    def _code(self, kind: str, value: Any, table: list[Any]) -> int:
+        k = self._pos.get((kind, value))
+        if k is None:
+            k = self._pos[(kind, value)] = len(table)
+            table.append(value)
+        return k
+
+    def append(self, item_id: str, question_id: str | None, score: float | None, valid: bool, groups: Any) -> None:
+        """One row; ``groups`` as SQLite's ``json_extract`` gave it (an object's JSON text, or NULL)."""
+        self._items.append(item_id)
+        self._question.append(self._code("q", question_id, self._questions))
+        self._score.append(0.0 if score is None else score)
+        self._flags.append(int(bool(valid)) | (2 if score is None else 0))
+        if groups is None:
+            self._group.append(-1)
+        else:
+            k = self._pos.get(("g", groups))
+            if k is None:  # each distinct value parsed once (and checked as it is read)
+                self._pos[("g", groups)] = k = len(self._groups)
+                self._groups.append(json.loads(groups) if isinstance(groups, str) else groups)
+            self._group.append(k)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def row(self, i: int) -> dict[str, Any]:
+        g, f = self._group[i], self._flags[i]
+        return {"item_id": self._items[i], "question_id": self._questions[self._question[i]],
+                "score": None if f & 2 else self._score[i], "valid": bool(f & 1),
+                "details": {} if g < 0 else {"groups": _copy_json(self._groups[g])}}
+
+    def shared(self) -> Iterator[tuple[str, float | None, bool, dict[str, Any]]]:
+        """(item id, score, valid, details) of each row, with one details dict per distinct value, shared by
+        the rows that have it (for readers that do not change them: the agreement analysis)."""
+        empty: dict[str, Any] = {}
+        details = [{"groups": g} for g in self._groups]
+        items, score, flags, group = self._items, self._score, self._flags, self._group
+        for i in range(len(items)):
+            g, f = group[i], flags[i]
+            yield items[i], None if f & 2 else score[i], bool(f & 1), empty if g < 0 else details[g]
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        n = len(self)
+        if isinstance(i, slice):
+            return [self.row(k) for k in range(*i.indices(n))]
+        if not -n <= i < n:
+            raise IndexError("result index out of range")
+        return self.row(i % n if i < 0 else i)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self.row(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 #: Seconds a command waits for a store that another process is writing before it gives up with an error.
@@ -628,6 +726,21 @@ class Store:
         ``details=False`` reads only the breakdown groups and the grades of repeated draws (``--samples``) of
         each result's details (what an agreement report needs), not the raw replies."""
         return list(self.iter_results(run_id, details=details, question_id=question_id, item_id=item_id))
+
+    def result_rows(self, run_id: str) -> ResultRows:
+        """A run's results with their breakdown groups only (``results(run_id, details=False)``: the same rows,
+        in the same order), held as columns (:class:`ResultRows`)."""
+        out = ResultRows()
+        last = 0
+        while True:
+            rows = self.db.execute(
+                "SELECT rowid, item_id, question_id, score, valid, json_extract(details, '$.groups') FROM results "
+                "WHERE +run_id = ? AND rowid > ? ORDER BY rowid LIMIT 5000", (run_id, last)).fetchall()
+            if not rows:
+                return out
+            for r in rows:
+                out.append(r[1], r[2], r[3], r[4], r[5])
+            last = rows[-1][0]
 
     def iter_results(self, run_id: str, *, details: bool = True, question_id: str | None = None,
                      item_id: str | None = None) -> Iterator[dict[str, Any]]:

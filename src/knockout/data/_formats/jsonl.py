@@ -9,12 +9,13 @@ default column names), or when ``columns`` is given.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from knockout.data._formats.metaeval import is_metaeval_row
 from knockout.data._formats.table import load_rows
-from knockout.data._io import build, first_json_line, item_set, iter_json_lines, resolve_image
+from knockout.data._io import build, first_json_line, iter_json_lines, resolve_image
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import InputError
 
@@ -43,8 +44,12 @@ def load(path: Path, *, columns: Mapping[str, str] | str | None = None) -> ItemS
         header = dict.fromkeys(k for _, obj in table for k in obj)
         return load_rows(((f"line {n}", obj) for n, obj in table), header, columns=columns, path=path,
                          header_where=f"line {table[0][0]}" if table else "line 1", columns_in="any record")
-    questions: list[Question] = []
-    answers: list[Answer] = []
+    return ItemSet.from_records(_typed(records, path), source=str(path))
+
+
+def _typed(records: Iterable[tuple[int, dict[str, Any]]], path: Path) -> Iterator[Question | Answer]:
+    """Each typed record validated, one at a time (the item set keeps its answers as columns, so a million
+    answers are never a million objects at once)."""
     for n, obj in records:
         where = f"line {n}"
         kind = obj.pop("type", None)
@@ -54,7 +59,7 @@ def load(path: Path, *, columns: Mapping[str, str] | str | None = None) -> ItemS
                 obj["images"] = [
                     resolve_image(im, path.parent, file=path, record=where, field="images") for im in images
                 ]
-            questions.append(build(Question, obj, file=path, record=where))
+            yield build(Question, obj, file=path, record=where)
         elif kind == "answer":
             rename = None
             if "human_score" in obj:
@@ -68,7 +73,7 @@ def load(path: Path, *, columns: Mapping[str, str] | str | None = None) -> ItemS
                 score = obj.pop("human_score")
                 obj["human_scores"] = {} if score is None else {"human": score}
                 rename = {"human_scores.human": "human_score", "human_scores": "human_score"}
-            answers.append(build(Answer, obj, file=path, record=where, rename=rename))
+            yield build(Answer, obj, file=path, record=where, rename=rename)
         else:
             raise InputError(
                 f"unknown record type {kind!r} (expected 'question' or 'answer'; a flat file, one answer per "
@@ -77,4 +82,3 @@ def load(path: Path, *, columns: Mapping[str, str] | str | None = None) -> ItemS
                 record=where,
                 field="type",
             )
-    return item_set(questions, answers, path)
