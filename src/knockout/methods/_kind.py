@@ -24,7 +24,7 @@ class GradeKind(RunKind):
     title = "grade"
     run = GradeRun
     summary_model = GradeSummary
-    tables = ("answers", "matches")
+    tables = ("answers", "matches", "calibrated")
     grades_answers = True
     rank = 0
 
@@ -36,7 +36,7 @@ class GradeKind(RunKind):
         if options.on_loaded is not None:
             options.on_loaded()
         rep, an = build_report(loaded, level=options.level, by=options.by, resamples=options.resamples,
-                               seed=options.seed)
+                               seed=options.seed, options=options)
 
         def plots() -> dict[str, bytes]:
             from knockout.reports._plots import report_plots
@@ -66,12 +66,26 @@ class GradeKind(RunKind):
 
         return list(comparison_tables(data))
 
+    def report_sections(self, loaded: Any, options: ReportOptions) -> dict[str, Any]:
+        return calibration_section(loaded, options)
+
+    def section_tables(self, report: dict[str, Any]) -> list[Any]:
+        from knockout.calibration._run import section_tables
+
+        return section_tables(report)
+
     def tidy(self, store: Store, record: RunRecord, table: str) -> list[dict[str, Any]]:
         from knockout.annotations import add_web_grades
         from knockout.reports._tidy import answer_rows, match_rows, snapshot
 
         # the human grades of the report: the file's and the web app's (web:<user>)
         items, _ = add_web_grades(store, snapshot(store, record))
+        if table == "calibrated":  # the answers table with each calibrated grade beside the raw one
+            from knockout.calibration._run import calibrate_loaded, calibrated_rows
+            from knockout.reports._runs import read_run
+
+            section = calibrate_loaded(read_run(store, record, details=False, web_grades=True), resamples=0)
+            return calibrated_rows(section, answer_rows(store, record, items))
         return answer_rows(store, record, items) if table == "answers" else match_rows(store, record, items)
 
     # -- the viewer -----------------------------------------------------------------------------------
@@ -126,6 +140,16 @@ class GradeKind(RunKind):
 
     def bracket(self, store: Store, record: RunRecord, question_id: str) -> dict[str, Any]:
         return bracket(store, record, question_id, graded_items(store, record))
+
+
+def calibration_section(loaded: Any, options: ReportOptions) -> dict[str, Any]:
+    """``report --calibrate``: the calibration of a run whose results are grades (its own or a jury's)."""
+    if not options.calibrate:
+        return {}
+    from knockout.calibration._run import SECTION, section_or_refusal
+
+    return {SECTION: section_or_refusal(loaded, per_question=options.calibrate_per_question, seed=options.seed,
+                                        resamples=options.resamples)}
 
 
 def graded_items(store: Store, record: RunRecord) -> ItemSet | None:
