@@ -188,3 +188,17 @@ def test_review_cli(biased_store: tuple[Path, str, str]) -> None:
     assert all(not x["answer_id"].startswith("q0/a") or int(x["answer_id"][-1]) >= 5 for x in q["queue"])
     code, out, _ = knockout("review", f"{db}:{few}", "--next", "2")
     assert code == 0 and "grade these next" in out and "coverage" in out
+
+
+def test_viewer_shows_calibrated_grades_labelled(biased_store: tuple[Path, str, str]) -> None:
+    from knockout.methods._kind import GradeKind
+
+    db, rid, few = biased_store
+    with Store.open_existing(db) as store:
+        kind = GradeKind()
+        record = store.find_run(rid)
+        cols = kind.columns(store, record)
+        assert [c.header for c in cols][4].startswith("calibrated (") and cols[4].header.endswith("48 expert grades)")
+        rows = kind.listing(store, record, store.results(rid))
+        assert all(abs(r["calibrated"] - r["human"]) < 1.5 for r in rows)
+        assert not any(c.field == "calibrated" for c in kind.columns(store, store.find_run(few)))  # too few

@@ -238,11 +238,12 @@ def heldout_figures(judge: np.ndarray, cal: np.ndarray, expert: np.ndarray, ques
 
 
 def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, maps: Sequence[str] = MAPS,
-              seed: int = 0, resamples: int = 1000, refits: int = 200) -> Calibration:
+              seed: int = 0, resamples: int = 1000, refits: int = 200, heldout: bool = True) -> Calibration:
     """Fit the calibration of ``rows`` (one per answer; invalid judge grades have ``judge`` None).
 
     ``fit_ids``: the expert-graded answers the fit may use (default: every expert-graded answer); the other
-    expert-graded answers are then the holdout the figures are computed on.  Raises :class:`ConfigError`
+    expert-graded answers are then the holdout the figures are computed on.  ``heldout=False``: no held-out
+    figures (the grades and their spread only: what a review queue needs).  Raises :class:`ConfigError`
     when there are too few expert grades (:func:`enough`)."""
     valid = [r for r in rows if r.judge is not None]
     graded = [r for r in valid if r.expert is not None]
@@ -267,6 +268,10 @@ def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, maps: 
     sd = np.std(np.array(draws), axis=0) if draws else np.zeros(len(valid))
     # held-out predictions: the holdout, or nested cross-validation of the whole procedure (choice included)
     held = [r for r in graded if fit_ids is not None and r.id not in fit_ids]
+    if not heldout:
+        return Calibration(name, final.describe(), len(fit), scores,
+                           {r.id: float(g) for r, g in zip(valid, grades, strict=True)},
+                           {r.id: float(s) for r, s in zip(valid, sd, strict=True)}, "none")
     if held:
         hx, hy, hq, he, hmx = _arrays(held)
         hpred = final.predict(hx, hq, he)

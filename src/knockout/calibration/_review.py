@@ -115,7 +115,7 @@ def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
 def review_loaded(loaded: Any, *, seed: int = 0, weights: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The review queue of a loaded grading run, and the calibration it used (None: too few expert grades)."""
     rows = graded_rows(loaded.items, loaded.results)
-    cal = calibrate(rows, seed=seed, resamples=0) if enough(rows) is None else None
+    cal = calibrate(rows, seed=seed, resamples=0, heldout=False) if enough(rows) is None else None
     return {"queue": rank(rows, run_signals(loaded), cal, weights),
             "calibration": None if cal is None else {"map": cal.map, "expert_grades": cal.expert_grades},
             "expert_grades": sum(r.expert is not None for r in rows), "weights": {**WEIGHTS, **(weights or {})}}
@@ -135,3 +135,25 @@ def queue_tables(queue: dict[str, Any], n: int) -> list[Any]:
         ", ".join(f"{k} x{v:g}" for k, v in queue["weights"].items()) + ")"
     return [Table(f"grade these next ({len(queue['queue'])} answers without an expert grade)",
                   ["#", "answer", "question", "judge", "calibrated ± sd", "priority", "signals"], rows, note)]
+
+
+def exam_queue(store: Any, answer_ids: set[str], n: int = 5, seed: int = 0) -> dict[str, Any] | None:
+    """The web app's "grade these next": the review queue of the latest complete grading run in ``store`` that
+    graded answers of an exam (``answer_ids``), restricted to them; None when no run graded them."""
+    from knockout.reports._runs import read_run
+    from knockout.runs import kind_of
+
+    for record in reversed(store.runs()):
+        kind = kind_of(kind_of(record.kind).reads_as(record))
+        if not kind.grades_answers or record.status != "complete":
+            continue
+        results = store.results(record.id, details=False)
+        if not any(r["item_id"] in answer_ids for r in results):
+            continue
+        loaded = read_run(store, record, details=True, web_grades=True)
+        queue = review_loaded(loaded, seed=seed)
+        queue["queue"] = [q for q in queue["queue"] if q["answer_id"] in answer_ids][:n]
+        queue["run_id"] = record.id
+        queue["judge"] = record.judge
+        return queue
+    return None

@@ -95,11 +95,20 @@ class GradeKind(RunKind):
                 Column("gap", "gap", "gap")]
         if store.has_matches(record.id):
             cols.append(Column("round", "round"))
+        cal = viewer_calibration(store, record)
+        if cal is not None:  # beside the judge's grade, labelled with its map and the expert grades behind it
+            cols.insert(4, Column(f"calibrated ({cal.map}, {cal.expert_grades} expert grades)", "calibrated",
+                                  "num"))
         return cols
 
     def listing(self, store: Store, record: RunRecord, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         items = graded_items(store, record)
-        return [_row(r, items) for r in results]
+        cal = viewer_calibration(store, record)
+        rows = [_row(r, items) for r in results]
+        if cal is not None:
+            for row in rows:
+                row["calibrated"] = cal.grades.get(row["id"])
+        return rows
 
     def item_view(self, store: Store, record: RunRecord, row: dict[str, Any], view: dict[str, Any]) -> None:
         from knockout.reports._replies import expand
@@ -150,6 +159,30 @@ def calibration_section(loaded: Any, options: ReportOptions) -> dict[str, Any]:
 
     return {SECTION: section_or_refusal(loaded, per_question=options.calibrate_per_question, seed=options.seed,
                                         resamples=options.resamples)}
+
+
+_VIEWER_CALIBRATIONS: dict[tuple[str, str, int], Any] = {}
+
+
+def viewer_calibration(store: Store, record: RunRecord) -> Any:
+    """The viewer's calibration of a run (None: too few expert grades), kept while the expert grades are the
+    same (a few runs at a time)."""
+    from knockout.calibration._fit import calibrate, enough, graded_rows
+    from knockout.errors import ConfigError
+    from knockout.reports._runs import read_run
+
+    try:
+        loaded = read_run(store, record, details=False, web_grades=True)
+    except ConfigError:  # a run without items or results has no calibration to show
+        return None
+    rows = graded_rows(loaded.items, loaded.results)
+    key = (str(store.path), record.id, hash(tuple((r.id, r.expert, r.judge) for r in rows)))
+    if key not in _VIEWER_CALIBRATIONS:
+        if len(_VIEWER_CALIBRATIONS) > 8:
+            _VIEWER_CALIBRATIONS.clear()
+        _VIEWER_CALIBRATIONS[key] = (calibrate(rows, resamples=0, refits=0, heldout=False)
+                                     if enough(rows) is None else None)
+    return _VIEWER_CALIBRATIONS[key]
 
 
 def graded_items(store: Store, record: RunRecord) -> ItemSet | None:
