@@ -38,10 +38,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from knockout.calibration import Graded, calibrate  # noqa: E402
+from knockout.calibration import Graded, calibrate, first_per_question  # noqa: E402
 from knockout.calibration._fit import enough  # noqa: E402
 from knockout.calibration._review import rank  # noqa: E402
 from knockout.data import load_items  # noqa: E402
+from knockout.errors import ConfigError  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 BASELINE = ROOT / "bench" / "baselines" / "accuracy.json"
@@ -175,6 +176,36 @@ def summary(res: dict[str, Any], column: int) -> list[list[str]]:
     return rows
 
 
+def fixed_design(name: str, repeats: int) -> list[list[str]]:
+    """The issue's design: k expert grades per question (drawn at random, ``repeats`` draws), the map chosen by
+    cross-validation on them, RMSE / Pearson on the other answers (the holdout) before and after."""
+    rows, _ = load_set(name)
+    out = []
+    for k in (1, 2, 3, 4):
+        raw, cal, pr, pc, maps = [], [], [], [], {}
+        for seed in range(repeats):
+            fit = first_per_question(rows, k, seed)
+            try:
+                c = calibrate(rows, fit_ids=fit, seed=seed, resamples=0, refits=0)
+            except ConfigError:
+                continue
+            f = c.figures
+            raw.append(f["rmse_raw"])
+            cal.append(f["rmse_calibrated"])
+            pr.append(np.nan if f["pearson_raw"] is None else f["pearson_raw"])
+            pc.append(np.nan if f["pearson_calibrated"] is None else f["pearson_calibrated"])
+            maps[c.map] = maps.get(c.map, 0) + 1
+        if not raw:
+            out.append([str(k), "-", "refused: too few expert grades", "-", "-", "-", "-"])
+            continue
+        d = np.array(cal) - np.array(raw)
+        out.append([str(k), f"{len(fit)} ({100 * len(fit) / len(rows):.0f}%)", f"{np.mean(raw):.3f}",
+                    f"{np.mean(cal):.3f}", f"{np.mean(d):+.3f} (better in {np.mean(d < 0):.0%})",
+                    f"{np.nanmean(pr):.3f} / {np.nanmean(pc):.3f}",
+                    ", ".join(f"{m} {n}" for m, n in sorted(maps.items(), key=lambda x: -x[1]))])
+    return out
+
+
 def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     print(f"\n{title}")
@@ -185,14 +216,23 @@ def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 
 def verdict(res: dict[str, Any]) -> str:
-    """Which strategy wins, by the mean held-out RMSE over the steps where a calibration is fitted."""
+    """Which strategy wins, by the mean RMSE over the steps where a calibration can be fitted (m >= 6): held-out
+    (the answers not yet graded; the active strategy takes the uncertain ones out of this set) and final (every
+    answer: what the teacher ends up with, the fair comparison)."""
     idx = [i for i, m in enumerate(res["steps"]) if m >= 6]
-    means = {s: float(np.nanmean(res["curves"][s][:, idx, 0])) for s in res["curves"]}
-    best = min(means, key=lambda s: means[s])
-    d = means["active"] - means["random"]
-    return (f"{res['set']}: mean held-out RMSE over m in {[res['steps'][i] for i in idx]}: "
-            + ", ".join(f"{s} {v:.3f}" for s, v in means.items())
-            + f"; best: {best}; active - random = {d:+.3f} points ({100 * d / means['random']:+.1f}%)")
+    lines = []
+    for col, what in ((1, "final"), (0, "held-out")):
+        means = {s: float(np.nanmean(res["curves"][s][:, idx, col])) for s in res["curves"]}
+        best = min(means, key=lambda s: means[s])
+        d = means["active"] - means["random"]
+        early = [i for i in idx if res["steps"][i] <= 12]
+        de = float(np.nanmean(res["curves"]["active"][:, early, col]) - np.nanmean(res["curves"]["random"][:, early,
+                                                                                                         col]))
+        lines.append(f"{res['set']}, {what} RMSE, mean over m in {[res['steps'][i] for i in idx]}: "
+                     + ", ".join(f"{s} {v:.3f}" for s, v in means.items())
+                     + f"; best: {best}; active - random = {d:+.3f} points ({100 * d / means['random']:+.1f}%); "
+                     f"for m <= 12: {de:+.3f}")
+    return "\n".join(lines)
 
 
 def plot(results: list[dict[str, Any]], path: Path) -> None:
@@ -212,13 +252,14 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
         ax.set_ylabel("RMSE of calibrated grades, not yet graded (points)")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=80)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", action="append", choices=list(SETS), help="SAF and/or demo (default: both)")
-    ap.add_argument("--repeats", type=int, default=10, help="seeds per strategy")
+    ap.add_argument("--repeats", type=int, default=10, help="seeds per strategy (draws of the fixed design)")
+    ap.add_argument("--fixed-only", action="store_true", help="only the k-per-question table")
     ap.add_argument("--refits", type=int, default=20, help="bootstrap refits for the calibrated grades' spread")
     ap.add_argument("--plot", type=Path, default=Path("review.png"), help="the plot (PNG)")
     args = ap.parse_args()
@@ -226,8 +267,12 @@ def main() -> int:
     if "SAF" in names and not SETS["SAF"][0].exists():
         print(f"SAF not found at {SETS['SAF'][0]}: skipped")
         names.remove("SAF")
-    results = []
     for name in names:
+        print_table(f"{name}: k expert grades per question, the other answers held out ({args.repeats} draws; "
+                    "RMSE in points)", ["k", "fit on", "RMSE raw", "RMSE calibrated", "calibrated - raw",
+                                        "Pearson raw / calibrated", "maps chosen"], fixed_design(name, args.repeats))
+    results = []
+    for name in names if not args.fixed_only else []:
         t = time.perf_counter()
         res = run_set(name, args.repeats, args.refits)
         results.append(res)
