@@ -202,3 +202,22 @@ def test_viewer_shows_calibrated_grades_labelled(biased_store: tuple[Path, str, 
         rows = kind.listing(store, record, store.results(rid))
         assert all(abs(r["calibrated"] - r["human"]) < 1.5 for r in rows)
         assert not any(c.field == "calibrated" for c in kind.columns(store, store.find_run(few)))  # too few
+
+
+def test_grade_calibrate_and_bad_input(tmp_path: Path) -> None:
+    from importlib import resources
+
+    db = tmp_path / "g.db"
+    with resources.as_file(resources.files("knockout.examples") / "demo_exam.jsonl") as demo:
+        code, out, err = knockout("grade", str(demo), "--judge", "scripted?inflation=0.3", "-o", str(db),
+                                  "--calibrate", "--json", "--quiet")
+    assert code == 0, err
+    sec = json.loads(out)["calibrated"]
+    assert sec["expert_grades"] == 24 and sec["label"].endswith("24 expert grades)")
+    for args, msg in [(("calibrate", str(tmp_path / "none.db")), "store not found"),
+                      (("calibrate", f"{db}:nope"), "no run 'nope'"),
+                      (("review", str(tmp_path / "none.db")), "store not found")]:
+        code, _, err = knockout(*args)
+        assert code == 2 and msg in err, (args, err)
+    code, _, err = knockout("calibrate", str(db), "--per-question", "0")
+    assert code == 2 and "per-question" in err

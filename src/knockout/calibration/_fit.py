@@ -238,7 +238,7 @@ def heldout_figures(judge: np.ndarray, cal: np.ndarray, expert: np.ndarray, ques
 
 
 def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, maps: Sequence[str] = MAPS,
-              seed: int = 0, resamples: int = 1000, refits: int = 200, heldout: bool = True) -> Calibration:
+              seed: int = 0, resamples: int = 1000, refits: int = 100, heldout: bool = True) -> Calibration:
     """Fit the calibration of ``rows`` (one per answer; invalid judge grades have ``judge`` None).
 
     ``fit_ids``: the expert-graded answers the fit may use (default: every expert-graded answer); the other
