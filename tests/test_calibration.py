@@ -221,3 +221,18 @@ def test_grade_calibrate_and_bad_input(tmp_path: Path) -> None:
         assert code == 2 and msg in err, (args, err)
     code, _, err = knockout("calibrate", str(db), "--per-question", "0")
     assert code == 2 and "per-question" in err
+
+
+def test_review_reads_order_flips_of_a_debiased_knockout(tmp_path: Path) -> None:
+    from knockout.calibration._review import review_loaded
+    from knockout.methods._base import MethodOptions
+    from knockout.reports._runs import read_run
+
+    db = tmp_path / "ko.db"
+    with Store(db) as store:  # a position-biased SIMULATION: the first-shown answer gets half the scale more
+        rep = run(exam(graded=10), make_judge("scripted?noise=0.1&bias=0.5"), store,
+                  RunConfig(method="knockout", options=MethodOptions(debias=True), format_retries=0))
+        queue = review_loaded(read_run(store, store.find_run(rep.run_id), web_grades=True))
+    flips = [q["signals"]["flips"] for q in queue["queue"]]
+    assert len(flips) == 38 and max(flips) > 0  # 48 answers, 10 graded by experts
+    assert queue["calibration"] is not None and queue["calibration"]["expert_grades"] == 10
