@@ -53,7 +53,9 @@ def calibration_tables(section: dict[str, Any]) -> list[Table]:
         ("map chosen by cross-validation", f"{section['map']}: {section['description']}"),
         ("cross-validated RMSE of each map (share of max)", cv),
         ("figures computed on", f"{f['n']} held-out answers of {f['questions']} questions: {held}"),
-    ], "calibrated grades are labelled as such everywhere they are shown: " + section["label"])
+    ], ("no map beat the judge's own grades in cross-validation: the calibrated grades are the judge's; "
+        if section["map"] == "raw" else "") +
+        "calibrated grades are labelled as such everywhere they are shown: " + section["label"])
     rows = [
         ["RMSE (points) [95% CI]", with_ci(f, "rmse_raw"), with_ci(f, "rmse_calibrated"),
          with_ci(f, "rmse_difference")],
