@@ -115,7 +115,7 @@ def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
 def review_loaded(loaded: Any, *, seed: int = 0, weights: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The review queue of a loaded grading run, and the calibration it used (None: too few expert grades)."""
     rows = graded_rows(loaded.items, loaded.results)
-    cal = calibrate(rows, seed=seed, resamples=0, heldout=False) if enough(rows) is None else None
+    cal = calibrate(rows, seed=seed, resamples=0, refits=50, heldout=False) if enough(rows) is None else None
     return {"queue": rank(rows, run_signals(loaded), cal, weights),
             "calibration": None if cal is None else {"map": cal.map, "expert_grades": cal.expert_grades},
             "expert_grades": sum(r.expert is not None for r in rows), "weights": {**WEIGHTS, **(weights or {})}}
