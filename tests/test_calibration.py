@@ -236,3 +236,16 @@ def test_review_reads_order_flips_of_a_debiased_knockout(tmp_path: Path) -> None
     flips = [q["signals"]["flips"] for q in queue["queue"]]
     assert len(flips) == 38 and max(flips) > 0  # 48 answers, 10 graded by experts
     assert queue["calibration"] is not None and queue["calibration"]["expert_grades"] == 10
+
+
+def test_review_reads_repeated_draws() -> None:
+    from types import SimpleNamespace
+
+    from knockout.calibration._review import run_signals
+
+    items = exam()
+    results = [{"item_id": a.id, "question_id": a.question_id, "score": 5.0, "valid": True,
+                "details": {"draws": [2.0, 8.0, None]} if a.id == "q1/a1" else {"draws": [5.0, 5.0]}}
+               for a in items]
+    sig = run_signals(SimpleNamespace(items=items, results=results, matches=[]))
+    assert sig["samples"]["q1/a1"] == pytest.approx(0.3) and sig["samples"]["q0/a0"] == 0.0

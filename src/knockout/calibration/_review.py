@@ -9,8 +9,8 @@ the others.
   (:func:`knockout.calibration.calibrate`), as a share of max points;
 * ``jury``: a jury's spread (highest minus lowest member grade, share of max points);
 * ``flips``: the share of the answer's debiased-knockout matches whose winner changes with the order shown;
-* ``samples``: the standard deviation of the grades of repeated samples (a result's ``details["samples"]``,
-  a list of grades), share of max points;
+* ``samples``: the standard deviation of the grades of repeated draws (a result's ``details["draws"]`` as
+  ``grade --samples K`` writes them, or ``details["samples"]``; invalid draws left out), share of max points;
 * ``boundary``: closeness of the (calibrated, else raw) grade to a grade boundary: 1 half-way between two
   grades of the experts' grid (where rounding flips), 0 on a grade;
 * ``coverage``: ``1 / (1 + n)``, ``n`` the question's expert grades: a question no expert graded yet has the
@@ -89,7 +89,8 @@ def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
         d, mx = r.get("details") or {}, maxp.get(r["item_id"], 1.0)
         if isinstance(d.get("spread"), int | float):
             jury[r["item_id"]] = min(1.0, float(d["spread"]) / mx)
-        got = [float(x) for x in d.get("samples") or [] if isinstance(x, int | float)]
+        # repeated draws of the judge (``grade --samples K`` keeps them as ``details["draws"]``)
+        got = [float(x) for x in d.get("draws") or d.get("samples") or [] if isinstance(x, int | float)]
         if len(got) >= 2:
             samples[r["item_id"]] = min(1.0, float(np.std(got)) / mx)
     played: dict[str, int] = {}
