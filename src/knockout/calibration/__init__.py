@@ -3,9 +3,10 @@
 * :func:`calibrate` fits a map from judge grades to expert grades (linear, isotonic, linear with per-question
   offsets; chosen by cross-validation) on the answers experts graded and reports RMSE, Pearson and kappa
   before and after on held-out answers only (:mod:`knockout.calibration._fit`).
-* :func:`calibrate_run`: the calibration of a stored grading run (its data file's human grades and the web
-  app's expert grades), as ``knockout calibrate`` and ``report --calibrate`` show it.
-* :func:`review_queue`: answers ranked by how much an expert grade would help (``knockout review``).
+* ``_run.calibrate_loaded``: the calibration of a stored grading run (its data file's human grades and the
+  web app's expert grades), as ``knockout calibrate`` and ``report --calibrate`` show it.
+* ``_review.rank`` / ``_review.review_loaded``: answers ranked by how much an expert grade would help
+  (``knockout review``, the web app's "grade these next").
 """
 
 from __future__ import annotations
