@@ -1,13 +1,23 @@
 """Calibration of a judge against experts: prediction-powered estimates (``_ppi``: a figure of the experts'
-grades from the judge's grades on every answer and the experts' on a subset, PPI++ through ``ppi-python``)
-and the judge's own noise (``_noise``: test-retest reliability of repeated draws, the spread per answer,
-intervals with the draw-to-draw variance).  See docs/calibration.md."""
+grades from the judge's grades on every answer and the experts' on a subset, PPI++ through ``ppi-python``),
+the judge's own noise (``_noise``: test-retest reliability of repeated draws, the spread per answer,
+intervals with the draw-to-draw variance), the map from judge grades to expert grades (``_fit``: linear,
+isotonic, per-question offsets, chosen by cross-validation, figures on held-out answers; ``_run``: a stored
+run's, as ``knockout calibrate`` and ``report --calibrate`` show it) and the review queue of the answers an
+expert grade would help most (``_review``: ``knockout review``).  See docs/calibration.md."""
 
 from typing import TYPE_CHECKING
 
 from knockout._lazy import lazy_exports
 
 _EXPORTS = {
+    "MAPS": "knockout.calibration._fit",
+    "MIN_GRADES": "knockout.calibration._fit",
+    "Calibration": "knockout.calibration._fit",
+    "Graded": "knockout.calibration._fit",
+    "calibrate": "knockout.calibration._fit",
+    "first_per_question": "knockout.calibration._fit",
+    "graded_rows": "knockout.calibration._fit",
     "draw_intervals": "knockout.calibration._noise",
     "draw_matrix": "knockout.calibration._noise",
     "icc1": "knockout.calibration._noise",
@@ -20,10 +30,17 @@ _EXPORTS = {
     "ppi_total": "knockout.calibration._ppi",
 }
 __all__ = [
+    "MAPS",
+    "MIN_GRADES",
     "MIN_LABELLED",
+    "Calibration",
+    "Graded",
     "PPIEstimate",
+    "calibrate",
     "draw_intervals",
     "draw_matrix",
+    "first_per_question",
+    "graded_rows",
     "icc1",
     "noise_report",
     "noise_tables",
@@ -34,5 +51,14 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
+    from knockout.calibration._fit import (
+        MAPS,
+        MIN_GRADES,
+        Calibration,
+        Graded,
+        calibrate,
+        first_per_question,
+        graded_rows,
+    )
     from knockout.calibration._noise import draw_intervals, draw_matrix, icc1, noise_report, noise_tables
     from knockout.calibration._ppi import MIN_LABELLED, PPIEstimate, power_tuning, ppi_mean, ppi_total

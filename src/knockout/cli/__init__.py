@@ -14,6 +14,7 @@ EXTENSIONS: list[str] = [
     "knockout.cli._meta",
     "knockout.cli._sciex",
     "knockout.cli._experiment",
+    "knockout.cli._calibrate",
 ]
 
 

@@ -170,6 +170,8 @@ def grade(
                                          "report shows the judge's own noise")] = 1,
     executor: ExecutorOpt = "local",
     show_answers: Annotated[bool, typer.Option(help="print the per-answer table")] = False,
+    calibrate: Annotated[bool, typer.Option("--calibrate", help="after the run: the calibration of its grades to "
+                                            "the expert grades (knockout calibrate)")] = False,
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
@@ -238,13 +240,22 @@ def grade(
                             trim=jury_file.trim if jury_file else None)
         report = execute_in_store(out_db, run, quiet=quiet, executor=executor)
         summary = report.summary()
+        if calibrate:
+            from knockout.cli._calibrate import after_grade
+
+            calibrated = after_grade(out_db, report.run_id)
         if as_json:
-            print_json(summary)
+            print_json({**summary, "calibrated": calibrated} if calibrate else summary)
         else:
             if show_answers:
                 out.print(answers_table(items, report.results, f"{method} grades"))
             print_summary(summary)
             print_after_run(out_db, run.kind, report.run_id)
+            if calibrate:
+                from knockout.calibration._run import section_tables
+                from knockout.cli._common import print_tables
+
+                print_tables(section_tables({"calibrated": calibrated}))
         no_valid_grade(summary)
     except KnockoutError as exc:
         fail(exc)

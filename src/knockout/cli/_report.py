@@ -33,6 +33,10 @@ def report(
                                     "exam, question, task, max_points, round, meta:KEY")] = "",
     html: HtmlOpt = None,
     viewer_url: ViewerOpt = None,
+    calibrate: Annotated[bool, typer.Option("--calibrate", help="grading runs: add the calibration of the judge's "
+                                            "grades to the expert grades (knockout calibrate)")] = False,
+    per_question: Annotated[int | None, typer.Option("--calibrate-per-question", min=1, help="with --calibrate: "
+                                                     "fit on this many expert grades per question")] = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,
@@ -52,7 +56,8 @@ def report(
         with Store.open_existing(path) as store, gc_paused():
             record = pick_run(store, run_id or ref_id, "report")
             rep = kind_of(reads_as(record)).report(store, record, ReportOptions(
-                level, by.split(","), resamples, seed, on_loaded=freeze_heap))
+                level, by.split(","), resamples, seed, on_loaded=freeze_heap, calibrate=calibrate or
+                per_question is not None, calibrate_per_question=per_question))
         emit_report(rep.data, rep.tables, rep.title, rep.plots, html, as_json, links_for(viewer_url, [record.id]))
     except KnockoutError as exc:
         fail(exc)

@@ -44,13 +44,16 @@ class JuryKind(RunKind):
         if self.reads_as(run) == "sbs":
             return {"jury": sbs_jury_section(members, run, loaded.results, loaded.store_path,
                                              resamples=options.resamples, seed=options.seed)}
+        from knockout.methods._kind import calibration_section
+
         return {"jury": grade_jury_section(members, run, loaded.items, loaded.results, resamples=options.resamples,
-                                           seed=options.seed)}
+                                           seed=options.seed), **calibration_section(loaded, options)}
 
     def section_tables(self, report: dict[str, Any]) -> list[Any]:
+        from knockout.calibration._run import section_tables
         from knockout.jury._report import jury_tables
 
-        return jury_tables(report["jury"], report["cost"]) if report.get("jury") else []
+        return (jury_tables(report["jury"], report["cost"]) if report.get("jury") else []) + section_tables(report)
 
     def after_run_tables(self, store: Store, record: RunRecord) -> list[Any]:
         """A grading jury's table after ``knockout grade``: each member's and the jury's agreement,

@@ -24,7 +24,7 @@ class GradeKind(RunKind):
     title = "grade"
     run = GradeRun
     summary_model = GradeSummary
-    tables = ("answers", "matches")
+    tables = ("answers", "matches", "calibrated")
     grades_answers = True
     rank = 0
 
@@ -36,7 +36,7 @@ class GradeKind(RunKind):
         if options.on_loaded is not None:
             options.on_loaded()
         rep, an = build_report(loaded, level=options.level, by=options.by, resamples=options.resamples,
-                               seed=options.seed)
+                               seed=options.seed, options=options)
 
         def plots() -> dict[str, bytes]:
             from knockout.reports._plots import report_plots
@@ -72,17 +72,18 @@ class GradeKind(RunKind):
             tables.append(_noise_compare_table(data["noise"]))
         return tables
 
-    # -- repeated judge draws (--samples K): the judge's own noise ----------------------------------------
+    # -- repeated judge draws (--samples K): the judge's own noise; --calibrate: calibration to experts ----
     def report_sections(self, loaded: Any, options: ReportOptions) -> dict[str, Any]:
         from knockout.calibration._noise import noise_report
 
         noise = noise_report(loaded.items, loaded.results, resamples=options.resamples, seed=options.seed)
-        return {"noise": noise} if noise else {}
+        return {**({"noise": noise} if noise else {}), **calibration_section(loaded, options)}
 
     def section_tables(self, report: dict[str, Any]) -> list[Any]:
         from knockout.calibration._noise import noise_tables
+        from knockout.calibration._run import section_tables
 
-        return noise_tables(report["noise"]) if report.get("noise") else []
+        return (noise_tables(report["noise"]) if report.get("noise") else []) + section_tables(report)
 
     def tidy(self, store: Store, record: RunRecord, table: str) -> list[dict[str, Any]]:
         from knockout.annotations import add_web_grades
@@ -90,6 +91,12 @@ class GradeKind(RunKind):
 
         # the human grades of the report: the file's and the web app's (web:<user>)
         items, _ = add_web_grades(store, snapshot(store, record))
+        if table == "calibrated":  # the answers table with each calibrated grade beside the raw one
+            from knockout.calibration._run import calibrate_loaded, calibrated_rows
+            from knockout.reports._runs import read_run
+
+            section = calibrate_loaded(read_run(store, record, details=False, web_grades=True), resamples=0)
+            return calibrated_rows(section, answer_rows(store, record, items))
         return answer_rows(store, record, items) if table == "answers" else match_rows(store, record, items)
 
     # -- the viewer -----------------------------------------------------------------------------------
@@ -99,11 +106,20 @@ class GradeKind(RunKind):
                 Column("gap", "gap", "gap")]
         if store.has_matches(record.id):
             cols.append(Column("round", "round"))
+        cal = viewer_calibration(store, record)
+        if cal is not None:  # beside the judge's grade, labelled with its map and the expert grades behind it
+            cols.insert(4, Column(f"calibrated ({cal.map}, {cal.expert_grades} expert grades)", "calibrated",
+                                  "num"))
         return cols
 
     def listing(self, store: Store, record: RunRecord, results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         items = graded_items(store, record)
-        return [_row(r, items) for r in results]
+        cal = viewer_calibration(store, record)
+        rows = [_row(r, items) for r in results]
+        if cal is not None:
+            for row in rows:
+                row["calibrated"] = cal.grades.get(row["id"])
+        return rows
 
     def item_view(self, store: Store, record: RunRecord, row: dict[str, Any], view: dict[str, Any]) -> None:
         from knockout.reports._replies import expand
@@ -147,6 +163,40 @@ class GradeKind(RunKind):
 
     def bracket(self, store: Store, record: RunRecord, question_id: str) -> dict[str, Any]:
         return bracket(store, record, question_id, graded_items(store, record))
+
+
+def calibration_section(loaded: Any, options: ReportOptions) -> dict[str, Any]:
+    """``report --calibrate``: the calibration of a run whose results are grades (its own or a jury's)."""
+    if not options.calibrate:
+        return {}
+    from knockout.calibration._run import SECTION, section_or_refusal
+
+    return {SECTION: section_or_refusal(loaded, per_question=options.calibrate_per_question, seed=options.seed,
+                                        resamples=options.resamples)}
+
+
+_VIEWER_CALIBRATIONS: dict[tuple[str, str, int], Any] = {}
+
+
+def viewer_calibration(store: Store, record: RunRecord) -> Any:
+    """The viewer's calibration of a run (None: too few expert grades), kept while the expert grades are the
+    same (a few runs at a time)."""
+    from knockout.calibration._fit import calibrate, enough, graded_rows
+    from knockout.errors import ConfigError
+    from knockout.reports._runs import read_run
+
+    try:
+        loaded = read_run(store, record, details=False, web_grades=True)
+    except ConfigError:  # a run without items or results has no calibration to show
+        return None
+    rows = graded_rows(loaded.items, loaded.results)
+    key = (str(store.path), record.id, hash(tuple((r.id, r.expert, r.judge) for r in rows)))
+    if key not in _VIEWER_CALIBRATIONS:
+        if len(_VIEWER_CALIBRATIONS) > 8:
+            _VIEWER_CALIBRATIONS.clear()
+        _VIEWER_CALIBRATIONS[key] = (calibrate(rows, resamples=0, refits=0, heldout=False)
+                                     if enough(rows) is None else None)
+    return _VIEWER_CALIBRATIONS[key]
 
 
 def _noise(loaded: Sequence[Any], options: ReportOptions) -> list[dict[str, Any]]:

@@ -21,14 +21,19 @@ from knockout.runs import ReportOptions, kind_of
 
 # -- report -------------------------------------------------------------------------------------------------
 def build_report(run: LoadedRun, *, level: str = "question", by: Sequence[str] = (),
-                 resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> tuple[dict[str, Any], Analysis]:
+                 resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                 options: ReportOptions | None = None) -> tuple[dict[str, Any], Analysis]:
+    """The report of a loaded run; ``options`` (what ``report`` was asked for) reach the kind's sections
+    (``--calibrate``)."""
     from knockout.metrics._bias import length_analysis, match_bias
 
     an = analyse(run.items, run.results, level=level, by=by, resamples=resamples, seed=seed)
     report = {"run": run.header(), "cost": run.cost, "resamples": resamples, "seed": seed, **an.to_dict(),
               "length": length_analysis(an.aligned, resamples=resamples, seed=seed),
               "position": match_bias(run.items, run.matches)}
-    report.update(kind_of(run.run.kind).report_sections(run, ReportOptions(level, by, resamples, seed)))
+    if options is None:
+        options = ReportOptions(level, by, resamples, seed)
+    report.update(kind_of(run.run.kind).report_sections(run, options))
     return report, an
 
 

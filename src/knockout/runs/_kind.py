@@ -58,6 +58,10 @@ class ReportOptions:
     on_loaded: Callable[[], None] | None = None
     #: ``compare``: a price table (:func:`knockout.reports._prices.load_prices`) for costs in money
     prices: Any = None
+    #: ``report --calibrate``: add the calibration to expert grades (kinds whose results are grades)
+    calibrate: bool = False
+    #: with ``calibrate``: fit on this many expert grades per question, the figures on the others
+    calibrate_per_question: int | None = None
 
 
 @dataclass

@@ -231,4 +231,21 @@ def exam_page(request: Request, exam_id: str, ctx: Auth) -> HTMLResponse:
             for e in exam.examinees]
     return page(request, "exam.html", user=ctx.user, exam=exam, rows=rows, flagged=flagged,
                 totals=totals_view(ctx, exam, ctx.user.name),
-                all_totals=totals_view(ctx, exam, None) if ctx.user.is_organizer else None)
+                all_totals=totals_view(ctx, exam, None) if ctx.user.is_organizer else None,
+                grade_next=grade_next(ctx, exam, done))
+
+
+def grade_next(ctx: Ctx, exam: Exam, done: set[str], n: int = 5) -> dict[str, Any] | None:
+    """"Grade these next": the answers of ``exam`` that an expert grade would help most (the review queue of
+    the latest grading run in the store that graded them; :func:`knockout.calibration.exam_queue`), those this
+    user graded left out; None when no run graded the exam's answers."""
+    from knockout.calibration._review import exam_queue
+
+    where = {a.id: (e.number, k) for e in exam.examinees for k, q in enumerate(exam.questions, 1)
+             for a in [e.answers[q.id]] if q.id in e.answers}
+    queue = exam_queue(ctx.store, set(where) - done, n)
+    if queue is None:
+        return None
+    for q in queue["queue"]:
+        q["n"], q["k"] = where[q["answer_id"]]
+    return queue

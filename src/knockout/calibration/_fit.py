@@ -1,0 +1,327 @@
+"""Calibration: a map from a judge's grades to the experts' grades, fitted on the answers experts graded.
+
+Every grade is put on the share-of-max scale (points / max points) before it is mapped, so that questions
+worth 1 and worth 10 points share one map; the mapped share is clipped to 0..1 and multiplied back.
+
+The maps (:data:`MAPS`), each fitted per exam (``Question.exam_id``; one exam when the data names none):
+
+* ``raw``: no map (the judge's grade): the baseline every map must beat;
+* ``linear``: ``sklearn.linear_model.LinearRegression`` of the expert share on the judge share;
+* ``isotonic``: ``sklearn.isotonic.IsotonicRegression`` (monotone, clipped to 0..1);
+* ``linear+offset``: ``linear``, plus a per-question offset (the mean residual of the question's graded
+  answers, shrunk towards 0 by ``n / (n + 1)``) on questions with at least :data:`MIN_PER_QUESTION` graded
+  answers in the fit.
+
+The map is *chosen by cross-validation* (``sklearn.model_selection.KFold`` over the graded answers: the map
+with the lowest cross-validated RMSE).  The figures before and after are computed on held-out answers only,
+never on the answers a map was fitted on: with a holdout (answers with expert grades that the fit was not
+given: ``fit_ids``), on those; otherwise by *nested* cross-validation (each outer fold's map is chosen and
+fitted on the other folds and predicts the fold).  CIs: cluster bootstrap over questions
+(:mod:`knockout.metrics._bootstrap`).  Each calibrated grade's uncertainty is the spread of its prediction
+over bootstrap refits (answers resampled).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from knockout.errors import ConfigError
+
+#: the maps cross-validation chooses from, in the order they are tried (ties keep the earlier, simpler map)
+MAPS = ("raw", "linear", "isotonic", "linear+offset")
+#: fewest expert grades a calibration is fitted on (and the fewest distinct judge grades among them: 2)
+MIN_GRADES = 6
+#: fewest graded answers a question needs in the fit for its own offset (``linear+offset``)
+MIN_PER_QUESTION = 2
+#: cross-validation folds (fewer when there are fewer graded answers)
+FOLDS = 5
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One answer as calibration sees it: the judge's grade and (when an expert graded it) the expert's."""
+
+    id: str
+    question_id: str
+    max_points: float
+    judge: float | None
+    expert: float | None = None
+    exam: str = ""
+
+
+class Fitted:
+    """One map fitted on share-of-max grades (``x`` judge, ``y`` expert, ``q`` questions, ``e`` exams)."""
+
+    def __init__(self, name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray) -> None:
+        from sklearn.isotonic import IsotonicRegression
+        from sklearn.linear_model import LinearRegression
+
+        self.name = name
+        self.models: dict[str, Any] = {}
+        self.offsets: dict[str, float] = {}
+        if name == "raw":
+            return
+        for exam in np.unique(e):
+            m = e == exam
+            if len(np.unique(x[m])) < 2:  # a constant judge: a constant map (the experts' mean)
+                self.models[str(exam)] = float(np.mean(y[m]))
+            elif name == "isotonic":
+                self.models[str(exam)] = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(
+                    x[m], y[m])
+            else:
+                self.models[str(exam)] = LinearRegression().fit(x[m].reshape(-1, 1), y[m])
+        if name == "linear+offset":
+            resid = y - self._base(x, e)
+            for qid in np.unique(q):
+                r = resid[q == qid]
+                if len(r) >= MIN_PER_QUESTION:
+                    self.offsets[str(qid)] = float(np.mean(r)) * len(r) / (len(r) + 1)
+
+    def _base(self, x: np.ndarray, e: np.ndarray) -> np.ndarray:
+        out = x.astype(float).copy()
+        for exam, model in self.models.items():
+            m = e == exam
+            if not m.any():
+                continue
+            if isinstance(model, float):
+                out[m] = model
+            elif hasattr(model, "coef_"):
+                out[m] = model.predict(x[m].reshape(-1, 1))
+            else:
+                out[m] = model.predict(x[m])
+        return out
+
+    def predict(self, x: np.ndarray, q: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """Share-of-max grades, clipped to 0..1 (an exam the fit never saw keeps the judge's grade)."""
+        if self.name == "raw":
+            return np.asarray(np.clip(x.astype(float), 0.0, 1.0), dtype=float)
+        out = self._base(x, e) + np.array([self.offsets.get(str(qid), 0.0) for qid in q])
+        return np.asarray(np.clip(out, 0.0, 1.0), dtype=float)
+
+    def describe(self) -> str:
+        if self.name == "raw":
+            return "no map (the judge's grades)"
+        parts = []
+        for exam, model in self.models.items():
+            label = f"{exam}: " if len(self.models) > 1 else ""
+            if isinstance(model, float):
+                parts.append(f"{label}constant {model:.3f}")
+            elif hasattr(model, "coef_"):
+                parts.append(f"{label}expert = {float(model.intercept_):.3f} + {float(model.coef_[0]):.3f} x judge")
+            else:
+                parts.append(f"{label}isotonic, {len(model.X_thresholds_)} knots")
+        if self.offsets:
+            parts.append(f"offsets on {len(self.offsets)} questions")
+        return "; ".join(parts) + " (share of max points)"
+
+
+def _arrays(rows: Sequence[Graded]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    mx = np.array([r.max_points for r in rows], dtype=float)
+    x = np.array([r.judge for r in rows], dtype=float) / mx
+    y = np.array([np.nan if r.expert is None else r.expert for r in rows], dtype=float) / mx
+    return x, y, np.array([r.question_id for r in rows]), np.array([r.exam for r in rows]), mx
+
+
+def _folds(n: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    from sklearn.model_selection import KFold
+
+    k = min(FOLDS, n)
+    return [(tr, te) for tr, te in KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(n))]
+
+
+def cv_rmse(name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int) -> float:
+    """Cross-validated RMSE (share of max) of one map on graded answers."""
+    pred = np.empty(len(x))
+    for tr, te in _folds(len(x), seed):
+        pred[te] = Fitted(name, x[tr], y[tr], q[tr], e[tr]).predict(x[te], q[te], e[te])
+    return float(np.sqrt(np.mean((pred - y) ** 2)))
+
+
+def choose(x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int,
+           maps: Sequence[str] = MAPS) -> tuple[str, dict[str, float]]:
+    """The map with the lowest cross-validated RMSE, and every map's (ties keep the earlier map)."""
+    scores = {m: cv_rmse(m, x, y, q, e, seed) for m in maps}
+    best = min(maps, key=lambda m: (round(scores[m], 12), maps.index(m)))
+    return best, scores
+
+
+def enough(rows: Sequence[Graded]) -> str | None:
+    """Why ``rows`` (the graded answers a fit would use) are too few, or None when they are enough."""
+    judged = [r for r in rows if r.expert is not None and r.judge is not None]
+    if len(judged) < MIN_GRADES:
+        return (f"{len(judged)} answers have both an expert grade and a valid judge grade; calibration needs at "
+                f"least {MIN_GRADES}")
+    if len({(r.judge or 0.0) / r.max_points for r in judged}) < 2:
+        return "the judge gave every expert-graded answer the same grade: nothing to map from"
+    return None
+
+
+@dataclass
+class Calibration:
+    """A fitted calibration and its held-out figures (:func:`calibrate`)."""
+
+    map: str
+    description: str
+    #: the number of expert grades the map was fitted on
+    expert_grades: int
+    #: every map's cross-validated RMSE (share of max points) on the fit's grades
+    cv_rmse: dict[str, float]
+    #: answer id -> calibrated grade in points (every answer with a valid judge grade)
+    grades: dict[str, float]
+    #: answer id -> standard deviation of the calibrated grade over bootstrap refits (points)
+    sd: dict[str, float]
+    #: how the held-out figures were made: ``holdout`` or ``nested cross-validation``
+    heldout: str
+    #: held-out figures before (``raw``) and after (``calibrated``), with CIs
+    figures: dict[str, Any] = field(default_factory=dict)
+    #: answer id -> held-out calibrated grade (never from a map fitted on that answer)
+    heldout_grades: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"map": self.map, "description": self.description, "expert_grades": self.expert_grades,
+                "cv_rmse": self.cv_rmse, "heldout": self.heldout, "figures": self.figures,
+                "grades": self.grades, "sd": self.sd, "heldout_grades": self.heldout_grades}
+
+
+def _grid_step(values: np.ndarray) -> float | None:
+    from knockout.metrics._kappa import on_grid
+
+    for step in (1.0, 0.5, 0.25):
+        if on_grid(values, step):
+            return step
+    return None
+
+
+def heldout_figures(judge: np.ndarray, cal: np.ndarray, expert: np.ndarray, questions: np.ndarray, *,
+                    resamples: int, seed: int) -> dict[str, Any]:
+    """RMSE (points), Pearson and quadratic Cohen's kappa (grades rounded to the experts' grid) of the raw and
+    the calibrated grades against the experts' on held-out answers, with cluster-bootstrap CIs over questions,
+    and the RMSE difference (calibrated - raw) with its CI."""
+    from knockout.metrics._bootstrap import bootstrap
+    from knockout.metrics._kappa import grid_kappa
+
+    step = _grid_step(expert)
+
+    def kappa(a: np.ndarray, b: np.ndarray) -> float:
+        if step is None:
+            return math.nan
+        k = grid_kappa(np.round(a / step) * step, b, weights="quadratic", step=step)
+        return math.nan if k is None else k
+
+    def pearson(a: np.ndarray, b: np.ndarray) -> float:
+        if len(a) < 3 or np.std(a) == 0 or np.std(b) == 0:
+            return math.nan
+        return float(np.corrcoef(a, b)[0, 1])
+
+    def stat(idx: np.ndarray) -> np.ndarray:
+        j, c, h = judge[idx], cal[idx], expert[idx]
+        rj, rc = float(np.sqrt(np.mean((j - h) ** 2))), float(np.sqrt(np.mean((c - h) ** 2)))
+        return np.array([rj, rc, rc - rj, pearson(j, h), pearson(c, h), kappa(j, h), kappa(c, h)])
+
+    full = stat(np.arange(len(expert)))
+    cis = bootstrap(stat, questions, resamples=resamples, seed=seed) if resamples else []
+    names = ("rmse_raw", "rmse_calibrated", "rmse_difference", "pearson_raw", "pearson_calibrated",
+             "kappa_raw", "kappa_calibrated")
+    out: dict[str, Any] = {"n": len(expert), "questions": len(np.unique(questions)),
+                           "kappa_step": step}
+    for i, name in enumerate(names):
+        v = float(full[i])
+        out[name] = v if math.isfinite(v) else None
+        ci = cis[i] if cis else None
+        out[f"{name}_ci"] = None if ci is None or ci.low is None else [ci.low, ci.high]
+    return out
+
+
+def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, maps: Sequence[str] = MAPS,
+              seed: int = 0, resamples: int = 1000, refits: int = 100, heldout: bool = True) -> Calibration:
+    """Fit the calibration of ``rows`` (one per answer; invalid judge grades have ``judge`` None).
+
+    ``fit_ids``: the expert-graded answers the fit may use (default: every expert-graded answer); the other
+    expert-graded answers are then the holdout the figures are computed on.  ``heldout=False``: no held-out
+    figures (the grades and their spread only: what a review queue needs).  Raises :class:`ConfigError`
+    when there are too few expert grades (:func:`enough`)."""
+    valid = [r for r in rows if r.judge is not None]
+    graded = [r for r in valid if r.expert is not None]
+    fit = [r for r in graded if fit_ids is None or r.id in fit_ids]
+    why = enough(fit)
+    if why is not None:
+        raise ConfigError(f"too few expert grades to calibrate: {why} (grade more answers in the web app, or "
+                          "give a data file with human grades)")
+    x, y, q, e, _ = _arrays(fit)
+    name, scores = choose(x, y, q, e, seed, maps)
+    final = Fitted(name, x, y, q, e)
+    ax, _, aq, ae, amx = _arrays(valid)
+    grades = final.predict(ax, aq, ae) * amx
+    # each calibrated grade's spread over refits on resampled graded answers (the chosen map)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(refits if name != "raw" else 0):
+        idx = rng.integers(0, len(x), len(x))
+        if len(np.unique(x[idx])) < 2:
+            continue
+        draws.append(Fitted(name, x[idx], y[idx], q[idx], e[idx]).predict(ax, aq, ae) * amx)
+    sd = np.std(np.array(draws), axis=0) if draws else np.zeros(len(valid))
+    # held-out predictions: the holdout, or nested cross-validation of the whole procedure (choice included)
+    held = [r for r in graded if fit_ids is not None and r.id not in fit_ids]
+    if not heldout:
+        return Calibration(name, final.describe(), len(fit), scores,
+                           {r.id: float(g) for r, g in zip(valid, grades, strict=True)},
+                           {r.id: float(s) for r, s in zip(valid, sd, strict=True)}, "none")
+    if held:
+        hx, hy, hq, he, hmx = _arrays(held)
+        hpred = final.predict(hx, hq, he)
+        how = "holdout"
+        ids = [r.id for r in held]
+    else:
+        hx, hy, hq, he, hmx = x, y, q, e, _arrays(fit)[4]
+        hpred = np.empty(len(fit))
+        for k, (tr, te) in enumerate(_folds(len(fit), seed)):
+            if enough([fit[i] for i in tr]) is not None:
+                hpred[te] = x[te]  # too few in this fold's fit: the raw grade (no calibration)
+                continue
+            inner, _ = choose(x[tr], y[tr], q[tr], e[tr], seed + k + 1, maps)
+            hpred[te] = Fitted(inner, x[tr], y[tr], q[tr], e[tr]).predict(x[te], q[te], e[te])
+        how = "nested cross-validation"
+        ids = [r.id for r in fit]
+    figures = heldout_figures(hx * hmx, hpred * hmx, hy * hmx, hq, resamples=resamples, seed=seed)
+    return Calibration(name, final.describe(), len(fit), scores,
+                       {r.id: float(g) for r, g in zip(valid, grades, strict=True)},
+                       {r.id: float(s) for r, s in zip(valid, sd, strict=True)}, how, figures,
+                       {i: float(p) for i, p in zip(ids, hpred * hmx, strict=True)})
+
+
+def first_per_question(rows: Sequence[Graded], per_question: int, seed: int = 0) -> set[str]:
+    """``per_question`` expert-graded answers of each question, drawn at random (seeded): the fit of a
+    simulation in which experts graded only these."""
+    rng = np.random.default_rng(seed)
+    by_q: dict[str, list[str]] = {}
+    for r in rows:
+        if r.expert is not None and r.judge is not None:
+            by_q.setdefault(r.question_id, []).append(r.id)
+    out: set[str] = set()
+    for ids in by_q.values():
+        out.update(str(i) for i in rng.permutation(ids)[:per_question])
+    return out
+
+
+def graded_rows(items: Any, results: Sequence[Mapping[str, Any]]) -> list[Graded]:
+    """One :class:`Graded` per result of a grading run (``items``: its :class:`~knockout.data.ItemSet` with the
+    human grades of the file and the web app, which are the expert grades)."""
+    out = []
+    for r in results:
+        try:
+            a = items.answer(r["item_id"])
+            q = items.question_of(a)
+        except KeyError:
+            continue
+        if q.human_scale != "points":
+            continue
+        score = r.get("score") if r.get("valid", True) else None
+        out.append(Graded(a.id, q.id, float(q.max_points), None if score is None else float(score),
+                          a.human_score, q.exam_id or ""))
+    return out

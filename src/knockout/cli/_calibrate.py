@@ -1,0 +1,124 @@
+"""``knockout calibrate`` (judge grades mapped to expert grades) and ``knockout review`` (what to grade next)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from knockout.cli._common import JsonOpt, fail, out, print_json, print_tables
+from knockout.errors import KnockoutError
+
+PerQuestion = Annotated[int | None, typer.Option(
+    "--per-question", min=1, help="fit on this many expert-graded answers per question (drawn with --seed) and "
+    "compute the figures on the other expert-graded answers: what experts who graded only these would get")]
+
+
+def _loaded(ref: str, details: bool = False) -> Any:
+    from knockout.reports._runs import parse_ref, pick_run, read_run
+    from knockout.storage import Store
+
+    path, run_id = parse_ref(ref)
+    with Store.open_existing(path) as store:
+        record = pick_run(store, run_id, "grades")
+        return read_run(store, record, details=details, web_grades=True)
+
+
+def after_grade(store: Path, run_id: str) -> dict[str, Any]:
+    """``grade --calibrate``: the calibration of the run just made, or why there is none."""
+    from knockout.calibration._run import section_or_refusal
+
+    return section_or_refusal(_loaded(f"{store}:{run_id}"), resamples=1000)
+
+
+def calibrate(
+    run: Annotated[str, typer.Argument(help="the SQLite store (STORE or STORE:RUN_ID; default: its latest grade run)")],
+    per_question: PerQuestion = None,
+    output: Annotated[Path | None, typer.Option("--output", "-O", help="write every answer's raw and calibrated "
+                                                "grade (CSV, or JSONL by the suffix .jsonl)")] = None,
+    resamples: Annotated[int, typer.Option("--resamples", min=0, max=100_000, help="bootstrap resamples for the "
+                                           "95% CIs (0: none)")] = 1000,
+    seed: Annotated[int, typer.Option(help="seed of the folds, the draw of --per-question and the bootstrap")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fit a map from the judge's grades to the expert grades (the data file's human grades and the web app's),
+    chosen by cross-validation (linear, isotonic, linear with per-question offsets, or none), and show RMSE,
+    Pearson and kappa before and after on held-out answers only."""
+    from knockout.calibration._run import calibrate_loaded, calibrated_rows, calibration_tables
+
+    try:
+        loaded = _loaded(run)
+        section = calibrate_loaded(loaded, per_question=per_question, seed=seed, resamples=resamples)
+        if output is not None:
+            _write(output, calibrated_rows(section, _rows(loaded), "answer_id"))
+    except KnockoutError as exc:
+        fail(exc)
+        return
+    if as_json:
+        print_json({"run_id": loaded.run.id, **section})
+        return
+    if loaded.run.simulated:
+        out.print("[bold yellow]warning:[/] the judge of this run is the scripted SIMULATION, not an LLM")
+    print_tables(calibration_tables(section))
+    if output is not None:
+        out.print(f"raw and calibrated grades written to {output}")
+
+
+def _rows(loaded: Any) -> list[dict[str, Any]]:
+    rows = []
+    for r in loaded.results:
+        try:
+            a = loaded.items.answer(r["item_id"])
+        except KeyError:
+            continue
+        rows.append({"answer_id": a.id, "question_id": r["question_id"], "examinee": a.examinee,
+                     "max_points": loaded.items.question_of(a).max_points, "expert_score": a.human_score,
+                     "score": r["score"] if r["valid"] else None})
+    return rows
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    import csv
+    import json
+
+    from knockout.data._io import atomic_output
+
+    with atomic_output(path, newline="") as f:
+        if path.suffix == ".jsonl":
+            for r in rows:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            return
+        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["answer_id"])
+        w.writeheader()
+        w.writerows(rows)
+
+
+def review(
+    run: Annotated[str, typer.Argument(help="the SQLite store (STORE or STORE:RUN_ID; default: its latest grade run)")],
+    next_n: Annotated[int, typer.Option("--next", min=1, max=10_000, help="how many answers to list")] = 10,
+    seed: Annotated[int, typer.Option(help="seed of the calibration's refits")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """The answers an expert should grade next: ranked by how much an expert grade would help (the calibrated
+    grade's uncertainty, jury disagreement, debiased-knockout order flips, spread over repeated samples,
+    closeness to a grade boundary, questions with few expert grades)."""
+    from knockout.calibration._review import queue_tables, review_loaded
+
+    try:
+        loaded = _loaded(run, details=True)
+        queue = review_loaded(loaded, seed=seed)
+    except KnockoutError as exc:
+        fail(exc)
+        return
+    if as_json:
+        print_json({"run_id": loaded.run.id, "queue": queue["queue"][:next_n], "calibration": queue["calibration"],
+                    "weights": queue["weights"]})
+        return
+    print_tables(queue_tables(queue, next_n))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(calibrate)
+    app.command()(review)
+

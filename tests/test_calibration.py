@@ -1,0 +1,251 @@
+"""Calibration of judge grades to expert grades (``knockout calibrate``, ``report --calibrate``, the ``calibrated``
+tidy table) and the review queue (``knockout review``).
+
+The stored runs use the scripted judge, a SIMULATION with a known bias: it adds ``inflation`` (a share of max
+points) to every human grade, so that calibration must find the map back."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from knockout.calibration import Graded, calibrate, first_per_question
+from knockout.calibration._review import boundary_closeness, rank
+from knockout.cli import register_extensions
+from knockout.cli._main import app
+from knockout.data._records import Answer, ItemSet, Question
+from knockout.errors import ConfigError
+from knockout.judges import make_judge
+from knockout.methods._run import RunConfig, run
+from knockout.storage._store import Store
+
+register_extensions(app)
+RUNNER = CliRunner()
+
+
+def knockout(*args: str) -> tuple[int, str, str]:
+    r = RUNNER.invoke(app, list(args))
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
+def biased_rows(n_q: int = 6, per_q: int = 8, seed: int = 0) -> list[Graded]:
+    """Judge = 0.5 x expert + 3 points (max 10) + small noise: compressed and inflated."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(n_q):
+        for a in range(per_q):
+            expert = float(rng.integers(0, 21)) / 2
+            judge = float(np.clip(0.5 * expert + 3 + rng.normal(0, 0.2), 0, 10))
+            rows.append(Graded(f"q{q}/a{a}", f"q{q}", 10.0, judge, expert))
+    return rows
+
+
+def test_linear_bias_is_recovered() -> None:
+    rows = biased_rows()
+    cal = calibrate(rows, seed=0, resamples=200, refits=50)
+    assert cal.map in ("linear", "linear+offset", "isotonic")
+    assert cal.cv_rmse["raw"] > 2 * cal.cv_rmse["linear"]
+    if cal.map == "linear":  # expert = 2 x judge - 6 points: on the share scale, 2 x judge - 0.6
+        assert "2.0" in cal.description or "1.9" in cal.description
+    f = cal.figures
+    assert cal.heldout == "nested cross-validation" and f["n"] == len(rows)
+    assert f["rmse_raw"] > 1.4 and f["rmse_calibrated"] < 0.7
+    assert f["rmse_difference_ci"][1] < 0  # the improvement's CI excludes 0
+    assert f["pearson_calibrated"] > 0.95 and f["kappa_calibrated"] > f["kappa_raw"]
+    # every answer with a valid judge grade has a calibrated grade, on the points scale
+    assert set(cal.grades) == {r.id for r in rows} and all(0 <= g <= 10 for g in cal.grades.values())
+    r0 = rows[0]
+    assert cal.grades[r0.id] == pytest.approx(2 * r0.judge - 6, abs=0.8) or cal.grades[r0.id] in (0.0, 10.0)
+
+
+def test_holdout_figures_never_use_fit_answers() -> None:
+    rows = biased_rows()
+    fit = first_per_question(rows, 2, seed=1)
+    assert len(fit) == 12 and len({i.split("/")[0] for i in fit}) == 6
+    cal = calibrate(rows, fit_ids=fit, seed=0, resamples=100, refits=20)
+    assert cal.heldout == "holdout" and cal.expert_grades == 12
+    assert set(cal.heldout_grades).isdisjoint(fit) and len(cal.heldout_grades) == 36
+    assert cal.figures["rmse_calibrated"] < cal.figures["rmse_raw"] / 2
+
+
+def test_a_judge_that_does_not_rank_is_not_helped_much() -> None:
+    rng = np.random.default_rng(3)
+    rows = [Graded(f"q{i % 6}/{i}", f"q{i % 6}", 10.0, float(rng.integers(0, 11)), float(rng.integers(0, 11)))
+            for i in range(48)]
+    cal = calibrate(rows, seed=0, resamples=100, refits=10)
+    # a judge unrelated to the experts: at best a map to the experts' mean, Pearson stays near 0
+    assert abs(cal.figures["pearson_raw"]) < 0.4
+    assert cal.figures["rmse_calibrated"] > 2.0
+
+
+def test_too_few_expert_grades_are_refused() -> None:
+    rows = biased_rows()
+    few = [r if i < 5 else Graded(r.id, r.question_id, r.max_points, r.judge, None) for i, r in enumerate(rows)]
+    with pytest.raises(ConfigError, match=r"too few expert grades to calibrate: 5 answers .* at least 6"):
+        calibrate(few)
+    flat = [Graded(r.id, r.question_id, 10.0, 5.0, r.expert) for r in rows]
+    with pytest.raises(ConfigError, match="same grade"):
+        calibrate(flat)
+    invalid = [Graded(r.id, r.question_id, 10.0, None, r.expert) for r in rows]
+    with pytest.raises(ConfigError, match="0 answers have both"):
+        calibrate(invalid)
+
+
+def test_review_ranks_ungraded_answers() -> None:
+    rows = biased_rows()
+    # experts graded every answer of q0..q4 but none of q5
+    half = [r if r.question_id != "q5" else Graded(r.id, r.question_id, 10.0, r.judge, None) for r in rows]
+    cal = calibrate(half, seed=0, resamples=0, refits=30)
+    queue = rank(half, {"flips": {"q5/a3": 1.0}}, cal)
+    assert {q["answer_id"] for q in queue} == {f"q5/a{i}" for i in range(8)}
+    assert queue[0]["answer_id"] == "q5/a3" and queue[0]["signals"]["flips"] == 1.0
+    assert all(q["signals"]["coverage"] == 1.0 and q["calibrated_sd"] is not None for q in queue)
+    assert boundary_closeness(2.5, 1.0) == pytest.approx(1.0) and boundary_closeness(3.0, 1.0) == 0.0
+
+
+# -- the CLI on a stored run of the scripted judge (a SIMULATION with a known bias) --------------------------
+def exam(graded: int | None = None) -> ItemSet:
+    """6 questions x 8 answers, max 10 points, human grades 1..6 (so that the bias does not clip)."""
+    rng = np.random.default_rng(7)
+    qs, answers = [], []
+    for q in range(6):
+        qs.append(Question(id=f"q{q}", text=f"Question {q}?", reference="ref", max_points=10))
+        for a in range(8):
+            n = q * 8 + a
+            human = {"expert": float(rng.integers(2, 13)) / 2} if graded is None or n < graded else {}
+            answers.append(Answer(id=f"q{q}/a{a}", question_id=f"q{q}", text=f"answer {a}", examinee=f"e{a}",
+                                  human_scores=human))
+    return ItemSet(qs, answers)
+
+
+@pytest.fixture(scope="module")
+def biased_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    db = tmp_path_factory.mktemp("cal") / "cal.db"
+    with Store(db) as store:
+        full = run(exam(), make_judge("scripted?noise=0.02&inflation=0.3"), store, RunConfig(format_retries=0))
+        few = run(exam(graded=5), make_judge("scripted?noise=0.02&inflation=0.3&seed=1"), store,
+                  RunConfig(format_retries=0))
+    return db, full.run_id, few.run_id
+
+
+def test_calibrate_cli_recovers_the_bias(biased_store: tuple[Path, str, str], tmp_path: Path) -> None:
+    db, rid, _ = biased_store
+    code, out, err = knockout("calibrate", f"{db}:{rid}", "--json", "--resamples", "100")
+    assert code == 0, err
+    sec = json.loads(out)
+    f = sec["figures"]
+    assert sec["expert_grades"] == 48 and sec["heldout"] == "nested cross-validation"
+    assert f["rmse_raw"] == pytest.approx(3.0, abs=0.4)  # inflation 0.3 x 10 points
+    assert f["rmse_calibrated"] < 0.6 and f["rmse_difference_ci"][1] < 0
+    assert sec["label"] == f"calibrated ({sec['map']}, 48 expert grades)"
+    code, out, err = knockout("calibrate", f"{db}:{rid}", "--per-question", "2", "--resamples", "50",
+                              "--output", str(tmp_path / "cal.csv"))
+    assert code == 0, err
+    for words in ("held-out", "holdout", "2 expert grades per question", "RMSE (points)", "SIMULATION"):
+        assert words in out, words
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "cal.csv").read_text())))
+    assert len(rows) == 48 and rows[0]["calibration_label"].endswith("12 expert grades)")
+    assert abs(float(rows[0]["calibrated_score"]) - float(rows[0]["expert_score"])) < 1.0
+
+
+def test_calibrate_refuses_too_few(biased_store: tuple[Path, str, str]) -> None:
+    db, _, few = biased_store
+    code, _, err = knockout("calibrate", f"{db}:{few}")
+    assert code == 2 and "too few expert grades to calibrate: 5 answers" in err
+    code, out, err = knockout("report", f"{db}:{few}", "--calibrate", "--resamples", "0")
+    assert code == 0 and "not calibrated" in out and "too few expert grades" in out
+
+
+def test_report_and_export_show_calibrated_grades(biased_store: tuple[Path, str, str]) -> None:
+    db, rid, _ = biased_store
+    code, out, err = knockout("report", f"{db}:{rid}", "--calibrate", "--json", "--resamples", "50")
+    assert code == 0, err
+    rep = json.loads(out)
+    assert rep["calibrated"]["figures"]["rmse_calibrated"] < rep["calibrated"]["figures"]["rmse_raw"]
+    code, out, err = knockout("report", f"{db}:{rid}", "--calibrate-per-question", "2", "--resamples", "50")
+    assert code == 0 and "calibrated - raw" in out and "RMSE (points)" in out
+    code, out, err = knockout("export", f"{db}:{rid}", "--table", "calibrated", "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 48 and {"score", "calibrated_score", "calibration_label"} <= set(rows[0])
+    assert rows[0]["calibration_label"].startswith("calibrated (") and rows[0]["calibration_expert_grades"] == "48"
+
+
+def test_review_cli(biased_store: tuple[Path, str, str]) -> None:
+    db, _, few = biased_store
+    code, out, err = knockout("review", f"{db}:{few}", "--next", "3", "--json")
+    assert code == 0, err
+    q = json.loads(out)
+    assert len(q["queue"]) == 3 and q["calibration"] is None  # 5 expert grades: not calibrated
+    assert all(not x["answer_id"].startswith("q0/a") or int(x["answer_id"][-1]) >= 5 for x in q["queue"])
+    code, out, _ = knockout("review", f"{db}:{few}", "--next", "2")
+    assert code == 0 and "grade these next" in out and "coverage" in out
+
+
+def test_viewer_shows_calibrated_grades_labelled(biased_store: tuple[Path, str, str]) -> None:
+    from knockout.methods._kind import GradeKind
+
+    db, rid, few = biased_store
+    with Store.open_existing(db) as store:
+        kind = GradeKind()
+        record = store.find_run(rid)
+        cols = kind.columns(store, record)
+        assert [c.header for c in cols][4].startswith("calibrated (") and cols[4].header.endswith("48 expert grades)")
+        rows = kind.listing(store, record, store.results(rid))
+        assert all(abs(r["calibrated"] - r["human"]) < 1.5 for r in rows)
+        assert not any(c.field == "calibrated" for c in kind.columns(store, store.find_run(few)))  # too few
+
+
+def test_grade_calibrate_and_bad_input(tmp_path: Path) -> None:
+    from importlib import resources
+
+    db = tmp_path / "g.db"
+    with resources.as_file(resources.files("knockout.examples") / "demo_exam.jsonl") as demo:
+        code, out, err = knockout("grade", str(demo), "--judge", "scripted?inflation=0.3", "-o", str(db),
+                                  "--calibrate", "--json", "--quiet")
+    assert code == 0, err
+    sec = json.loads(out)["calibrated"]
+    assert sec["expert_grades"] == 24 and sec["label"].endswith("24 expert grades)")
+    for args, msg in [(("calibrate", str(tmp_path / "none.db")), "store not found"),
+                      (("calibrate", f"{db}:nope"), "no run 'nope'"),
+                      (("review", str(tmp_path / "none.db")), "store not found")]:
+        code, _, err = knockout(*args)
+        assert code == 2 and msg in err, (args, err)
+    code, _, err = knockout("calibrate", str(db), "--per-question", "0")
+    assert code == 2 and "per-question" in err
+
+
+def test_review_reads_order_flips_of_a_debiased_knockout(tmp_path: Path) -> None:
+    from knockout.calibration._review import review_loaded
+    from knockout.methods._base import MethodOptions
+    from knockout.reports._runs import read_run
+
+    db = tmp_path / "ko.db"
+    with Store(db) as store:  # a position-biased SIMULATION: the first-shown answer gets half the scale more
+        rep = run(exam(graded=10), make_judge("scripted?noise=0.1&bias=0.5"), store,
+                  RunConfig(method="knockout", options=MethodOptions(debias=True), format_retries=0))
+        queue = review_loaded(read_run(store, store.find_run(rep.run_id), web_grades=True))
+    flips = [q["signals"]["flips"] for q in queue["queue"]]
+    assert len(flips) == 38 and max(flips) > 0  # 48 answers, 10 graded by experts
+    assert queue["calibration"] is not None and queue["calibration"]["expert_grades"] == 10
+
+
+def test_review_reads_repeated_draws() -> None:
+    from types import SimpleNamespace
+
+    from knockout.calibration._review import run_signals
+
+    items = exam()
+    results = [{"item_id": a.id, "question_id": a.question_id, "score": 5.0, "valid": True,
+                "details": {"draws": [2.0, 8.0, None]} if a.id == "q1/a1" else {"draws": [5.0, 5.0]}}
+               for a in items]
+    sig = run_signals(SimpleNamespace(items=items, results=results, matches=[]))
+    assert sig["samples"]["q1/a1"] == pytest.approx(0.3) and sig["samples"]["q0/a0"] == 0.0

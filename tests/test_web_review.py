@@ -1,0 +1,47 @@
+"""The web app's "grade these next" (issue 24): the exam page lists the answers an expert grade would help
+most, from the review queue of a grading run in the same store (the scripted judge: a SIMULATION)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("argon2")
+
+from knockout.web import _auth as auth_mod
+from tests.test_web_app import CHEAP_ARGON2, PASSWORD, client_for, csrf_of, version_of
+from tests.test_web_report import DEMO, cli
+
+
+@pytest.fixture(autouse=True)
+def _cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auth_mod, "ARGON2_PARAMS", dict(CHEAP_ARGON2))
+
+
+def test_exam_page_offers_grade_these_next(tmp_path: Path) -> None:
+    data = tmp_path / "ungraded.jsonl"  # the demo exam without its file grades: experts grade in the app
+    lines = [json.loads(x) for x in DEMO.read_text().splitlines() if x.strip()]
+    data.write_text("".join(json.dumps({k: v for k, v in x.items() if k != "human_scores"}) + "\n" for x in lines))
+    db = tmp_path / "g.db"
+    cli("grade", str(data), "--judge", "scripted?noise=0.2", "--out", str(db), "--json", "--quiet")
+    cli("import", str(data), "--db", str(db))
+    cli("users", "add", "prof", "--db", str(db), "--exam", "demo-en", "--password-stdin", stdin=PASSWORD + "\n")
+    prof = client_for(db, "prof")
+    page = prof.get("/exam/demo-en").text
+    assert 'id="grade-next"' in page and "not calibrated yet: 0 expert grades" in page
+    links = re.findall(r'href="/exam/demo-en/examinee/(\d+)/q/(\d+)">Examinee', page)
+    assert len(links) == 5
+    # the expert grades the first of them: it leaves the list
+    n, k = links[0]
+    url = f"/exam/demo-en/examinee/{n}/q/{k}"
+    grading = prof.get(url).text
+    assert 'id="grade-next-link"' in grading
+    r = prof.post(url, data={"csrf": csrf_of(grading), "score": "2", "version": str(version_of(grading))},
+                  follow_redirects=False)
+    assert r.status_code == 303
+    after = re.findall(r'href="/exam/demo-en/examinee/(\d+)/q/(\d+)">Examinee', prof.get("/exam/demo-en").text)
+    assert (n, k) not in after and len(after) == 5
