@@ -14,11 +14,12 @@ from __future__ import annotations
 from knockout.data._io import is_local, read_bytes, read_text, resolve_image
 from knockout.data._loaders import Loader, detect_format, from_dataframe, from_dataset, load_items, loaders
 from knockout.data._pairs import is_pair_file, read_pairs
-from knockout.data._records import Answer, ItemSet, PairItem, Question, ScoredText
+from knockout.data._records import Answer, Criterion, ItemSet, PairItem, Question, ScoredText
 from knockout.data._writer import write_jsonl
 
 __all__ = [
     "Answer",
+    "Criterion",
     "ItemSet",
     "Loader",
     "PairItem",

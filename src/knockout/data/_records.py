@@ -7,10 +7,31 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from knockout._bounds import JsonObject, Name, NonEmptyText, Number, Selection, Text
 from knockout.errors import InputError
+
+
+class Criterion(BaseModel):
+    """One criterion of a criteria rubric: what an answer must do, and the points it is worth."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    criterion: NonEmptyText
+    points: Number
+
+    @field_validator("points")
+    @classmethod
+    def _positive(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("must be a number > 0")
+        return v
+
+
+#: A question's rubric: a text (shown to the judge as written) or criteria with points (the judge grades
+#: each criterion; the grade is the sum).
+Rubric = NonEmptyText | list[Criterion]
 
 
 class Question(BaseModel):
@@ -31,6 +52,8 @@ class Question(BaseModel):
     human_scale: Name = "points"
     task: Name = "exam"  # "exam" (graded answers) or "mt" (translations)
     meta: JsonObject = Field(default_factory=dict)
+    #: a text, or criteria whose points add up to max_points (docs/rubrics.md)
+    rubric: Rubric | None = None
 
     @field_validator("max_points")
     @classmethod
@@ -38,6 +61,42 @@ class Question(BaseModel):
         if v <= 0:
             raise ValueError("must be a number > 0")
         return v
+
+    @field_validator("rubric", mode="before")
+    @classmethod
+    def _rubric_shape(cls, v: Any) -> Any:
+        """A text, or a list of criteria, each checked here so that an error names the criterion."""
+        if v is None or isinstance(v, str):
+            return v
+        if not isinstance(v, list):
+            raise ValueError("must be a text or a list of {criterion, points} objects")
+        out = []
+        for i, c in enumerate(v, 1):
+            try:
+                out.append(c if isinstance(c, Criterion) else Criterion.model_validate(c))
+            except ValidationError as e:
+                err = e.errors()[0]
+                where = ".".join(str(x) for x in err["loc"])
+                msg = str(err["msg"]).removeprefix("Value error, ")
+                raise ValueError(f"criterion {i}{' ' + where if where else ''}: {msg}") from None
+        return out
+
+    @field_validator("rubric")
+    @classmethod
+    def _criteria_add_up(cls, v: Rubric | None, info: ValidationInfo) -> Rubric | None:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("a criteria rubric needs at least one criterion")
+            total = sum(c.points for c in v)
+            max_points = info.data.get("max_points")
+            if max_points is not None and abs(total - max_points) > 1e-9:
+                raise ValueError(f"the criteria's points add up to {total:g}, not to max_points {max_points:g}")
+        return v
+
+    @property
+    def criteria(self) -> list[Criterion]:
+        """The criteria of a criteria rubric (none for a text rubric or none)."""
+        return self.rubric if isinstance(self.rubric, list) else []
 
 
 class Answer(BaseModel):
@@ -184,7 +243,10 @@ class ItemSet:
             return cached
         h = hashlib.sha256()
         for q in self.questions.values():
-            h.update(json.dumps(q.model_dump(), sort_keys=True).encode())
+            d = q.model_dump()
+            if d["rubric"] is None:  # a question without a rubric hashes as before rubrics existed
+                del d["rubric"]
+            h.update(json.dumps(d, sort_keys=True).encode())
         for a in self.answers:
             h.update(json.dumps(a.model_dump(), sort_keys=True).encode())
         self._fingerprint: str = h.hexdigest()[:16]

@@ -74,6 +74,8 @@ class PromptSpec(BaseModel):
     shot_source: Name = "same-question"
     seed: Int = 0
     quoting: Name = "none"
+    #: questions' rubrics: auto, text or off (docs/rubrics.md)
+    rubric: Name = "auto"
 
 
 class MethodSpec(BaseModel):

@@ -92,6 +92,7 @@ def _grade_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: lis
         cfg = RunConfig(method=m.method,
                         options=MethodOptions(prompt=p.prompt, reference=p.reference, shots=p.shots,
                                               shot_source=p.shot_source, seed=p.seed, quoting=p.quoting,
+                                              rubric=p.rubric,
                                               debias=m.debias,
                                               extra={k: str(v) for k, v in m.options.items()}),
                         params=params, concurrency=exp.concurrency,

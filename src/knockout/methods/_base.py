@@ -33,13 +33,25 @@ class MethodOptions(PromptOptions):
 
 
 # -- typed per-answer details (stored as JSON in results.details) ---------------------------------
+class CriterionVerdict(BaseModel):
+    """The judge's verdict on one criterion of a criteria rubric: the points it gave out of the criterion's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    criterion: str
+    points: float
+    awarded: float
+
+
 class IndividualDetails(CallTrace):
-    """Individual grading: the prompt used, the few-shot answers shown, and the call trace."""
+    """Individual grading: the prompt used, the few-shot answers shown, and the call trace; graded by a
+    criteria rubric, the verdict on each criterion (the grade is their sum)."""
 
     model_config = ConfigDict(extra="forbid")
 
     prompt: str
     shots: list[str] = Field(default_factory=list)
+    criteria: list[CriterionVerdict] | None = None
 
 
 class MatchRef(BaseModel):

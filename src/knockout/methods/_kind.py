@@ -45,6 +45,18 @@ class GradeKind(RunKind):
 
         return ReportPage(f"knockout report: run {record.id}", rep, list(report_tables(rep)), plots, [rep["run"]])
 
+    def report_sections(self, loaded: Any, options: ReportOptions) -> dict[str, Any]:
+        """Answers graded by criteria rubrics: the judge's verdict on each criterion (methods/_criteria.py)."""
+        from knockout.methods._criteria import criteria_section
+
+        section = criteria_section(loaded.items, loaded.results)
+        return {"criteria": section} if section else {}
+
+    def section_tables(self, report: dict[str, Any]) -> list[Any]:
+        from knockout.methods._criteria import criteria_tables
+
+        return criteria_tables(report.get("criteria"))
+
     def compare(self, runs: Sequence[tuple[Store, RunRecord]], options: ReportOptions) -> ReportPage:
         from knockout.reports._report import build_comparison
         from knockout.reports._runs import load_run
@@ -110,6 +122,8 @@ class GradeKind(RunKind):
             human = ", ".join(f"{g} {s:g}" for g, s in a.human_scores.items())
             view["facts"].append(("Human", f"{human} (mean {a.human_score:g})" if a.human_scores and
                                   a.human_score is not None else "no human grade"))
+        for i, c in enumerate(d.get("criteria") or [], 1):  # graded by a criteria rubric: each verdict
+            view["facts"].append((f"Criterion {i}", f"{c['awarded']:g} of {c['points']:g} points: {c['criterion']}"))
         if d.get("scores"):
             view["facts"].append(("Grades received", ", ".join(str(s) for s in d["scores"])))
         if d.get("champion"):

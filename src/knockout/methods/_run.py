@@ -92,7 +92,10 @@ def grade_oracle(items: ItemSet) -> Oracle:
     def facts(subject: Subject) -> dict[str, Any]:
         answers = [items.answer(i) for i in subject.ids]
         q = items.question_of(answers[0])
-        return {"kind": subject.kind, "max_points": q.max_points, "humans": [a.human_score for a in answers]}
+        facts = {"kind": subject.kind, "max_points": q.max_points, "humans": [a.human_score for a in answers]}
+        if q.criteria:  # a criteria rubric: the simulation can answer per criterion too
+            facts["criteria"] = [c.points for c in q.criteria]
+        return facts
 
     return facts
 

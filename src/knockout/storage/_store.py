@@ -602,14 +602,14 @@ class Store:
     def results(self, run_id: str, *, details: bool = True, question_id: str | None = None,
                 item_id: str | None = None) -> list[dict[str, Any]]:
         """A run's results in the order written; only one question's, or one item's, when given;
-        ``details=False`` reads only the breakdown groups of each result's details (what an agreement report
-        needs), not the raw replies."""
+        ``details=False`` reads only the breakdown groups and criterion verdicts of each result's details (what
+        an agreement report needs), not the raw replies."""
         return list(self.iter_results(run_id, details=details, question_id=question_id, item_id=item_id))
 
     def iter_results(self, run_id: str, *, details: bool = True, question_id: str | None = None,
                      item_id: str | None = None) -> Iterator[dict[str, Any]]:
         """A run's results one by one, in the order written (read in pages, not all at once)."""
-        column = "details" if details else "json_extract(details, '$.groups')"
+        column = "details" if details else "json_extract(details, '$.groups'), json_extract(details, '$.criteria')"
         # A whole run is read along the rowid (the table's own order: each page starts where the last ended);
         # "+run_id" keeps SQLite from searching the run's index and sorting all its rows again for every
         # page, which made reading a million results quadratic.  One question or item: its index.
@@ -629,9 +629,11 @@ class Store:
             for r in rows:
                 if details:
                     d = json.loads(r[5])
-                else:  # the groups alone (SQLite gives an object's JSON text, NULL where absent)
-                    groups = json.loads(r[5]) if isinstance(r[5], str) else r[5]
-                    d = {} if groups is None else {"groups": groups}
+                else:  # the groups and criterion verdicts alone (SQLite gives JSON text, NULL where absent)
+                    d = {}
+                    for key, value in (("groups", r[5]), ("criteria", r[6])):
+                        if value is not None:
+                            d[key] = json.loads(value) if isinstance(value, str) else value
                 yield {"item_id": r[1], "question_id": r[2], "score": r[3], "valid": bool(r[4]), "details": d}
             last = rows[-1][0]
 
