@@ -252,3 +252,26 @@ def test_the_report_and_the_item_view_show_the_criterion_verdicts(tmp_path: Path
         assert facts["Criterion 4"].endswith("of 1 points: Explains why UDP suits that application: low delay "
                                              "and overhead matter more than retransmitting a lost packet, which "
                                              "would arrive too late.")
+
+
+def test_the_web_app_shows_the_rubric_on_the_question_info_and_grading_pages(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    pytest.importorskip("argon2")
+    from knockout.annotations import Assignments, ExamGrades
+    from knockout.web._auth import Accounts
+    from tests.test_web_app import PASSWORD, client_for
+
+    qs = [Question(id="r/1", text="What does DNS do?", exam_id="ex", max_points=2, rubric=CRITERIA),  # type: ignore[arg-type]
+          Question(id="r/2", text="Why?", exam_id="ex", rubric="Any **reason** counts.")]
+    answers = [Answer(id=f"r/{i}/s", question_id=f"r/{i}", examinee="s", text="an answer") for i in (1, 2)]
+    db = tmp_path / "web.db"
+    with Store(db) as store:
+        ExamGrades(store).import_items(ItemSet(qs, answers, source="test"))
+        Accounts(store).add_user("alice", PASSWORD)
+        Assignments(store).assign("alice", "exam", "ex")
+    alice = client_for(db, "alice")
+    info = alice.get("/exam/ex/q/1/info").text
+    assert 'id="rubric-criteria"' in info and "names the hierarchy" in info and "2 criteria, 2 points" in info
+    assert "<strong>reason</strong>" in alice.get("/exam/ex/q/2/info").text
+    grading = alice.get("/exam/ex/examinee/1/q/1").text
+    assert 'id="rubric"' in grading and "names the mapping" in grading

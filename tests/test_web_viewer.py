@@ -238,3 +238,13 @@ def test_report_html_links_each_run_to_the_viewer(runs_db: tuple[Path, dict[str,
     assert res.returncode == 2 and "--viewer-url" in res.stderr
     # the linked page is the run's page of the viewer
     assert client_for(db, "vic").get(f"/runs/{ids['knockout']}").status_code == 200
+
+
+def test_an_answer_graded_by_criteria_shows_each_verdict(runs_db: tuple[Path, dict[str, str]]) -> None:
+    """The demo exam's criteria rubrics: the individual run's valid answers carry a verdict per criterion."""
+    c, db, rid = as_viewer(runs_db, "individual")
+    with Store(db) as store:
+        good = next(r for r in store.results(rid) if r["valid"])
+    page = text_of(c.get(f"/runs/{rid}/item/{good['item_id']}").text)
+    for i, v in enumerate(good["details"]["criteria"], 1):
+        assert f"Criterion {i}: {v['awarded']:g} of {v['points']:g} points:" in page
