@@ -222,6 +222,15 @@ def test_a_run_on_the_demo_exam_stores_every_criterion_verdict(tmp_path: Path) -
         assert off.run_id != rep.run_id
 
 
+def test_the_default_rubric_mode_leaves_run_ids_as_they_were() -> None:
+    from knockout.methods._run import GradeRun
+
+    items, judge = items_with(None), make_judge("scripted")
+    assert "rubric" not in GradeRun(items, judge, RunConfig()).identity()["options"]
+    assert GradeRun(items, judge, RunConfig(options=MethodOptions(rubric="off"))).identity()["options"][
+        "rubric"] == "off"
+
+
 def test_an_unreadable_criteria_reply_is_retried_then_invalid(tmp_path: Path) -> None:
     with Store(tmp_path / "k.db") as store:
         rep = run(items_with(CRITERIA), make_judge("scripted?invalid=1"), store, RunConfig(format_retries=1))

@@ -125,9 +125,12 @@ class GradeRun(Run[RunReport]):
         return {"judge": self.judge}
 
     def identity(self) -> dict[str, Any]:
+        options = asdict(self.cfg.options)
+        if options.get("rubric") == "auto":  # the default: the run ids made before rubrics existed stand
+            del options["rubric"]
         return {
             "method": self.cfg.method,
-            "options": asdict(self.cfg.options),
+            "options": options,
             "params": self.cfg.params.model_dump(mode="json"),
             "format_retries": self.cfg.format_retries,
             "figures": self.figure_mode,
