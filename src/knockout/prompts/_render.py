@@ -147,6 +147,18 @@ def own_verdict(parse: Parser, max_points: float, shown: Sequence[str] = (), cri
 def takes_criteria(parse: Parser) -> bool:
     """The parser grades per criterion (it has a ``criteria`` parameter: the ``criteria`` parser)."""
     try:
+        return _takes_criteria_cached(parse)  # type: ignore[arg-type]  # unhashable: the except below
+    except TypeError:
+        return _inspect_criteria(parse)
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_criteria_cached(parse: Parser) -> bool:
+    return _inspect_criteria(parse)
+
+
+def _inspect_criteria(parse: Parser) -> bool:
+    try:
         return "criteria" in inspect.signature(parse).parameters
     except (TypeError, ValueError):
         return False
