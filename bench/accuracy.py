@@ -365,8 +365,9 @@ def main() -> int:
     if args.record:
         args.baseline.parent.mkdir(parents=True, exist_ok=True)
         old = base["suites"] if args.baseline.exists() else {}
-        merged = {**results, "suites": {**old, **{k: {kk: vv for kk, vv in v.items() if kk not in ("paired", "paired_with")}
-                                                  for k, v in results["suites"].items()}}}
+        kept = {k: {kk: vv for kk, vv in v.items() if kk not in ("paired", "paired_with")}
+                for k, v in results["suites"].items()}
+        merged = {**results, "suites": {**old, **kept}}
         args.baseline.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
     if args.save:
         args.save.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")

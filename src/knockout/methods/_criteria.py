@@ -9,6 +9,7 @@ verdicts when the run is small enough to read them all (:data:`MAX_ANSWER_ROWS`)
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from knockout.data._records import ItemSet
@@ -40,12 +41,9 @@ def criteria_section(items: ItemSet, results: list[dict[str, Any]]) -> dict[str,
                              "full_rate": sum(x >= c["points"] - 1e-9 for x in got) / len(got),
                              "none_rate": sum(x <= 1e-9 for x in got) / len(got)})
         for a in answers:
-            human = None
-            try:
-                human = items.answer(a["answer_id"]).human_score
-            except KeyError:
-                pass
-            a["human"] = human
+            a["human"] = None
+            with contextlib.suppress(KeyError):
+                a["human"] = items.answer(a["answer_id"]).human_score
             a["awarded"] = [v["awarded"] for v in a.pop("verdicts")]
         questions.append({"question_id": qid, "criteria": criteria, "answers": answers})
     return {"questions": questions, "answers": sum(len(q["answers"]) for q in questions)}

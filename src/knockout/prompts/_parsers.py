@@ -387,7 +387,8 @@ def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), crit
         found = [m for m in every if int(m.group(1)) == n]
         m = copies.pick(found)
         if m is None:
-            return Parsed(error=f"criterion {n}: {COPIED}" if found else f"no verdict for criterion {n} found in the reply")
+            return Parsed(error=f"criterion {n}: {COPIED}" if found
+                          else f"no verdict for criterion {n} found in the reply")
         checked = _check(m.group(2), m.group(3), points)
         if not checked.ok:
             return Parsed(error=f"criterion {n}: {checked.error}")
