@@ -82,7 +82,8 @@ def test_individual_invalid_rows_keep_their_reason(store_path: tuple[Path, dict[
     df = results_df(db, ids["individual"])
     bad = df[~df["valid"]]
     assert len(bad) > 0 and bad["score"].isna().all() and bad["invalid_reason"].notna().all()
-    assert set(df["prompt"]) == {"knockout-individual-en", "knockout-individual-de"}
+    # the demo exam has criteria rubrics: graded per criterion (docs/rubrics.md)
+    assert set(df["prompt"]) == {"knockout-individual-en-criteria", "knockout-individual-de-criteria"}
 
 
 def test_sbs_orders_and_meta_judgements(store_path: tuple[Path, dict[str, str]]) -> None:
