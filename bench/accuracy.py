@@ -4,6 +4,7 @@
     python bench/accuracy.py                              # every suite but the extra ones (~45 min)
     python bench/accuracy.py --suite saf-ko-d --suite pandalm-sbs
     python bench/accuracy.py --quick --set quoting=all    # a variant: MethodOptions field or GenParams field
+    python bench/accuracy.py --suite demo-ind-rubric --suite demo-ind-rubric-text   # rubrics, paired with demo-ind
     python bench/accuracy.py --quick --record             # write the baseline (bench/baselines/accuracy.json)
 
 Each suite is a fixed slice of human-graded data (from ``../shared/data`` beside the checkout, and the
@@ -43,7 +44,7 @@ from rich.console import Console
 from rich.table import Table
 
 from knockout.data import load_items
-from knockout.data._records import ItemSet
+from knockout.data._records import Criterion, ItemSet, with_rubrics
 from knockout.judges import GenParams, make_judge
 from knockout.methods._base import MethodOptions
 from knockout.methods._run import RunConfig, run
@@ -55,6 +56,7 @@ from knockout.storage._store import Store
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 DEMO = ROOT / "src" / "knockout" / "examples" / "demo_exam.jsonl"
+DEMO_RUBRICS = ROOT / "src" / "knockout" / "examples" / "demo_exam_rubrics.json"
 BASELINE = ROOT / "bench" / "baselines" / "accuracy.json"
 RESAMPLES = 2000
 
@@ -75,6 +77,13 @@ class Suite:
     quick: bool = False
     extra: bool = False  # run only when named (--suite)
     options: dict[str, str] = field(default_factory=dict)
+    #: the baseline suite this one is paired against (default: its own name): a rubric variant against the
+    #: same items graded without a rubric
+    paired_with: str | None = None
+    #: SAF has no rubric: its reference answer becomes a one-criterion rubric worth the question's points
+    reference_rubric: bool = False
+    #: rubrics written apart from the data (question id -> rubric), added to its questions
+    rubrics: Path | None = None
 
 
 SUITES = {s.name: s for s in (
@@ -82,8 +91,15 @@ SUITES = {s.name: s for s in (
           SHARED / "saf/unseen_answers/english", "saf", limit=6, answers=8, quick=True),
     Suite("demo-ind", "demo exam (2 English, 2 German questions x 6 answers), individual, reference",
           DEMO, quick=True),
+    Suite("demo-ind-rubric", "demo exam, individual, reference, the criteria rubrics written for it (a verdict "
+          "per criterion, the grade is their sum)", DEMO, extra=True, paired_with="demo-ind", rubrics=DEMO_RUBRICS),
+    Suite("demo-ind-rubric-text", "demo exam, individual, reference, the rubrics written for it shown as text "
+          "(one grade)", DEMO, extra=True, options={"rubric": "text"}, paired_with="demo-ind", rubrics=DEMO_RUBRICS),
     Suite("saf-ind-noref", "SAF 6 x 8, individual, no reference", SHARED / "saf/unseen_answers/english", "saf",
           limit=6, answers=8, reference=False, extra=True),
+    Suite("saf-ind-rubric", "SAF 6 x 8, individual, the reference answer as a one-criterion rubric instead of "
+          "the reference", SHARED / "saf/unseen_answers/english", "saf", limit=6, answers=8, reference=False,
+          extra=True, paired_with="saf-ind", reference_rubric=True),
     Suite("saf-ko", "SAF 6 x 8, knockout", SHARED / "saf/unseen_answers/english", "saf", method="knockout",
           limit=6, answers=8),
     Suite("saf-ko-d", "SAF 6 x 8, debiased knockout", SHARED / "saf/unseen_answers/english", "saf",
@@ -339,8 +355,9 @@ def main() -> int:
             figures, per_item = runner(s, store, args.judge, judge_opts, opts, gen)
             figures["wall_s"] = round(time.monotonic() - t0, 1)
             entry: dict[str, Any] = {"what": s.what, "figures": figures, **per_item}
-            b = base["suites"].get(name)
+            b = base["suites"].get(s.paired_with or name)
             if b is not None:
+                entry["paired_with"] = s.paired_with or name
                 entry["paired"] = (paired_sbs(b["items"], per_item["items"], per_item["humans"]) if s.kind == "sbs"
                                    else paired_grades(load_subset(s), b["items"], per_item["items"]))
             results["suites"][name] = entry
@@ -350,8 +367,9 @@ def main() -> int:
     if args.record:
         args.baseline.parent.mkdir(parents=True, exist_ok=True)
         old = base["suites"] if args.baseline.exists() else {}
-        merged = {**results, "suites": {**old, **{k: {kk: vv for kk, vv in v.items() if kk != "paired"}
-                                                  for k, v in results["suites"].items()}}}
+        kept = {k: {kk: vv for kk, vv in v.items() if kk not in ("paired", "paired_with")}
+                for k, v in results["suites"].items()}
+        merged = {**results, "suites": {**old, **kept}}
         args.baseline.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
     if args.save:
         args.save.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
@@ -364,7 +382,14 @@ def main() -> int:
 
 def load_subset(s: Suite) -> ItemSet:
     items = load_items(s.path, s.loader) if s.loader else load_items(s.path)
-    return items.subset(limit=s.limit, answers_per_question=s.answers) if s.limit or s.answers else items
+    items = items.subset(limit=s.limit, answers_per_question=s.answers) if s.limit or s.answers else items
+    if s.reference_rubric:
+        questions = [q.model_copy(update={"rubric": [Criterion(criterion=q.reference, points=q.max_points)]})
+                     if q.reference else q for q in items.questions.values()]
+        items = ItemSet(questions, list(items), source=items.source)
+    if s.rubrics is not None:
+        items = with_rubrics(items, json.loads(s.rubrics.read_text(encoding="utf-8")), file=str(s.rubrics))
+    return items
 
 
 def print_tables(results: dict[str, Any], base: dict[str, Any]) -> None:
@@ -390,15 +415,15 @@ def print_tables(results: dict[str, Any], base: dict[str, Any]) -> None:
         return
     p = Table(title=f"paired against the baseline (commit {base.get('commit')}, {base.get('date')}): new - baseline",
               box=box.MARKDOWN)
-    for c in ("suite", "n both valid", "items changed", "baseline", "new", "delta [95% CI]", "p (bootstrap)",
-              "p (Williams)", "delta RMSE [95% CI]"):
+    for c in ("suite", "baseline suite", "n both valid", "items changed", "baseline", "new", "delta [95% CI]",
+              "p (bootstrap)", "p (Williams)", "delta RMSE [95% CI]"):
         p.add_column(c, justify="left" if c == "suite" else "right")
     for name, e in results["suites"].items():
         d = e.get("paired")
         if d is None:
             continue
         is_sbs = "accuracy_new" in d
-        p.add_row(name, str(d["n"]), str(d["changed"]),
+        p.add_row(name, e.get("paired_with", name), str(d["n"]), str(d["changed"]),
                   fmt(d.get("accuracy_base" if is_sbs else "pearson_base")),
                   fmt(d.get("accuracy_new" if is_sbs else "pearson_new")),
                   fmt(d.get("delta"), d.get("delta_ci")), fmt(d.get("p_bootstrap")), fmt(d.get("p_williams")),

@@ -11,6 +11,7 @@ and review the diff.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,14 @@ VALUES = {
     "round": "2",
     "grade": "1.5",
     "error": "no grade found in the reply",
+    "rubric": "",  # a question without a rubric: the bytes of the papers' prompts
 }
+#: a text rubric and a criteria rubric (as the builder lists criteria), for the cases that show one
+RUBRIC = "Full marks need the mapping of names to addresses and the distributed hierarchy; half for the mapping."
+CRITERIA = ("Criterion 1 (1 point): maps domain names to IP addresses\n"
+            "Criterion 2 (1 point): mentions the distributed hierarchy of name servers")
+CRITERIA_DE = ("Kriterium 1 (1 Punkt): ordnet Domainnamen IP-Adressen zu\n"
+               "Kriterium 2 (1 Punkt): nennt die verteilte Hierarchie der Nameserver")
 EXAMPLES = [
     {"question": "What is TCP?", "answer": "A reliable transport protocol.", "reference": "Reliable transport.",
      "max_points": "2", "grade": "2"},
@@ -50,26 +58,35 @@ EXAMPLES = [
 ]
 
 
-def rendered(t: PromptTemplate, quoting: str) -> str:
+def rendered(t: PromptTemplate, quoting: str, rubric: bool = False) -> str:
     fields = placeholders(t.system) | placeholders(t.template)
     values = {k: v for k, v in VALUES.items() if k in fields}
+    if "rubric" in values and t.parser == "criteria":  # a criteria prompt always shows criteria
+        values["rubric"] = CRITERIA_DE if t.language == "de" else CRITERIA
+    elif "rubric" in values and rubric:  # a match preset lists criteria, an individual one a text rubric
+        values["rubric"] = CRITERIA if t.kind == "pairwise" else RUBRIC
     r = judge_messages(t, values, examples=EXAMPLES if t.uses_examples else (), quoting=quoting)
     return "".join(f"--- {m.role} ---\n{m.content}\n" for m in r.messages)
 
 
-CASES = [(name, DEFAULT_QUOTING) for name in sorted(presets())] + [
-    ("knockout-individual-en-ref", q) for q in sorted(QUOTINGS) if q != DEFAULT_QUOTING] + [
-    ("knockout-pairwise-de-ref", q) for q in sorted(QUOTINGS) if q != DEFAULT_QUOTING]
+CASES = [(name, DEFAULT_QUOTING, False) for name in sorted(presets())] + [
+    ("knockout-individual-en-ref", q, False) for q in sorted(QUOTINGS) if q != DEFAULT_QUOTING] + [
+    ("knockout-pairwise-de-ref", q, False) for q in sorted(QUOTINGS) if q != DEFAULT_QUOTING] + [
+    # a question with a rubric: every grading and match preset shows it in {rubric}
+    (name, DEFAULT_QUOTING, True) for name in sorted(presets())
+    if presets()[name].uses_rubric and presets()[name].parser != "criteria"] + [
+    ("knockout-individual-en-ref", "all", True), ("knockout-individual-en-criteria", "all", False)]
 
 
-def golden_name(name: str, quoting: str) -> str:
-    return f"{name}.txt" if quoting == DEFAULT_QUOTING else f"{name}@{quoting}.txt"
+def golden_name(name: str, quoting: str, rubric: bool = False) -> str:
+    tail = ("" if quoting == DEFAULT_QUOTING else f"@{quoting}") + ("@rubric" if rubric else "")
+    return f"{name}{tail}.txt"
 
 
-@pytest.mark.parametrize(("name", "quoting"), CASES)
-def test_rendered_bytes_match_the_committed_golden_file(name: str, quoting: str) -> None:
-    text = rendered(presets()[name], quoting)
-    path = GOLDEN / golden_name(name, quoting)
+@pytest.mark.parametrize(("name", "quoting", "rubric"), CASES)
+def test_rendered_bytes_match_the_committed_golden_file(name: str, quoting: str, rubric: bool) -> None:
+    text = rendered(presets()[name], quoting, rubric)
+    path = GOLDEN / golden_name(name, quoting, rubric)
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -80,5 +97,21 @@ def test_rendered_bytes_match_the_committed_golden_file(name: str, quoting: str)
 
 
 def test_every_golden_file_belongs_to_a_preset() -> None:
-    expected = {golden_name(n, q) for n, q in CASES}
+    expected = {golden_name(n, q, r) for n, q, r in CASES}
     assert {p.name for p in GOLDEN.glob("*.txt")} == expected
+
+
+def test_every_grading_and_match_preset_shows_a_rubric() -> None:
+    """{rubric} is in every individual and pairwise preset; the examinee's (solve) prompts never show it."""
+    for t in presets().values():
+        assert t.uses_rubric == (t.kind in ("individual", "pairwise")), t.name
+
+
+def test_a_question_without_a_rubric_renders_the_bytes_of_a_template_without_the_placeholder() -> None:
+    """The section is empty, with no line break left behind, whatever the quoting."""
+    for name in ("knockout-individual-en-ref", "sciex-system-de-ref", "knockout-pairwise-en-ref"):
+        t = presets()[name]
+        bare = replace(t, template=t.template.replace("{rubric}", ""),
+                       fields=t.fields - {"rubric"})
+        for q in QUOTINGS:
+            assert rendered(t, q) == rendered(bare, q)

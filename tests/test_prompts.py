@@ -123,7 +123,8 @@ def test_the_default_sends_the_papers_bytes() -> None:
     t = get_template("knockout-individual-en-ref")
     r = _render_one("TCP is reliable.")
     assert r.messages[-1].content == render(t.template, {"question": "Why?", "reference": "Because.",
-                                                          "answer": "TCP is reliable.", "max_points": "2"})
+                                                          "answer": "TCP is reliable.", "max_points": "2",
+                                                          "rubric": ""})  # no rubric: no section
     assert set(r.shown) == {"Why?", "Because.", "TCP is reliable."}  # every data text, for the parser
 
 
@@ -203,7 +204,8 @@ def test_quoting_none_renders_the_papers_prompt_verbatim() -> None:
     t = get_template("knockout-individual-en-ref")
     r = _render_one("TCP is reliable.", quoting="none")
     assert r.messages[-1].content == render(t.template, {"question": "Why?", "reference": "Because.",
-                                                          "answer": "TCP is reliable.", "max_points": "2"})
+                                                          "answer": "TCP is reliable.", "max_points": "2",
+                                                          "rubric": ""})  # no rubric: no section
 
 
 def test_side_by_side_and_meta_use_the_same_path() -> None:

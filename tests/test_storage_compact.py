@@ -172,4 +172,12 @@ def test_individual_details_written_directly_match_the_model() -> None:
               Outcome(None, False, [Attempt(key="k", reply="?", cached=True, error="no score")], error="no score"),
               Outcome(None, False, [], error="judge error: x", failed=True)):
         model = IndividualDetails(prompt="p", shots=["a"], **o.trace().model_dump()).model_dump(mode="json")
+        assert model.pop("criteria") is None  # written only for an answer graded by a criteria rubric
         assert json.dumps(individual_details(o, "p", ["a"])) == json.dumps(model)
+    from knockout.data._records import Criterion
+
+    o = Outcome({"grade": 1.5, "criteria": [1.0, 0.5]}, True, [Attempt(key="k", reply="r", cached=False, error=None)])
+    crit = [Criterion(criterion="a", points=1), Criterion(criterion="b", points=1)]
+    direct = individual_details(o, "p", [], crit)
+    model = IndividualDetails(prompt="p", criteria=direct["criteria"], **o.trace().model_dump()).model_dump(mode="json")
+    assert json.dumps(direct) == json.dumps(model)

@@ -4,6 +4,7 @@ request and raw reply, filters, brackets, side-by-side and meta items, and acces
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("argon2")
 
 from knockout.data import load_items
-from knockout.data._records import Answer, ItemSet, Question
+from knockout.data._records import Answer, ItemSet, Question, with_rubrics
 from knockout.judges import make_judge
 from knockout.meta import MetaConfig, MetaOptions, load_verdicts, run_meta
 from knockout.methods._base import MethodOptions
@@ -27,6 +28,7 @@ from tests.test_sbs_run import synthetic
 from tests.test_web_app import PASSWORD, XSS, _cheap_argon2, client_for  # noqa: F401  (an autouse fixture)
 
 DEMO = Path(__file__).resolve().parents[1] / "src/knockout/examples/demo_exam.jsonl"
+DEMO_RUBRICS = DEMO.with_name("demo_exam_rubrics.json")  # the rubrics written for the demo exam
 
 
 def xss_items() -> ItemSet:
@@ -41,7 +43,7 @@ def build_runs_store(path: Path) -> tuple[Path, dict[str, str]]:
     5 answers whose texts try XSS, a side-by-side run with a soft debate, an MDEval meta run; users ``vic``
     (viewer), ``org`` (organizer) and ``gus`` (grader)."""
     ids: dict[str, str] = {}
-    items = load_items(DEMO)
+    items = with_rubrics(load_items(DEMO), json.loads(DEMO_RUBRICS.read_text(encoding="utf-8")))
     with Store(path) as store:
         ids["knockout"] = run(items, make_judge("scripted"), store,
                               RunConfig(method="knockout", options=MethodOptions(debias=True))).run_id
@@ -238,3 +240,13 @@ def test_report_html_links_each_run_to_the_viewer(runs_db: tuple[Path, dict[str,
     assert res.returncode == 2 and "--viewer-url" in res.stderr
     # the linked page is the run's page of the viewer
     assert client_for(db, "vic").get(f"/runs/{ids['knockout']}").status_code == 200
+
+
+def test_an_answer_graded_by_criteria_shows_each_verdict(runs_db: tuple[Path, dict[str, str]]) -> None:
+    """The demo exam's criteria rubrics: the individual run's valid answers carry a verdict per criterion."""
+    c, db, rid = as_viewer(runs_db, "individual")
+    with Store(db) as store:
+        good = next(r for r in store.results(rid) if r["valid"])
+    page = text_of(c.get(f"/runs/{rid}/item/{good['item_id']}").text)
+    for i, v in enumerate(good["details"]["criteria"], 1):
+        assert f"Criterion {i}: {v['awarded']:g} of {v['points']:g} points:" in page

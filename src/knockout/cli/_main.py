@@ -143,6 +143,9 @@ def grade(
                                          "all (docs/injection.md)")] = "none",
     parser: Annotated[str | None, typer.Option("--parser", help="read grades with this parser instead of the "
                                                "prompt's (sciex-score: SciEx's parse_grade, guesses; counted)")] = None,
+    rubric: Annotated[str, typer.Option("--rubric", help="questions' rubrics: auto (a text rubric shown in the "
+                                        "prompt, a criteria rubric graded per criterion), text (every rubric "
+                                        "shown, one grade), off (ignored; docs/rubrics.md)")] = "auto",
     figures: Annotated[str, typer.Option("--figures", help="figures to the judge: auto (captioned for a judge "
                                          "that takes images), separate, stacked, none")] = "auto",
     debias: Annotated[bool, typer.Option(help="pairwise methods: judge both orders and average")] = False,
@@ -202,6 +205,7 @@ def grade(
                 seed=seed,
                 quoting=quoting,
                 parser=parser,
+                rubric=rubric,
                 debias=debias,
                 extra=parse_kv(method_opt, "--method-opt"),
             ),

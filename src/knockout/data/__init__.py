@@ -23,11 +23,12 @@ from knockout.data._loaders import (
     loaders,
 )
 from knockout.data._pairs import is_pair_file, read_pairs
-from knockout.data._records import Answer, ItemSet, PairItem, Question, ScoredText
+from knockout.data._records import Answer, Criterion, ItemSet, PairItem, Question, ScoredText
 from knockout.data._writer import write_jsonl
 
 __all__ = [
     "Answer",
+    "Criterion",
     "ItemSet",
     "Loader",
     "PairItem",

@@ -9,10 +9,31 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, overload
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from knockout._bounds import JsonObject, Name, NonEmptyText, Number, Selection, Text
 from knockout.errors import InputError
+
+
+class Criterion(BaseModel):
+    """One criterion of a criteria rubric: what an answer must do, and the points it is worth."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    criterion: NonEmptyText
+    points: Number
+
+    @field_validator("points")
+    @classmethod
+    def _positive(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("must be a number > 0")
+        return v
+
+
+#: A question's rubric: a text (shown to the judge as written) or criteria with points (the judge grades
+#: each criterion; the grade is the sum).
+Rubric = NonEmptyText | list[Criterion]
 
 
 class Question(BaseModel):
@@ -33,6 +54,8 @@ class Question(BaseModel):
     human_scale: Name = "points"
     task: Name = "exam"  # "exam" (graded answers) or "mt" (translations)
     meta: JsonObject = Field(default_factory=dict)
+    #: a text, or criteria whose points add up to max_points (docs/rubrics.md)
+    rubric: Rubric | None = None
 
     @field_validator("max_points")
     @classmethod
@@ -40,6 +63,42 @@ class Question(BaseModel):
         if v <= 0:
             raise ValueError("must be a number > 0")
         return v
+
+    @field_validator("rubric", mode="before")
+    @classmethod
+    def _rubric_shape(cls, v: Any) -> Any:
+        """A text, or a list of criteria, each checked here so that an error names the criterion."""
+        if v is None or isinstance(v, str):
+            return v
+        if not isinstance(v, list):
+            raise ValueError("must be a text or a list of {criterion, points} objects")
+        out = []
+        for i, c in enumerate(v, 1):
+            try:
+                out.append(c if isinstance(c, Criterion) else Criterion.model_validate(c))
+            except ValidationError as e:
+                err = e.errors()[0]
+                where = ".".join(str(x) for x in err["loc"])
+                msg = str(err["msg"]).removeprefix("Value error, ")
+                raise ValueError(f"criterion {i}{' ' + where if where else ''}: {msg}") from None
+        return out
+
+    @field_validator("rubric")
+    @classmethod
+    def _criteria_add_up(cls, v: Rubric | None, info: ValidationInfo) -> Rubric | None:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("a criteria rubric needs at least one criterion")
+            total = sum(c.points for c in v)
+            max_points = info.data.get("max_points")
+            if max_points is not None and abs(total - max_points) > 1e-9:
+                raise ValueError(f"the criteria's points add up to {total:g}, not to max_points {max_points:g}")
+        return v
+
+    @property
+    def criteria(self) -> list[Criterion]:
+        """The criteria of a criteria rubric (none for a text rubric or none)."""
+        return self.rubric if isinstance(self.rubric, list) else []
 
 
 class Answer(BaseModel):
@@ -419,7 +478,10 @@ class ItemSet:
             return cached
         h = hashlib.sha256()
         for q in self.questions.values():
-            h.update(json.dumps(q.model_dump(), sort_keys=True).encode())
+            d = q.model_dump()
+            if d["rubric"] is None:  # a question without a rubric hashes as before rubrics existed
+                del d["rubric"]
+            h.update(json.dumps(d, sort_keys=True).encode())
         for i in range(len(self)):  # each answer's model_dump, from the columns
             h.update(json.dumps({"id": self._ids[i], "question_id": self._questions[self._qi[i]].id,
                                  "examinee": self.examinee_at(i), "text": self._text[i],
@@ -457,3 +519,25 @@ class ScoredText(BaseModel):
     text: Text
     human_score: Number | None = None
     meta: JsonObject = Field(default_factory=dict)
+
+
+def with_rubrics(items: ItemSet, rubrics: dict[str, Any], *, file: str | None = None) -> ItemSet:
+    """The item set with rubrics given apart from its data (question id -> a text, or a list of
+    ``{"criterion", "points"}``), each checked as a data file's ``rubric`` field; e.g. the rubrics written for
+    the demo exam (``knockout/examples/demo_exam_rubrics.json``)."""
+    from pydantic import ValidationError
+
+    questions = []
+    for qid in rubrics:
+        if qid not in items.questions:
+            raise InputError("no such question in the data", file=file, record=qid, field="rubric")
+    for q in items.questions.values():
+        if q.id not in rubrics:
+            questions.append(q)
+            continue
+        try:
+            questions.append(Question.model_validate({**q.model_dump(), "rubric": rubrics[q.id]}))
+        except ValidationError as exc:
+            raise InputError(str(exc.errors()[0]["msg"]), file=file, record=q.id, field="rubric") from None
+    return ItemSet(questions, list(items), source=items.source)
+

@@ -82,6 +82,8 @@ class PromptSpec(BaseModel):
     #: figures to the judge: auto (refused for a text-only judge when questions have figures), none, separate,
     #: stacked
     figures: Name = "auto"
+    #: questions' rubrics: auto, text or off (docs/rubrics.md)
+    rubric: Name = "auto"
 
 
 class GridSpec(BaseModel):

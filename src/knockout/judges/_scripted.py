@@ -123,7 +123,9 @@ class ScriptedJudge(Judge):
         scores = [self.score(h, max_points, i, rng) for i, h in enumerate(humans)]
         m = f"{max_points:g}"
         if kind == "individual":
-            return f"Explanation: simulated grade (scripted judge).\nScore: {scores[0]:g}/{m}"
+            lines = [f"Criterion {i}: {x:g}/{p:g}" for i, (x, p) in
+                     enumerate(split_points(scores[0], hint.get("criteria") or []), 1)]
+            return "\n".join(["Explanation: simulated grade (scripted judge).", *lines, f"Score: {scores[0]:g}/{m}"])
         if kind == "pairwise":
             return (
                 "Explanation: simulated grades (scripted judge).\n"
@@ -201,3 +203,13 @@ class ScriptedJudge(Judge):
             latency_s=self.delay,
             finish_reason="stop",
         )
+
+
+def split_points(total: float, criteria: list[float]) -> list[tuple[float, float]]:
+    """A simulated grade spread over a criteria rubric, the criteria filled in order: (awarded, points) each."""
+    out, left = [], total
+    for p in criteria:
+        x = min(p, max(left, 0.0))
+        out.append((x, p))
+        left -= x
+    return out

@@ -42,8 +42,19 @@ class MethodOptions(PromptOptions):
 
 
 # -- typed per-answer details (stored as JSON in results.details) ---------------------------------
+class CriterionVerdict(BaseModel):
+    """The judge's verdict on one criterion of a criteria rubric: the points it gave out of the criterion's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    criterion: str
+    points: float
+    awarded: float
+
+
 class IndividualDetails(CallTrace):
-    """Individual grading: the prompt used, the few-shot answers shown, and the call trace."""
+    """Individual grading: the prompt used, the few-shot answers shown, and the call trace; graded by a
+    criteria rubric, the verdict on each criterion (the grade is their sum)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -53,11 +64,12 @@ class IndividualDetails(CallTrace):
     #: (and left out of the JSON) for a single draw
     draws: list[float | None] | None = None
     draw_keys: list[str | None] | None = None
+    criteria: list[CriterionVerdict] | None = None
 
     @model_serializer(mode="wrap")
     def _drop_single_draw(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
-        for k in ("draws", "draw_keys"):
+        for k in ("draws", "draw_keys", "criteria"):
             if out.get(k, 0) is None:
                 del out[k]
         return out

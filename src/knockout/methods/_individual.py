@@ -8,9 +8,10 @@ score, validity and error of each answer; their full details (prompt, every raw 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from knockout.data._records import ItemSet
+from knockout.data._records import Criterion, ItemSet
 from knockout.engine import Outcome, Subject, Task
 from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
 from knockout.prompts._builder import PromptBuilder, parser_for, reminder_for
@@ -20,12 +21,23 @@ if TYPE_CHECKING:
     from knockout.runs import RunContext
 
 
-def individual_details(o: Outcome, prompt: str, shots: list[str]) -> dict[str, Any]:
+def individual_details(o: Outcome, prompt: str, shots: list[str], criteria: Sequence[Criterion] = ()
+                       ) -> dict[str, Any]:
     """The JSON of :class:`IndividualDetails` for one outcome, written directly (a large run builds one per
-    answer; the model validates the same fields, in the same order, to the same JSON)."""
+    answer; the model validates the same fields, in the same order, to the same JSON; ``criteria`` only when
+    the answer was graded by a criteria rubric)."""
     attempts = [{"key": a.key, "reply": a.reply, "cached": a.cached, "error": a.error} for a in o.attempts]
-    return {"valid": o.valid, "error": o.error, "failed": o.failed, "attempts": attempts,
-            "prompt": prompt, "shots": list(shots)}
+    out: dict[str, Any] = {"valid": o.valid, "error": o.error, "failed": o.failed, "attempts": attempts,
+                           "prompt": prompt, "shots": list(shots)}
+    if o.valid and isinstance(o.value, dict) and criteria:
+        out["criteria"] = [{"criterion": c.criterion, "points": c.points, "awarded": float(x)}
+                           for c, x in zip(criteria, o.value["criteria"], strict=True)]
+    return out
+
+
+def grade_of(value: Any) -> float:
+    """A parsed grade: a number, or the sum of a criteria verdict (``{"grade": ..., "criteria": [...]}``)."""
+    return float(value["grade"]) if isinstance(value, dict) else float(value)
 
 
 class Individual(Method):
@@ -45,30 +57,34 @@ class Individual(Method):
         for start in range(0, n, self.chunk):  # each chunk's answers built from the item set's columns
             part = items.answers[start:start + self.chunk]
             tasks: list[Task] = []
-            meta: list[tuple[str, list[str]]] = []
+            meta: list[tuple[str, list[str], list[Criterion]]] = []
             for a in part:
                 q = items.question_of(a)
                 t, rendered, shot_ids = builder.individual(a)
-                tasks.append(Task(messages=rendered.messages, parse=parser_for(t, q.max_points, rendered.shown),
+                criteria = builder.criteria(q)
+                tasks.append(Task(messages=rendered.messages,
+                                  parse=parser_for(t, q.max_points, rendered.shown, criteria),
                                   reminder=reminder_for(t, q.max_points), subject=Subject("individual", (a.id,)),
                                   label=a.id))
-                meta.append((t.name, shot_ids))
+                meta.append((t.name, shot_ids, q.criteria if criteria else []))
             outcomes = await ctx.engine.ask_all(tasks, wave=1)
             done = [
                 AnswerResult(
                     answer_id=a.id,
                     question_id=a.question_id,
-                    score=float(o.value) if o.valid else None,
+                    score=grade_of(o.value) if o.valid else None,
                     valid=o.valid,
-                    details=individual_details(o, prompt, shots),
+                    details=individual_details(o, prompt, shots, crit),
                 )
-                for a, o, (prompt, shots) in zip(part, outcomes, meta, strict=True)
+                for a, o, (prompt, shots, crit) in zip(part, outcomes, meta, strict=True)
             ]
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in done)
             if chunked:  # the details are in the store; keep what a summary needs (the error, the few-shot
                 for r in done:  # answers for the copy rate, the last reply for the sciex parser's fallbacks)
                     kept: dict[str, Any] = {} if r.valid else {"error": r.details.get("error")}
                     kept["prompt"] = r.details.get("prompt")
+                    if r.details.get("criteria"):
+                        kept["criteria"] = r.details["criteria"]
                     if r.details.get("shots"):
                         kept["shots"] = r.details["shots"]
                     if options.parser and r.details.get("attempts"):

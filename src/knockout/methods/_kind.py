@@ -72,18 +72,23 @@ class GradeKind(RunKind):
             tables.append(_noise_compare_table(data["noise"]))
         return tables
 
-    # -- repeated judge draws (--samples K): the judge's own noise; --calibrate: calibration to experts ----
+    # -- report sections: repeated judge draws (--samples K), criteria rubrics' verdicts, --calibrate ----
     def report_sections(self, loaded: Any, options: ReportOptions) -> dict[str, Any]:
         from knockout.calibration._noise import noise_report
+        from knockout.methods._criteria import criteria_section
 
         noise = noise_report(loaded.items, loaded.results, resamples=options.resamples, seed=options.seed)
-        return {**({"noise": noise} if noise else {}), **calibration_section(loaded, options)}
+        criteria = criteria_section(loaded.items, loaded.results)  # answers graded by criteria rubrics
+        return {**({"noise": noise} if noise else {}), **({"criteria": criteria} if criteria else {}),
+                **calibration_section(loaded, options)}
 
     def section_tables(self, report: dict[str, Any]) -> list[Any]:
         from knockout.calibration._noise import noise_tables
         from knockout.calibration._run import section_tables
+        from knockout.methods._criteria import criteria_tables
 
-        return (noise_tables(report["noise"]) if report.get("noise") else []) + section_tables(report)
+        return ((noise_tables(report["noise"]) if report.get("noise") else []) + criteria_tables(report.get("criteria"))
+                + section_tables(report))
 
     def tidy(self, store: Store, record: RunRecord, table: str) -> list[dict[str, Any]]:
         from knockout.annotations import add_web_grades
@@ -144,6 +149,8 @@ class GradeKind(RunKind):
             human = ", ".join(f"{g} {s:g}" for g, s in a.human_scores.items())
             view["facts"].append(("Human", f"{human} (mean {a.human_score:g})" if a.human_scores and
                                   a.human_score is not None else "no human grade"))
+        for i, c in enumerate(d.get("criteria") or [], 1):  # graded by a criteria rubric: each verdict
+            view["facts"].append((f"Criterion {i}", f"{c['awarded']:g} of {c['points']:g} points: {c['criterion']}"))
         if d.get("scores"):
             view["facts"].append(("Grades received", ", ".join(str(s) for s in d["scores"])))
         if d.get("draws"):  # --samples K: the grade is the mean of the valid draws

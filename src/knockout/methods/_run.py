@@ -100,8 +100,11 @@ def grade_oracle(items: ItemSet) -> Oracle:
 
     def facts(subject: Subject) -> dict[str, Any]:
         at = [items.index_of(i) for i in subject.ids]
-        return {"kind": subject.kind, "max_points": items.question_at(at[0]).max_points,
-                "humans": [items.human_score_at(k) for k in at]}
+        q = items.question_at(at[0])
+        facts = {"kind": subject.kind, "max_points": q.max_points, "humans": [items.human_score_at(k) for k in at]}
+        if q.criteria:  # a criteria rubric: the simulation can answer per criterion too
+            facts["criteria"] = [c.points for c in q.criteria]
+        return facts
 
     return facts
 
@@ -135,9 +138,12 @@ class GradeRun(Run[RunReport]):
         return {"samples": self.cfg.samples} if self.cfg.samples > 1 else {}
 
     def identity(self) -> dict[str, Any]:
+        options = self.cfg.options.record()
+        if options.get("rubric") == "auto":  # the default: the run ids made before rubrics existed stand
+            del options["rubric"]
         return {
             "method": self.cfg.method,
-            "options": self.cfg.options.record(),
+            "options": options,
             "params": self.cfg.params.model_dump(mode="json"),
             "format_retries": self.cfg.format_retries,
             "figures": self.figure_mode,

@@ -14,7 +14,14 @@ from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.prompts._fewshot import select_shots
 from knockout.prompts._parsers import Parsed, parsers
-from knockout.prompts._render import DEFAULT_QUOTING, Rendered, get_quoting, judge_messages, own_verdict
+from knockout.prompts._render import (
+    DEFAULT_QUOTING,
+    Rendered,
+    get_quoting,
+    judge_messages,
+    own_verdict,
+    takes_criteria,
+)
 from knockout.prompts._templates import FAMILIES, PromptTemplate, auto_preset, fmt_points, get_template, render
 
 
@@ -34,6 +41,10 @@ class PromptOptions:
     quoting: Name = DEFAULT_QUOTING
     #: read the judge's replies with this registered parser instead of the template's (e.g. sciex-score)
     parser: Spec | None = None
+    #: questions' rubrics (:data:`RUBRIC_MODES`, docs/rubrics.md): auto (a text rubric shown in {rubric}, a
+    #: criteria rubric graded per criterion by individual grading), text (every rubric shown in {rubric},
+    #: one grade), off (rubrics ignored: the prompts of questions without one)
+    rubric: Name = "auto"
 
     @model_validator(mode="wrap")
     @classmethod
@@ -57,6 +68,29 @@ _SHOT_NEEDS = {
 }
 
 
+RUBRIC_MODES = {
+    "auto": "a text rubric shown in {rubric}; a criteria rubric graded per criterion (individual grading: "
+    "the criteria preset, the grade is the sum), listed in {rubric} by pairwise methods",
+    "text": "every rubric shown in {rubric} (criteria listed with their points), one grade as without a rubric",
+    "off": "rubrics ignored: every prompt as for a question without one",
+}
+#: how a criterion is shown, by language: its number, its points, its text
+CRITERION_LINES = {"en": ("Criterion {n} ({points} {unit}): {text}", "point", "points"),
+                   "de": ("Kriterium {n} ({points} {unit}): {text}", "Punkt", "Punkte")}
+
+
+def rubric_text(q: Question, language: str = "en") -> str:
+    """A question's rubric as shown in ``{rubric}``: a text as written; criteria one per line, numbered, with
+    their points (``Criterion 1 (2 points): ...``, the label the criteria parser reads); empty without one."""
+    if q.rubric is None:
+        return ""
+    if isinstance(q.rubric, str):
+        return q.rubric
+    line, one, many = CRITERION_LINES.get(language[:2].lower(), CRITERION_LINES["en"])
+    return "\n".join(line.format(n=i, points=fmt_points(c.points), unit=one if c.points == 1 else many,
+                                 text=c.criterion) for i, c in enumerate(q.rubric, 1))
+
+
 class PromptBuilder:
     """Chooses the template for each question and renders messages."""
 
@@ -66,6 +100,8 @@ class PromptBuilder:
         self.options = options
         self._fixed: PromptTemplate | None = None
         get_quoting(options.quoting)  # an unknown name fails here, before any request
+        if options.rubric not in RUBRIC_MODES:
+            raise ConfigError(f"unknown rubric mode '{options.rubric}' (known: {', '.join(RUBRIC_MODES)})")
         if options.parser is not None:
             if options.parser not in parsers:
                 raise ConfigError(f"unknown parser '{options.parser}' (known: {', '.join(parsers.names())})")
@@ -92,6 +128,7 @@ class PromptBuilder:
                     reference=self.options.reference and q.reference is not None,
                     shots=self.options.shots,
                     family=self.options.prompt,
+                    criteria=self.options.rubric == "auto" and bool(q.criteria) and self.options.parser is None,
                 )
             except ConfigError as e:
                 raise ConfigError(f"question '{q.id}': {e}") from None
@@ -100,7 +137,14 @@ class PromptBuilder:
             t = replace(t, parser=self.options.parser)
         if self.options.shots and not t.uses_examples:
             raise ConfigError(f"prompt '{t.name}' has no {{examples}} placeholder; few-shot needs e.g. sciex-en")
+        if takes_criteria(parsers.get(t.parser)) and not self.criteria(q):
+            raise ConfigError(f"prompt '{t.name}' grades per criterion (parser '{t.parser}'); question '{q.id}' has "
+                              "no criteria rubric" + (" (--rubric off)" if q.criteria else ""))
         return t
+
+    def criteria(self, q: Question) -> list[float]:
+        """The points of each criterion of the question's criteria rubric, as this run sees it."""
+        return [] if self.options.rubric == "off" else [c.points for c in q.criteria]
 
     def _values(self, q: Question, t: PromptTemplate) -> dict[str, str]:
         if t.uses_reference and not q.reference:
@@ -109,6 +153,7 @@ class PromptBuilder:
             "question": q.text,
             "max_points": fmt_points(q.max_points),
             "reference": q.reference or "",
+            "rubric": "" if self.options.rubric == "off" else rubric_text(q, t.language),
         }
 
     def check_shots(self, answers: Sequence[Answer]) -> None:
@@ -153,9 +198,12 @@ class PromptBuilder:
         return t, judge_messages(t, values, images=q.images, quoting=self.options.quoting)
 
 
-def parser_for(t: PromptTemplate, max_points: float, shown: Sequence[str] = ()) -> Callable[[str], Parsed]:
-    """The template's parser for one request; ``shown``: the data texts it showed (``Rendered.shown``)."""
-    return own_verdict(parsers.get(t.parser), max_points, shown)
+def parser_for(t: PromptTemplate, max_points: float, shown: Sequence[str] = (), criteria: Sequence[float] = ()
+               ) -> Callable[[str], Parsed]:
+    """The template's parser for one request; ``shown``: the data texts it showed (``Rendered.shown``);
+    ``criteria``: the points of the question's criteria (:meth:`PromptBuilder.criteria`), for a parser that
+    grades per criterion."""
+    return own_verdict(parsers.get(t.parser), max_points, shown, criteria)
 
 
 def reminder_for(t: PromptTemplate, max_points: float) -> Callable[[str], str] | None:

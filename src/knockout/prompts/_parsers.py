@@ -34,6 +34,11 @@ shown=texts)`` (a plugin parser without a ``shown`` parameter is called without 
   ``**Score:** 4``, ``Score: [3.5]/5``, ``[grade] 2 [/grade]``,
   ``<Rating> 4 </Rating>``); the last one in the reply wins.  A bare fraction
   on the question's scale (``4 out of 5``) is read only when there is none.
+* ``criteria`` — one verdict per criterion of the question's criteria rubric, ``Criterion N: X/P``
+  (also ``Kriterium``); every criterion needs its own verdict on ``0..P`` (the last one not copied), a
+  missing, unreadable or out-of-range one, or one for a criterion the rubric does not have, makes the
+  whole reply invalid (asked again, then counted invalid); the grade is the sum.  Called with
+  ``criteria=`` the points of each criterion (:func:`knockout.prompts._render.own_verdict`).
 * ``pairwise`` — two grades: ``Answer 1: X/max Answer 2: Y/max`` (also
   ``Antwort``, ``Translation``, ``Übersetzung``, ``Response``, ``Assistant``);
   a pair written together is read (and checked for copies) as one verdict.
@@ -354,3 +359,41 @@ def parse_pairwise(text: str, max_points: float, shown: Sequence[str] = ()) -> P
             return Parsed(error=f"answer {n}: {checked.error}")
         values.append(checked.value)
     return Parsed(value=(values[0], values[1]))
+
+
+_CRITERION = re.compile(
+    r"\b(?:criterion|kriterium)\s*(\d+)\s*(?:\(\s*[^)\n]{0,40}\))?\s*[:=]\s*\[?\s*" + NUM + r"\s*\]?" + _DENOM,
+    re.I,
+)
+
+
+@parsers.register("criteria", "one verdict per rubric criterion, 'Criterion N: X/P'; the grade is their sum")
+def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), criteria: Sequence[float] = ()
+                   ) -> Parsed:
+    """``criteria``: the points of each criterion, in order.  The value is ``{"grade": sum, "criteria":
+    [points awarded per criterion]}``; any criterion without a readable verdict makes the reply invalid."""
+    if not criteria:
+        return Parsed(error="the question has no criteria rubric to grade by")
+    copies = Copies(shown)
+    clean = _strip_markup(text, copies)
+    if copies.echo(clean):
+        return Parsed(error=ECHO)
+    every = list(_CRITERION.finditer(clean))
+    stray = sorted({int(m.group(1)) for m in every} - set(range(1, len(criteria) + 1)))
+    if stray:
+        return Parsed(error=f"the reply grades criterion {stray[0]}; the rubric has {len(criteria)}")
+    awarded: list[float] = []
+    for n, points in enumerate(criteria, 1):
+        found = [m for m in every if int(m.group(1)) == n]
+        m = copies.pick(found)
+        if m is None:
+            return Parsed(error=f"criterion {n}: {COPIED}" if found
+                          else f"no verdict for criterion {n} found in the reply")
+        checked = _check(m.group(2), m.group(3), points)
+        if not checked.ok:
+            return Parsed(error=f"criterion {n}: {checked.error}")
+        awarded.append(float(checked.value))
+    total = sum(awarded)
+    if total > max_points + 1e-9:
+        return Parsed(error=f"the criteria add up to {total:g}, above {max_points:g}")
+    return Parsed(value={"grade": min(total, max_points), "criteria": awarded})

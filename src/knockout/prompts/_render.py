@@ -53,9 +53,13 @@ from knockout.prompts._templates import PromptTemplate, placeholders, render
 
 #: Placeholders whose values are data, not the prompt author's words (all shown to the parsers).
 DATA_FIELDS = frozenset(
-    {"question", "answer", "answer1", "answer2", "reference", "text", "result1", "result2", "eval_result",
-     "transcript"}
+    {"question", "answer", "answer1", "answer2", "reference", "rubric", "text", "result1", "result2",
+     "eval_result", "transcript"}
 )
+#: Data placeholders that are a whole section, the value shown in the template's block for it (``{rubric}`` in
+#: ``rubric_block``); nothing at all when the value is empty (a question without a rubric renders the bytes
+#: it rendered before rubrics).
+SECTIONS = {"rubric": "rubric_block"}
 #: The data an examinee (or an evaluated model or judge) wrote: quoted by every quoting but ``none``.
 EXAMINEE_FIELDS = frozenset({"answer", "answer1", "answer2", "result1", "result2", "eval_result", "transcript"})
 #: The long notice of the ``all`` quoting (knockout's default before the accuracy gate).
@@ -126,13 +130,38 @@ class Rendered:
         return own_verdict(parse, max_points, self.shown)
 
 
-def own_verdict(parse: Parser, max_points: float, shown: Sequence[str] = ()) -> Callable[[str], Parsed]:
+def own_verdict(parse: Parser, max_points: float, shown: Sequence[str] = (), criteria: Sequence[float] = ()
+                ) -> Callable[[str], Parsed]:
     """``parse`` for one request: ``shown`` are the data texts it showed the judge (a plugin parser
-    without a ``shown`` parameter is called without them)."""
+    without a ``shown`` parameter is called without them); ``criteria``: the points of each criterion of
+    the question's criteria rubric, for a parser that takes them (:func:`takes_criteria`)."""
     texts = tuple(shown)
+    if takes_criteria(parse):
+        points = tuple(criteria)
+        return lambda text: parse(text, max_points, shown=texts, criteria=points)  # type: ignore[call-arg]
     if not _takes_shown(parse):
         return lambda text: parse(text, max_points)
     return lambda text: parse(text, max_points, shown=texts)
+
+
+def takes_criteria(parse: Parser) -> bool:
+    """The parser grades per criterion (it has a ``criteria`` parameter: the ``criteria`` parser)."""
+    try:
+        return _takes_criteria_cached(parse)  # type: ignore[arg-type]  # unhashable: the except below
+    except TypeError:
+        return _inspect_criteria(parse)
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_criteria_cached(parse: Parser) -> bool:
+    return _inspect_criteria(parse)
+
+
+def _inspect_criteria(parse: Parser) -> bool:
+    try:
+        return "criteria" in inspect.signature(parse).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _takes_shown(parse: Parser) -> bool:
@@ -180,8 +209,16 @@ def boundary(texts: Sequence[str]) -> str:
 
 
 def _data(text: str, values: Mapping[str, str], fields: frozenset[str] = DATA_FIELDS) -> list[str]:
-    """The data values a template text shows (by placeholder name)."""
-    return [values[name] for name in _data_names(text) if name in values and name in fields]
+    """The data values a template text shows (by placeholder name; an empty section shows nothing)."""
+    return [values[name] for name in _data_names(text)
+            if name in values and name in fields and (values[name] or name not in SECTIONS)]
+
+
+def _section(t: PromptTemplate, name: str, shown: str) -> str:
+    """A section placeholder's text: the template's block for it with the value as shown; empty without one."""
+    if not shown:
+        return ""
+    return render(str(getattr(t, SECTIONS[name])), {name: shown})
 
 
 @functools.lru_cache(maxsize=1024)
@@ -212,12 +249,16 @@ def judge_messages(
     quoted += [v for ex in examples for v in _data(t.example, ex, q.fields)]
     b = boundary(shown) if quoted else ""
 
+    def show(k: str, v: str) -> str:
+        if k in SECTIONS:
+            return _section(t, k, (f"<<<{b}\n{escape(v)}\n{b}>>>" if k in q.fields and b else escape(v)) if v else "")
+        return f"<<<{b}\n{escape(v)}\n{b}>>>" if k in q.fields and b else escape(v)
+
     def fill(text: str, vals: Mapping[str, str]) -> str:
-        return render(text, {k: (f"<<<{b}\n{escape(v)}\n{b}>>>" if k in q.fields and b else escape(v))
-                             if k in DATA_FIELDS else v for k, v in vals.items()})
+        return render(text, {k: show(k, v) if k in DATA_FIELDS else v for k, v in vals.items()})
 
     block = t.examples_header + "".join(fill(t.example, ex) for ex in examples) if examples else ""
-    full = {**values, "examples": block}
+    full = {**dict.fromkeys(SECTIONS, ""), **values, "examples": block}  # a section not given: empty
     texts = [fill(p, full) for p in parts]
     system = texts[0] if t.system else None
     if q.notice is not None and b:

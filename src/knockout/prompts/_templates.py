@@ -14,6 +14,8 @@ A template file (TOML) has::
     reminder = '''sent after an unparseable reply; may use {error} and {max_points}'''
     example = '''optional few-shot example block (SciEx style), uses {grade}'''
     examples_header = '''text put before the examples when there are any'''
+    rubric_block = '''the section {rubric} stands for when the question has a rubric (default by language;
+    its own {rubric} is the rubric: a text, or the criteria one per line)'''
 
 A plain ``.txt``/``.md`` file is a template body alone; its kind is
 ``pairwise`` when it uses ``{answer1}`` and ``{answer2}``, else ``individual``.
@@ -40,6 +42,8 @@ PLACEHOLDERS = {
     "answer2": "second answer of a pair",
     "max_points": "maximum points of the question",
     "reference": "reference answer",
+    "rubric": "the question's rubric as a section (the template's rubric_block); empty when the question has "
+    "none (or with --rubric off): write it at the start of a line",
     "examples": "few-shot examples block",
     "grade": "a human grade (only inside an example block)",
     "error": "why the last reply could not be parsed (only in a reminder)",
@@ -76,6 +80,8 @@ DEFAULT_REMINDERS = {
     ),
     "solve": "Your reply was empty ({error}). Please answer the exam question above.",
 }
+#: the section ``{rubric}`` stands for when a template sets no ``rubric_block`` (its ``{rubric}``: the rubric)
+DEFAULT_RUBRIC_BLOCKS = {"en": "Grading rubric:\n{rubric}\n", "de": "Bewertungsschema:\n{rubric}\n"}
 DEFAULT_PARSERS = {"individual": "score", "pairwise": "pairwise", "sbs": "sbs", "solve": "answer"}
 #: ``--prompt`` names that pick a preset per question (language, reference) from a family, like ``auto``.
 FAMILIES = {
@@ -141,6 +147,7 @@ class PromptTemplate:
     reminder: str = ""
     example: str = ""
     examples_header: str = ""
+    rubric_block: str = ""
     source: str = "preset"
     fields: frozenset[str] = field(default_factory=frozenset)
 
@@ -152,6 +159,10 @@ class PromptTemplate:
     def uses_examples(self) -> bool:
         return "examples" in self.fields
 
+    @property
+    def uses_rubric(self) -> bool:
+        return "rubric" in self.fields
+
 
 def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
     for part, text in (("template", t.template), ("system", t.system), ("reminder", t.reminder),
@@ -162,6 +173,10 @@ def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
             names = ", ".join("{" + u + "}" for u in sorted(unknown))
             known = ", ".join("{" + k + "}" for k in allowed)
             raise ConfigError(f"{where}: {part} uses unknown placeholder {names} (known: {known})")
+    unknown = placeholders(t.rubric_block) - {"rubric"}
+    if unknown or "rubric" not in placeholders(t.rubric_block):
+        raise ConfigError(f"{where}: rubric_block must use {{rubric}} and no other placeholder"
+                          + (f" (uses {', '.join('{' + u + '}' for u in sorted(unknown))})" if unknown else ""))
     if t.parser not in parsers:
         raise ConfigError(f"{where}: unknown parser '{t.parser}' (known: {', '.join(parsers.names())})")
     need = {"individual": {"answer"}, "pairwise": {"answer1", "answer2"}, "sbs": {"answer1", "answer2"},
@@ -191,6 +206,8 @@ def _from_mapping(data: dict[str, object], where: str, source: str) -> PromptTem
         reminder=str(data.get("reminder") or DEFAULT_REMINDERS.get(kind, "")),
         example=str(data.get("example", "")),
         examples_header=str(data.get("examples_header", "")),
+        rubric_block=str(data.get("rubric_block") or DEFAULT_RUBRIC_BLOCKS.get(
+            str(data.get("language", "en"))[:2].lower(), DEFAULT_RUBRIC_BLOCKS["en"])),
         source=source,
         fields=fields_,
     )
@@ -272,9 +289,12 @@ def preset_language(language: str) -> str | None:
     return primary if primary in PRESET_LANGUAGES else None
 
 
-def auto_preset(kind: str, *, language: str, task: str, reference: bool, shots: int, family: str = "auto") -> str:
+def auto_preset(kind: str, *, language: str, task: str, reference: bool, shots: int, family: str = "auto",
+                criteria: bool = False) -> str:
     """The paper preset that fits a question: MT, SciEx (few-shot) or knockout prompts; with ``family``
-    (:data:`FAMILIES`) the family's preset for the question's language and reference."""
+    (:data:`FAMILIES`) the family's preset for the question's language and reference; ``criteria`` (a
+    question with a criteria rubric, graded individually without few-shot examples): knockout's criteria
+    preset, which asks for a verdict per criterion."""
     ref = "-ref" if reference else ""
     if task == "mt" and family == "auto":
         return f"knockout-{kind}-mt"
@@ -289,4 +309,6 @@ def auto_preset(kind: str, *, language: str, task: str, reference: bool, shots: 
         return f"{family}-{lang}{ref}"
     if shots > 0 and kind == "individual":
         return f"sciex-{lang}{ref}"
+    if criteria and kind == "individual":
+        return f"knockout-individual-{lang}{ref}-criteria"
     return f"knockout-{kind}-{lang}{ref}"

@@ -190,6 +190,8 @@ class ResultRows(Sequence[dict[str, Any]]):
         self._group = array("i")
         self._groups: list[Any] = []
         self._pos: dict[Any, int] = {}
+        #: the details beside the groups that few rows have (repeated draws, criterion verdicts), by row
+        self._extra: dict[int, dict[str, Any]] = {}
 
     def _code(self, kind: str, value: Any, table: list[Any]) -> int:
         k = self._pos.get((kind, value))
@@ -198,8 +200,12 @@ class ResultRows(Sequence[dict[str, Any]]):
             table.append(value)
         return k
 
-    def append(self, item_id: str, question_id: str | None, score: float | None, valid: bool, groups: Any) -> None:
-        """One row; ``groups`` as SQLite's ``json_extract`` gave it (an object's JSON text, or NULL)."""
+    def append(self, item_id: str, question_id: str | None, score: float | None, valid: bool, groups: Any,
+               extra: dict[str, Any] | None = None) -> None:
+        """One row; ``groups`` as SQLite's ``json_extract`` gave it (an object's JSON text, or NULL); ``extra``:
+        the row's other details read for a report (``draws``, ``criteria``), when it has any."""
+        if extra:
+            self._extra[len(self._items)] = extra
         self._items.append(item_id)
         self._question.append(self._code("q", question_id, self._questions))
         self._score.append(0.0 if score is None else score)
@@ -218,19 +224,24 @@ class ResultRows(Sequence[dict[str, Any]]):
 
     def row(self, i: int) -> dict[str, Any]:
         g, f = self._group[i], self._flags[i]
+        details = {} if g < 0 else {"groups": _copy_json(self._groups[g])}
+        if i in self._extra:
+            details.update(_copy_json(self._extra[i]))
         return {"item_id": self._items[i], "question_id": self._questions[self._question[i]],
-                "score": None if f & 2 else self._score[i], "valid": bool(f & 1),
-                "details": {} if g < 0 else {"groups": _copy_json(self._groups[g])}}
+                "score": None if f & 2 else self._score[i], "valid": bool(f & 1), "details": details}
 
     def shared(self) -> Iterator[tuple[str, float | None, bool, dict[str, Any]]]:
         """(item id, score, valid, details) of each row, with one details dict per distinct value, shared by
         the rows that have it (for readers that do not change them: the agreement analysis)."""
         empty: dict[str, Any] = {}
         details = [{"groups": g} for g in self._groups]
-        items, score, flags, group = self._items, self._score, self._flags, self._group
+        items, score, flags, group, extra = self._items, self._score, self._flags, self._group, self._extra
         for i in range(len(items)):
             g, f = group[i], flags[i]
-            yield items[i], None if f & 2 else score[i], bool(f & 1), empty if g < 0 else details[g]
+            d = empty if g < 0 else details[g]
+            if i in extra:
+                d = {**d, **extra[i]}
+            yield items[i], None if f & 2 else score[i], bool(f & 1), d
 
     @overload
     def __getitem__(self, i: int) -> dict[str, Any]: ...
@@ -723,29 +734,35 @@ class Store:
     def results(self, run_id: str, *, details: bool = True, question_id: str | None = None,
                 item_id: str | None = None) -> list[dict[str, Any]]:
         """A run's results in the order written; only one question's, or one item's, when given;
-        ``details=False`` reads only the breakdown groups and the grades of repeated draws (``--samples``) of
-        each result's details (what an agreement report needs), not the raw replies."""
+        ``details=False`` reads only the breakdown groups, the grades of repeated draws (``--samples``) and the
+        criterion verdicts of each result's details (what an agreement report needs), not the raw replies."""
         return list(self.iter_results(run_id, details=details, question_id=question_id, item_id=item_id))
 
     def result_rows(self, run_id: str) -> ResultRows:
-        """A run's results with their breakdown groups only (``results(run_id, details=False)``: the same rows,
-        in the same order), held as columns (:class:`ResultRows`)."""
+        """A run's results with what an agreement report reads of their details (``results(run_id,
+        details=False)``: the same rows, in the same order), held as columns (:class:`ResultRows`)."""
         out = ResultRows()
         last = 0
         while True:
             rows = self.db.execute(
-                "SELECT rowid, item_id, question_id, score, valid, json_extract(details, '$.groups') FROM results "
+                "SELECT rowid, item_id, question_id, score, valid, json_extract(details, '$.groups'), "
+                "json_extract(details, '$.draws'), json_extract(details, '$.criteria') FROM results "
                 "WHERE +run_id = ? AND rowid > ? ORDER BY rowid LIMIT 5000", (run_id, last)).fetchall()
             if not rows:
                 return out
             for r in rows:
-                out.append(r[1], r[2], r[3], r[4], r[5])
+                extra = None
+                if r[6] is not None or r[7] is not None:  # repeated draws, criterion verdicts: few runs have them
+                    extra = {k: json.loads(v) if isinstance(v, str) else v
+                             for k, v in (("draws", r[6]), ("criteria", r[7])) if v is not None}
+                out.append(r[1], r[2], r[3], r[4], r[5], extra)
             last = rows[-1][0]
 
     def iter_results(self, run_id: str, *, details: bool = True, question_id: str | None = None,
                      item_id: str | None = None) -> Iterator[dict[str, Any]]:
         """A run's results one by one, in the order written (read in pages, not all at once)."""
-        column = "details" if details else "json_extract(details, '$.groups'), json_extract(details, '$.draws')"
+        column = ("details" if details else "json_extract(details, '$.groups'), json_extract(details, '$.draws'), "
+                  "json_extract(details, '$.criteria')")
         # A whole run is read along the rowid (the table's own order: each page starts where the last ended);
         # "+run_id" keeps SQLite from searching the run's index and sorting all its rows again for every
         # page, which made reading a million results quadratic.  One question or item: its index.
@@ -765,11 +782,11 @@ class Store:
             for r in rows:
                 if details:
                     d = json.loads(r[5])
-                else:  # the groups and draws alone (SQLite gives an object's JSON text, NULL where absent)
-                    groups = json.loads(r[5]) if isinstance(r[5], str) else r[5]
-                    d = {} if groups is None else {"groups": groups}
-                    if r[6] is not None:  # a run with repeated judge draws (--samples)
-                        d["draws"] = json.loads(r[6])
+                else:  # the groups, draws and criterion verdicts alone (SQLite gives JSON text, NULL where absent)
+                    d = {}
+                    for key, value in (("groups", r[5]), ("draws", r[6]), ("criteria", r[7])):
+                        if value is not None:
+                            d[key] = json.loads(value) if isinstance(value, str) else value
                 yield {"item_id": r[1], "question_id": r[2], "score": r[3], "valid": bool(r[4]), "details": d}
             last = rows[-1][0]
 

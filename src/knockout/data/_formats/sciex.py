@@ -39,6 +39,18 @@ def sniff(path: Path) -> bool:
     return isinstance(data, dict) and "Questions" in data
 
 
+def _rubric(value: Any) -> Any:
+    """``Rubric`` of a question's entry in additional_info.json (optional): a text, or a list of criteria
+    ``{"Criterion": ..., "Points": ...}`` (lower-case keys as in knockout's JSONL are read too); the Question
+    model checks it (the criteria's points must add up to MaximumPoints)."""
+    if _is_none(value):
+        return None
+    if isinstance(value, list):
+        return [{k.lower() if isinstance(k, str) and k.lower() in ("criterion", "points") else k: v
+                 for k, v in c.items()} if isinstance(c, dict) else c for c in value]
+    return value
+
+
 def _is_none(x: object) -> bool:
     return x is None or (isinstance(x, str) and x.strip().lower() in ("", "none"))
 
@@ -233,6 +245,7 @@ def read_exam(exam_file: Path, info_file: Path, *, exam: str, lang: str, answer_
                 resolve_image(f, folder, file=exam_file, record=where, field="Figures")
                 for f in _figures(q, file=exam_file, record=where)
             ],
+            "rubric": _rubric(info.get("Rubric")),
             "meta": {"index": idx, "average_student_points": avg_points,
                      **({"gold_answers": golds} if golds else {}),
                      **({"exam_info": exam_level} if exam_level else {})},
@@ -242,7 +255,7 @@ def read_exam(exam_file: Path, info_file: Path, *, exam: str, lang: str, answer_
             fields,
             file=exam_file,
             record=where,
-            rename={"text": "Description", "max_points": "MaximumPoints"},
+            rename={"text": "Description", "max_points": "MaximumPoints", "rubric": "Rubric"},
         )
 
     def check_index(idx: str, file: Path) -> None:

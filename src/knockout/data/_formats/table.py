@@ -11,6 +11,7 @@ string) is an empty cell.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,7 +21,8 @@ from knockout.data._io import build, item_set, shorten, to_number
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError, InputError
 
-QUESTION_FIELDS = ("question_id", "question", "reference", "max_points", "language", "difficulty", "exam_id")
+QUESTION_FIELDS = ("question_id", "question", "reference", "max_points", "language", "difficulty", "exam_id",
+                   "rubric")
 ANSWER_FIELDS = ("answer_id", "examinee", "answer", "human_score")
 FIELDS = QUESTION_FIELDS + ANSWER_FIELDS
 #: A JSON object of grades ``{grader: score}`` (JSONL, Parquet struct/map, DataFrame dict cells).
@@ -114,6 +116,25 @@ def as_number(value: Any, *, file: Path, record: str, field: str) -> float | Non
     return to_number(value, file=file, record=record, field=field)
 
 
+def as_rubric(value: Any, *, file: Path, record: str, field: str) -> Any:
+    """A ``rubric`` cell: a list of ``{criterion, points}`` objects (JSON, Parquet, DataFrame cells), a text
+    holding such a JSON array (CSV), or a text rubric; None when empty.  The Question model checks it."""
+    value = plain(value)
+    if _blank(value):
+        return None
+    if isinstance(value, (list, tuple)):
+        return [plain(c) if not isinstance(c, dict) else {k: plain(v) for k, v in c.items()} for c in value]
+    text = as_text(value, file=file, record=record, field=field)
+    if text is not None and text.startswith("["):
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return text  # a text rubric that happens to start with a bracket
+        if isinstance(parsed, list):
+            return parsed
+    return text
+
+
 def _blank(value: Any) -> bool:
     value = plain(value)
     return len(value) == 0 if isinstance(value, (dict, list, tuple)) else is_missing(value)
@@ -187,6 +208,9 @@ def load_rows(rows: Iterable[Row], header: Iterable[str], *, columns: Mapping[st
                 x = as_number(cells.get(col[f]), file=file, record=where, field=col[f])
                 if x is not None:
                     q[f] = x
+            elif f == "rubric":
+                if (rubric := as_rubric(cells.get(col[f]), file=file, record=where, field=col[f])) is not None:
+                    q[f] = rubric
             elif (value := text(f)) is not None:
                 q[MODEL_FIELD.get(f, f)] = value
         if qid in questions:  # later rows may leave question cells empty, but must not contradict
