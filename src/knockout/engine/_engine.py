@@ -190,7 +190,8 @@ class Engine:
         other.params = self.params.model_copy(update={"seed": seed})
         other._key = KeyMaker(self.identity, other.params, draw)
         other._in_flight = {}
-        other._unwritten = []
+        other._unwritten = []  # its own queues: a shared list would be swapped out by one engine's flush only
+        other._unclaimed = []
         return other
 
     def _write_reply(self, key: str, request: dict[str, Any], record: CallRecord, started: float
