@@ -128,7 +128,9 @@ def pack_items(items: ItemSet) -> bytes:
     z = zlib.compressobj(6)
     parts = [z.compress(ITEMS_V2 + json.dumps({"source": items.source}, ensure_ascii=False).encode() + b"\n")]
     for q in items.questions.values():
-        parts.append(z.compress(b'{"q":' + q.model_dump_json().encode() + b"}\n"))
+        # a question without a rubric is written as before rubrics existed (the same snapshot bytes)
+        dumped = q.model_dump_json(exclude={"rubric"} if q.rubric is None else None)
+        parts.append(z.compress(b'{"q":' + dumped.encode() + b"}\n"))
     for a in items.answers:
         parts.append(z.compress(b'{"a":' + a.model_dump_json().encode() + b"}\n"))
     parts.append(z.flush())
