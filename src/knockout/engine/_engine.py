@@ -211,9 +211,7 @@ class Engine:
             self.cache.record_replies([(key, self.identity, request, record, self.run_id, started)
                                        for key, request, record, started, _ in batch])
         except BaseException as exc:
-            for *_, fut in batch:
-                if not fut.done():
-                    fut.set_exception(exc)
+            _fail_all([b[-1] for b in batch], exc)
             return
         for *_, fut in batch:
             if not fut.done():
@@ -246,9 +244,7 @@ class Engine:
         try:
             taken = self.cache.claim_many([key for key, _ in batch], self.run_id, self.lease_s)
         except BaseException as exc:
-            for _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(exc)
+            _fail_all([fut for _, fut in batch], exc)
             return
         for (key, fut), took in zip(batch, taken, strict=True):
             if fut.done():  # its caller was cancelled meanwhile: nothing will be sent under this lease
@@ -423,3 +419,10 @@ class Engine:
             for (i, _, _), o in zip(later, done, strict=True):
                 outcomes[i] = o
         return [o for o in outcomes if o is not None]
+
+
+def _fail_all(futures: list[asyncio.Future[Any]], exc: BaseException) -> None:
+    """A group write failed: every caller still waiting on it gets the error."""
+    for fut in futures:
+        if not fut.done():
+            fut.set_exception(exc)

@@ -67,6 +67,15 @@ def judge_share(items: ItemSet, judge: Grades) -> float:
     return float(np.mean(shares)) if shares else 0.5
 
 
+def _percent_terms(items: ItemSet, exams: Mapping[str, Exam], per_exam: Mapping[str, list[Answer]], judge: Grades,
+                   experts: Grades, fallback: float) -> _Terms:
+    """The terms of an examinee's grade: the mean of per-exam percentages, each answer weighted by its exam."""
+    terms = _Terms(judge, experts, fallback)
+    for e, answers in per_exam.items():
+        terms.add(items, answers, 100.0 / (len(per_exam) * exams[e].max_points))
+    return terms
+
+
 def examinee_ppi(items: ItemSet, exams: Mapping[str, Exam], examinee: str, judge: Grades, experts: Grades, *,
                  alpha: float = 0.05, fallback: float | None = None) -> dict[str, Any] | None:
     """The examinee's grade (mean of per-exam percentages) and German grade, prediction-powered."""
@@ -74,9 +83,7 @@ def examinee_ppi(items: ItemSet, exams: Mapping[str, Exam], examinee: str, judge
     per_exam = _answers(items, examinee, exams)
     if not per_exam:
         return None
-    whole = _Terms(judge, experts, fallback)
-    for e, answers in per_exam.items():
-        whole.add(items, answers, 100.0 / (len(per_exam) * exams[e].max_points))
+    whole = _percent_terms(items, exams, per_exam, judge, experts, fallback)
     grade = whole.estimate(alpha)
     if grade is None:
         return None
@@ -134,11 +141,7 @@ def difference_ppi(items: ItemSet, exams: Mapping[str, Exam], first: str, second
     fallback = judge_share(items, judge) if fallback is None else fallback
     ests = []
     for who in (first, second):
-        per_exam = _answers(items, who, exams)
-        t = _Terms(judge, experts, fallback)
-        for e, answers in per_exam.items():
-            t.add(items, answers, 100.0 / (len(per_exam) * exams[e].max_points))
-        est = t.estimate(alpha)
+        est = _percent_terms(items, exams, _answers(items, who, exams), judge, experts, fallback).estimate(alpha)
         if est is None:
             return None
         ests.append(est)
