@@ -19,14 +19,14 @@ from tests.conftest import ROOT
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 
-#: (path, format, fingerprint, sha256 prefix of the packed snapshot, source "pinned") as the object-per-answer
-#: ItemSet gave them (main at dbd5b8a, on these fixture files): run ids hash the fingerprint, and the store
-#: keeps the snapshot bytes
+#: (path, format, fingerprint, sha256 prefix of the packed snapshot; source "pinned", figures relative to the
+#: checkout) as the object-per-answer ItemSet gave them (main at dbd5b8a, on these fixture files): run ids hash
+#: the fingerprint, and the store keeps the snapshot bytes
 PINNED = [
     (ROOT / "src/knockout/examples/demo_exam.jsonl", "auto", "8f9b6df246ef37bd", "c2ca883f4d40acdb"),
-    (FIX / "tiny.jsonl", "auto", "19a64f81f244e736", "6cbc465f11432e8d"),
+    (FIX / "tiny.jsonl", "auto", "c0e9f418cad8ca7a", "fc3b696b5f6fd2ce"),
     (FIX / "tiny.csv", "auto", "e4e5d6629330f43f", "849744a8c447bd99"),
-    (FIX / "sciex/tiny_exam", "sciex", "2b8aa725185a39e2", "0d5910d2b1cd187a"),
+    (FIX / "sciex/tiny_exam", "sciex", "43d715cfab8b61d9", "e1c67c2331dbc5b3"),
     (FIX / "saf", "saf", "d35a8cae8c5fa2d9", "80b605967be9eb4d"),
     (FIX / "mqm", "mqm", "122ae064cf92d909", "b2cd3beb8ff2e21b"),
 ]
@@ -60,8 +60,11 @@ def odd_answers() -> tuple[list[Question], list[Answer]]:
 @pytest.mark.parametrize(("path", "fmt", "fingerprint", "snapshot"), PINNED, ids=lambda p: str(p)[-24:])
 def test_loaders_give_the_pinned_fingerprint_and_snapshot(path: Path, fmt: str, fingerprint: str,
                                                           snapshot: str) -> None:
-    items = load_items(path, fmt)
-    items.source = "pinned"  # the snapshot holds the source, here an absolute path: pinned without it
+    loaded = load_items(path, fmt)
+    # the snapshot holds the source and the figures as absolute paths: pinned with the source "pinned" and each
+    # figure relative to the checkout, so that a clone anywhere gives these bytes
+    items = ItemSet([q.model_copy(update={"images": [str(Path(i).relative_to(ROOT)) for i in q.images]})
+                     for q in loaded.questions.values()], list(loaded), source="pinned")
     assert items.fingerprint() == fingerprint
     assert hashlib.sha256(pack_items(items)).hexdigest()[:16] == snapshot
     assert reference_fingerprint(list(items.questions.values()), list(items)) == fingerprint
