@@ -10,6 +10,7 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -202,6 +203,35 @@ def test_viewer_shows_calibrated_grades_labelled(biased_store: tuple[Path, str, 
         rows = kind.listing(store, record, store.results(rid))
         assert all(abs(r["calibrated"] - r["human"]) < 1.5 for r in rows)
         assert not any(c.field == "calibrated" for c in kind.columns(store, store.find_run(few)))  # too few
+
+
+def test_viewer_reads_a_run_once_while_its_expert_grades_stay(biased_store: tuple[Path, str, str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A viewer page asks for its columns and its rows: the run is read once, and again after an expert grade
+    is saved in the web app."""
+    import knockout.reports._runs as runs_mod
+    from knockout.methods._kind import GradeKind, viewer_calibration
+
+    reads: list[str] = []
+    real = runs_mod.read_run
+
+    def counted(*a: Any, **k: Any) -> Any:
+        reads.append("read")
+        return real(*a, **k)
+
+    monkeypatch.setattr(runs_mod, "read_run", counted)
+    db, rid, _ = biased_store
+    with Store.open_existing(db) as store:
+        record, kind = store.find_run(rid), GradeKind()
+        kind.columns(store, record)
+        kind.listing(store, record, store.results(rid))
+        kind.columns(store, record)
+        assert len(reads) <= 1  # once, or not at all when an earlier test of this store read it
+        before = len(reads)
+        row = store.results(rid)[0]
+        store.annotations.save_grade(answer_id=row["item_id"], grader="web:t", question_id=row["question_id"],
+                                     exam_id="e", score=1.0, comment="", base_version=0, now=1.0)
+        assert viewer_calibration(store, record) is not None and len(reads) == before + 1
 
 
 def test_grade_calibrate_and_bad_input(tmp_path: Path) -> None:

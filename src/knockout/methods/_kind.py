@@ -182,25 +182,27 @@ def calibration_section(loaded: Any, options: ReportOptions) -> dict[str, Any]:
                                         resamples=options.resamples)}
 
 
-_VIEWER_CALIBRATIONS: dict[tuple[str, str, int], Any] = {}
+_VIEWER_CALIBRATIONS: dict[tuple[Any, ...], Any] = {}
 
 
 def viewer_calibration(store: Store, record: RunRecord) -> Any:
-    """The viewer's calibration of a run (None: too few expert grades), kept while the expert grades are the
-    same (a few runs at a time)."""
+    """The viewer's calibration of a run (None: too few expert grades), kept while the run's results and the
+    expert grades are the same (a few runs at a time): a page asks twice (its columns and its rows) and reads
+    the run once."""
     from knockout.calibration._fit import calibrate, enough, graded_rows
     from knockout.errors import ConfigError
     from knockout.reports._runs import read_run
 
-    try:
-        loaded = read_run(store, record, details=False, web_grades=True)
-    except ConfigError:  # a run without items or results has no calibration to show
-        return None
-    rows = graded_rows(loaded.items, loaded.results)
-    key = (str(store.path), record.id, hash(tuple((r.id, r.expert, r.judge) for r in rows)))
+    key = (str(store.path.resolve()), record.id, record.status, store.count_results(record.id),
+           store.annotations.grades_stamp())
     if key not in _VIEWER_CALIBRATIONS:
-        if len(_VIEWER_CALIBRATIONS) > 8:
-            _VIEWER_CALIBRATIONS.clear()
+        try:
+            loaded = read_run(store, record, details=False, web_grades=True)
+        except ConfigError:  # a run without items or results has no calibration to show
+            return None
+        rows = graded_rows(loaded.items, loaded.results)
+        if len(_VIEWER_CALIBRATIONS) >= 8:
+            _VIEWER_CALIBRATIONS.pop(next(iter(_VIEWER_CALIBRATIONS)))
         _VIEWER_CALIBRATIONS[key] = (calibrate(rows, resamples=0, refits=0, heldout=False)
                                      if enough(rows) is None else None)
     return _VIEWER_CALIBRATIONS[key]

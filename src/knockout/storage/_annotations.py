@@ -194,6 +194,13 @@ class AnnotationTables:
         return [(r[0], r[1], float(r[2])) for r in self.db.execute(
             "SELECT answer_id, grader, score FROM human_grades ORDER BY answer_id, grader")]
 
+    def grades_stamp(self) -> tuple[Any, ...]:
+        """A value that changes whenever an expert grade or a question's maximum is saved (the last history row
+        and the last question-info update): what a reader keeps its grade-derived figures by."""
+        last = self.db.execute("SELECT MAX(id), COUNT(*) FROM grade_history").fetchone()
+        info = self.db.execute("SELECT MAX(updated), COUNT(*) FROM question_info").fetchone()
+        return (*last, *info)
+
     def grade_history(self) -> list[dict[str, Any]]:
         """Every accepted save, oldest first."""
         return dict_rows(self.db.execute(
