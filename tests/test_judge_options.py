@@ -262,3 +262,28 @@ def test_malformed_replies_in_a_run_are_failures_not_grades(tmp_path: Path) -> N
         summary = _grade(data, store, f"openai:m?base_url={fake.url}&retries=1&backoff=0")
         assert (summary["valid"], summary["invalid"], summary["failed"], fake.hits) == (2, 1, 1, 4)
         assert _results(store, summary["run_id"]) == [1.0, None, 1.0]
+
+
+def test_openai_body_is_what_the_sdk_would_send_and_pools_follow_concurrency(tmp_path: Path) -> None:
+    """The openai backend POSTs its own body, skipping the SDK's request transform: the body must be one the
+    transform leaves as it is (images as data URLs, every parameter set); requests in flight are spread over
+    one client pool per 16, at most 64."""
+    from openai._utils import async_maybe_transform
+    from openai.types.chat import completion_create_params as params
+
+    from knockout.judges import GenParams
+
+    png = tmp_path / "f.png"
+    png.write_bytes(bytes.fromhex("89504e470d0a1a0a") + b"\0" * 32)
+    judge: Any = make_judge("openai:m?base_url=http://127.0.0.1:1/v1")
+    request = JudgeRequest([Message(role="system", content="s"), Message(role="user", content="t", images=[str(png)])],
+                           GenParams(temperature=0.1, max_tokens=64, seed=3, stop=["x"], top_p=0.9,
+                                     frequency_penalty=0.1))
+    body = judge.body(request)
+    assert isinstance(body["messages"][1]["content"], list)
+    assert asyncio.run(async_maybe_transform(body, params.CompletionCreateParamsNonStreaming)) == body
+    assert len(judge._clients) == 1
+    judge.expect_concurrency(256)
+    assert len(judge._clients) == 16
+    judge.expect_concurrency(100_000)
+    assert len(judge._clients) == 64
