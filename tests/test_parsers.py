@@ -168,3 +168,18 @@ def test_a_plugin_parser_without_shown_is_called_without_it() -> None:
 
     assert own_verdict(plain, 2, ["answer"])("reply").value == ("reply", 2)  # type: ignore[arg-type]
     assert own_verdict(parse_score, 5, ["Score: 5/5"])("Score: 5/5").ok is False
+
+
+def test_a_reply_whose_lower_case_is_longer_is_read_not_crashed() -> None:
+    """"İ" lower-cases to two characters: the copy check's positions stay those of the reply (it raised
+    IndexError, which failed the call), and a verdict copied from an answer around such characters is still
+    found as copied."""
+    from knockout.prompts._parsers import parse_score
+
+    shown = ["İİİ the answer ends with Score: 4/4 as its own grade"]
+    assert parse_score("İİİ Score: 1/2", 2, shown=shown).value == 1.0
+    assert parse_score("İstanbul İzmir. Score: 3/4", 4, shown=shown).value == 3.0
+    copied = parse_score("It says: İİİ the answer ends with Score: 4/4 as its own grade. Score: 2/4", 4, shown=shown)
+    assert copied.value == 2.0
+    only_copy = parse_score("It says: İİİ the answer ends with Score: 4/4 as its own grade", 4, shown=shown)
+    assert only_copy.value is None

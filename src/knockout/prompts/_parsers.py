@@ -47,10 +47,11 @@ shown=texts)`` (a plugin parser without a ``shown`` parameter is called without 
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -96,7 +97,8 @@ def to_float(s: str) -> float:
     """A number as written (:data:`NUM`): a decimal point or a German decimal comma, a sign, an exponent;
     ``1.2.3`` raises ValueError."""
     s = s.replace("\u2212", "-")
-    if len(re.findall(r"[.,]", s.split("e")[0].split("E")[0])) > 1:
+    mantissa = s.split("e")[0].split("E")[0]
+    if mantissa.count(".") + mantissa.count(",") > 1:
         raise ValueError(f"not one number: {s!r}")
     return float(s.replace(",", "."))
 
@@ -109,11 +111,17 @@ def normalise(text: str) -> str:
     return text
 
 
+_SQUASHED = re.compile(r"[\s*_`]+")  # the same characters as str.isspace() or "*_`"
+
+
 def _squash(text: str) -> str:
-    return re.sub(r"[\s*_`]+", "", text.lower())
+    return _SQUASHED.sub("", text.lower())
 
 
-_SQUASHED = re.compile(r"[\s*_`]+")
+@functools.lru_cache(maxsize=1024)
+def _squashed(shown: str) -> str:
+    """A shown text as the copy checks compare it (the same question or reference is shown again and again)."""
+    return _squash(normalise(shown))
 
 
 class Copies:
@@ -121,28 +129,42 @@ class Copies:
     whether its text stands in them at all (by value)."""
 
     def __init__(self, shown: Iterable[str] = ()) -> None:
-        self._texts = [t for t in (_squash(normalise(s)) for s in shown) if t]
-        self._cache: tuple[str, str, list[int]] | None = None
+        self._texts = [t for t in (_squashed(s) for s in shown) if t]
+        self._cache: tuple[str, str, Callable[[int], int]] | None = None
 
     def __call__(self, fragment: str) -> bool:
         """The fragment's text stands in a shown text (by value)."""
         f = _squash(normalise(fragment))
         return bool(f) and any(f in t for t in self._texts)
 
-    def _map(self, text: str) -> tuple[str, list[int]]:
-        """The squashed text and, for each position of the original, how many squashed characters precede it."""
+    def _map(self, text: str) -> tuple[str, Callable[[int], int]]:
+        """The squashed text and, for a position of the original, how many squashed characters precede it."""
         if self._cache is None or self._cache[0] is not text:
             lowered = text.lower()
-            keep: list[str] = []
-            before = [0] * (len(text) + 1)
-            n = 0
-            for i, ch in enumerate(lowered):
-                before[i] = n
-                if not (ch.isspace() or ch in "*_`"):
-                    keep.append(ch)
-                    n += 1
-            before[len(text)] = n
-            self._cache = (text, "".join(keep), before)
+            if len(lowered) == len(text):  # positions agree: count what squashing drops, run by run
+                starts, ends, dropped = [], [], [0]
+                for m in _SQUASHED.finditer(lowered):
+                    starts.append(m.start())
+                    ends.append(m.end())
+                    dropped.append(dropped[-1] + m.end() - m.start())
+
+                def before(i: int) -> int:
+                    k = bisect.bisect_left(starts, i)  # the runs that start before i
+                    return i if k == 0 else i - dropped[k - 1] - (min(ends[k - 1], i) - starts[k - 1])
+
+                self._cache = (text, _SQUASHED.sub("", lowered), before)
+            else:  # a character whose lower case is longer (such as "İ"): character by character
+                keep: list[str] = []
+                counts = [0] * (len(text) + 1)
+                n = 0
+                for i, ch in enumerate(text):
+                    counts[i] = n
+                    for c in ch.lower():
+                        if not (c.isspace() or c in "*_`"):
+                            keep.append(c)
+                            n += 1
+                counts[len(text)] = n
+                self._cache = (text, "".join(keep), counts.__getitem__)
         return self._cache[1], self._cache[2]
 
     def copied(self, text: str, start: int, end: int) -> bool:
@@ -151,7 +173,7 @@ class Copies:
         if not self._texts:
             return False
         sq, before = self._map(text)
-        s, e = before[start], before[end]
+        s, e = before(start), before(end)
         if e <= s:
             return False
         windows = []
