@@ -57,6 +57,9 @@ class Cache(Protocol):
     def get_call(self, key: str) -> CallRecord | None:
         """The stored reply for ``key``, or None."""
 
+    def get_calls(self, keys: list[str]) -> dict[str, CallRecord]:
+        """The stored replies of those of ``keys`` that have one, in one look-up."""
+
     def put_call(self, key: str, identity: dict[str, Any], request: dict[str, Any], record: CallRecord) -> None:
         """Store a reply the moment it arrives (a killed run keeps it)."""
 

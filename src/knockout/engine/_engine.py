@@ -347,11 +347,11 @@ class Engine:
                 self.cache.release(key)  # free now: the caller leases it again when it sends
                 return None
 
-    def _from_cache(self, task: Task) -> tuple[Outcome | None, tuple[str, CallRecord | None]]:
-        """A task whose first request is stored with a readable reply, answered without a coroutine (a
-        cache-hit rerun is mostly these); else None, with the key and look-up for :meth:`ask`."""
-        key = self._key(task.messages)
-        record = self.cache.get_call(key)
+    def _from_cache(self, task: Task, key: str, record: CallRecord | None
+                    ) -> tuple[Outcome | None, tuple[str, CallRecord | None]]:
+        """A task whose first request is stored (``record``, looked up with the batch's) with a readable reply,
+        answered without a coroutine (a cache-hit rerun is mostly these); else None, with the key and look-up
+        for :meth:`ask`."""
         if record is None:
             return None, (key, None)
         parsed = task.parse(record.reply)
@@ -409,8 +409,10 @@ class Engine:
             self.observer(Queued(len(tasks), self.stats.waves))
         outcomes: list[Outcome | None] = []
         later: list[tuple[int, Task, tuple[str, CallRecord | None]]] = []
+        keys = [self._key(t.messages) for t in tasks]
+        stored = self.cache.get_calls(keys)  # one look-up for the batch
         for i, t in enumerate(tasks):
-            got, known = self._from_cache(t)
+            got, known = self._from_cache(t, keys[i], stored.get(keys[i]))
             outcomes.append(got)
             if got is None:
                 later.append((i, t, known))

@@ -277,6 +277,13 @@ _RUN_COLS = ("id, kind, method, judge, config, data_source, data_fingerprint, st
              "error, owner")
 
 
+_CALL_COLS = "key, reply, parsed, prompt_tokens, completion_tokens, latency_s, finish_reason, images_dropped"
+
+
+def _call_record(row: tuple[Any, ...]) -> CallRecord:
+    return CallRecord(row[0], row[1], json.loads(row[2]) if row[2] else None, *row[3:])
+
+
 class Store:
     """One store file: open it with ``Store(path)`` to write (created when missing), or
     :meth:`open_existing` to read one that must already be there."""
@@ -339,14 +346,17 @@ class Store:
 
     # -- calls (the engine's cache) ----------------------------------------------------
     def get_call(self, key: str) -> CallRecord | None:
-        row = self.db.execute(
-            "SELECT key, reply, parsed, prompt_tokens, completion_tokens, latency_s, finish_reason, "
-            "images_dropped FROM calls WHERE key = ?",
-            (key,),
-        ).fetchone()
-        if row is None:
-            return None
-        return CallRecord(row[0], row[1], json.loads(row[2]) if row[2] else None, *row[3:])
+        row = self.db.execute(f"SELECT {_CALL_COLS} FROM calls WHERE key = ?", (key,)).fetchone()
+        return None if row is None else _call_record(row)
+
+    def get_calls(self, keys: list[str]) -> dict[str, CallRecord]:
+        found: dict[str, CallRecord] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i:i + 500]
+            for row in self.db.execute(f"SELECT {_CALL_COLS} FROM calls WHERE key IN ({','.join('?' * len(part))})",
+                                       part):
+                found[row[0]] = _call_record(row)
+        return found
 
     def put_call(self, key: str, identity: dict[str, Any], request: dict[str, Any], record: CallRecord) -> None:
         self._insert_call(key, identity, self._compact_request(request), record)
