@@ -131,6 +131,7 @@ class Copies:
     def __init__(self, shown: Iterable[str] = ()) -> None:
         self._texts = [t for t in (_squashed(s) for s in shown) if t]
         self._cache: tuple[str, str, Callable[[int], int]] | None = None
+        self._lowered: tuple[str, str] | None = None
 
     def __call__(self, fragment: str) -> bool:
         """The fragment's text stands in a shown text (by value)."""
@@ -172,6 +173,13 @@ class Copies:
         text: the judge reproduced a span of it."""
         if not self._texts:
             return False
+        if self._lowered is None or self._lowered[0] is not text:
+            self._lowered = (text, text.lower())
+        lowered = self._lowered[1]
+        if len(lowered) == len(text):  # every window holds the squashed verdict: where it stands nowhere, none does
+            verdict = _SQUASHED.sub("", lowered[start:end])
+            if not verdict or not any(verdict in t for t in self._texts):
+                return False
         sq, before = self._map(text)
         s, e = before(start), before(end)
         if e <= s:
