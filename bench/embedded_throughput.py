@@ -2,15 +2,18 @@
 prompt-prefix reuse), on the same prompts.
 
     nice -n 10 python bench/embedded_throughput.py [--questions 3] [--answers 4] [--parallel 4] [--max-tokens 48]
+                                                   [--rounds 1]
 
 The 0.5B GGUF (knockout[embedded-small]) grades ``--questions`` x ``--answers`` answers with the English
-individual prompt (the prompts of one question share their instructions and question text), first through
-llama-cpp-python alone (``Llama.create_chat_completion``, no knockout code: the raw row), then
-``llamacpp:qwen2.5-coder-0.5b`` (knockout's judge, one call at a time) and then through
-``llamacpp:qwen2.5-coder-0.5b?parallel=N`` (one context decoding N sequences together).  Prints calls/s,
+individual prompt (the prompts of one question share their instructions and question text), through
+``llamacpp:qwen2.5-coder-0.5b`` (knockout's judge, one call at a time), then
+``llamacpp:qwen2.5-coder-0.5b?parallel=N`` (one context decoding N sequences together), and last through
+llama-cpp-python alone (``Llama.create_chat_completion``, no knockout code: the raw row).  Prints calls/s,
 completion tokens/s (and as a fraction of the raw row's) and, for the parallel mode, the prompt tokens
 reused from the KV cache (in brackets: those shared from another sequence's cells).  The
-machine's load average is printed too: on a shared 2-core machine, the numbers move with it.
+machine's load average is printed too: on a shared 2-core machine, the numbers move with it, so ``--rounds R``
+repeats the three modes R times (each round with fresh KV caches) and prints medians, with the ratios taken
+round by round.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -82,6 +86,16 @@ def raw(reqs: list[JudgeRequest], threads: int) -> tuple[float, int]:
     return time.perf_counter() - t0, tokens
 
 
+def fresh_decoders() -> None:
+    """Close the parallel decoders, so that the next round starts with an empty KV cache (no prefix left
+    over from the round before)."""
+    from knockout.judges._llamacpp import _DECODERS
+
+    for d in _DECODERS.values():
+        d.close()
+    _DECODERS.clear()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=int, default=3)
@@ -89,28 +103,46 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds; medians and per-round ratios")
     a = ap.parse_args()
     reqs = requests(a.questions, a.answers, a.max_tokens)
     base = f"llamacpp:qwen2.5-coder-0.5b?threads={a.threads}"
-    rows = []
-    for name, spec, conc in (("one at a time", base, 1),
-                             (f"parallel={a.parallel}", f"{base}&parallel={a.parallel}", 2 * a.parallel)):
-        load = os.getloadavg()[0]
-        wall, tokens, stats = asyncio.run(measure(spec, reqs, conc))
-        rows.append((name, wall, tokens, stats, load))
-    load = os.getloadavg()[0]
-    wall, tokens = raw(reqs, a.threads)  # last: the model's pages are then as warm as for the others
-    rows.insert(0, ("raw llama.cpp", wall, tokens, {}, load))
+    par = f"parallel={a.parallel}"
+    names = ["raw llama.cpp", "one at a time", par]
+    walls: dict[str, list[float]] = {n: [] for n in names}
+    tokens: dict[str, list[int]] = {n: [] for n in names}
+    loads: dict[str, list[float]] = {n: [] for n in names}
+    stats: dict[str, int] = {}
+    for _ in range(a.rounds):
+        for name, spec, conc in (("one at a time", base, 1), (par, f"{base}&{par}", 2 * a.parallel)):
+            loads[name].append(os.getloadavg()[0])
+            wall, tok, st = asyncio.run(measure(spec, reqs, conc))
+            walls[name].append(wall)
+            tokens[name].append(tok)
+            stats = st or stats
+            fresh_decoders()
+        loads["raw llama.cpp"].append(os.getloadavg()[0])
+        wall, tok = raw(reqs, a.threads)  # last: the model's pages are then as warm as for the others
+        walls["raw llama.cpp"].append(wall)
+        tokens["raw llama.cpp"].append(tok)
+    med = statistics.median
     print(f"0.5B GGUF, {len(reqs)} prompts ({a.questions} questions x {a.answers} answers), max_tokens "
-          f"{a.max_tokens}, {a.threads} threads")
+          f"{a.max_tokens}, {a.threads} threads, {a.rounds} round(s): medians; ratios taken round by round, "
+          "then their median")
     print(f"{'mode':<16} {'wall s':>7} {'calls/s':>8} {'tok/s':>7} {'vs one':>7} {'of raw':>7} "
           f"{'reused (shared) prompt tok':>27} {'load':>5}")
-    raw_rate = rows[0][2] / rows[0][1]
-    for name, wall, tokens, stats, load in rows:
-        reused = (f"{stats['reused_tokens']} ({stats.get('shared_tokens', 0)})/{stats['prompt_tokens']}" if stats
-                  else "-")
-        print(f"{name:<16} {wall:>7.1f} {len(reqs) / wall:>8.3f} {tokens / wall:>7.1f} {rows[1][1] / wall:>6.2f}x "
-              f"{tokens / wall / raw_rate:>6.2f}x {reused:>27} {load:>5.1f}")
+    for name in names:
+        rate = [t / w for t, w in zip(tokens[name], walls[name], strict=True)]
+        raw_rate = [t / w for t, w in zip(tokens[names[0]], walls[names[0]], strict=True)]
+        vs_one = med([o / w for o, w in zip(walls["one at a time"], walls[name], strict=True)])
+        of_raw = med([r / q for r, q in zip(rate, raw_rate, strict=True)])
+        reused = (f"{stats['reused_tokens']} ({stats.get('shared_tokens', 0)})/{stats['prompt_tokens']}"
+                  if name == par and stats else "-")
+        print(f"{name:<16} {med(walls[name]):>7.1f} {len(reqs) / med(walls[name]):>8.3f} {med(rate):>7.1f} "
+              f"{vs_one:>6.2f}x {of_raw:>6.2f}x {reused:>27} {med(loads[name]):>5.1f}")
+    if a.rounds > 1:
+        print("vs one, round by round: " + ", ".join(
+            f"{o / w:.2f}x" for o, w in zip(walls["one at a time"], walls[par], strict=True)))
     print("vs one: calls/s over knockout's one-at-a-time judge; of raw: completion tokens/s over llama-cpp-python "
           "alone, one at a time, same requests (raw llama.cpp row)")
 
