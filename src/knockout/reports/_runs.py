@@ -60,8 +60,9 @@ class LoadedRun:
         info = (self.run.summary or {}).get("info") or {}
         if info.get("figures_left_out"):
             out["figures_left_out"] = info["figures_left_out"]
-        graded = {str(r["item_id"]) for r in self.results}
-        langs = sorted({self.items.question_of(a).language for a in self.items if a.id in graded})
+        items = self.items
+        at = {k for r in self.results if (k := items.find(str(r["item_id"]))) is not None}  # graded answers
+        langs = sorted({items.question_at(i).language for i in at})
         if len(langs) > 1 or opts.get("shots"):
             out["languages"] = langs
         return out
