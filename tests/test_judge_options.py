@@ -268,9 +268,6 @@ def test_openai_body_is_what_the_sdk_would_send_and_pools_follow_concurrency(tmp
     """The openai backend POSTs its own body, skipping the SDK's request transform: the body must be one the
     transform leaves as it is (images as data URLs, every parameter set); requests in flight are spread over
     one client pool per 16, at most 64."""
-    from openai._utils import async_maybe_transform
-    from openai.types.chat import completion_create_params as params
-
     from knockout.judges import GenParams
 
     png = tmp_path / "f.png"
@@ -281,9 +278,14 @@ def test_openai_body_is_what_the_sdk_would_send_and_pools_follow_concurrency(tmp
                                      frequency_penalty=0.1))
     body = judge.body(request)
     assert isinstance(body["messages"][1]["content"], list)
-    assert asyncio.run(async_maybe_transform(body, params.CompletionCreateParamsNonStreaming)) == body
     assert len(judge._clients) == 1
     judge.expect_concurrency(256)
     assert len(judge._clients) == 16
     judge.expect_concurrency(100_000)
     assert len(judge._clients) == 64
+    try:  # the SDK's own (private) transform, where this SDK version has it
+        from openai._utils import async_maybe_transform
+        from openai.types.chat import completion_create_params as params
+    except ImportError:
+        pytest.skip("this openai SDK has no request transform to compare with")
+    assert asyncio.run(async_maybe_transform(body, params.CompletionCreateParamsNonStreaming)) == body
