@@ -146,42 +146,32 @@ def own_verdict(parse: Parser, max_points: float, shown: Sequence[str] = (), cri
 
 def takes_criteria(parse: Parser) -> bool:
     """The parser grades per criterion (it has a ``criteria`` parameter: the ``criteria`` parser)."""
-    try:
-        return _takes_criteria_cached(parse)  # type: ignore[arg-type]  # unhashable: the except below
-    except TypeError:
-        return _inspect_criteria(parse)
-
-
-@functools.lru_cache(maxsize=256)
-def _takes_criteria_cached(parse: Parser) -> bool:
-    return _inspect_criteria(parse)
-
-
-def _inspect_criteria(parse: Parser) -> bool:
-    try:
-        return "criteria" in inspect.signature(parse).parameters
-    except (TypeError, ValueError):
-        return False
+    return _signature_has(parse, "criteria")
 
 
 def _takes_shown(parse: Parser) -> bool:
+    return _signature_has(parse, "shown", any_keyword=True)
+
+
+def _signature_has(parse: Parser, name: str, *, any_keyword: bool = False) -> bool:
+    """``parse`` takes a parameter ``name`` (``any_keyword``: or ``**kwargs``), known once per parser."""
     try:
-        return _takes_shown_cached(parse)  # type: ignore[arg-type]  # unhashable: the except below
+        return _signature_has_cached(parse, name, any_keyword)  # type: ignore[arg-type]  # unhashable: below
     except TypeError:  # an unhashable callable: inspected each time
-        return _inspect_shown(parse)
+        return _inspect_signature(parse, name, any_keyword)
 
 
-@functools.lru_cache(maxsize=256)
-def _takes_shown_cached(parse: Parser) -> bool:
-    return _inspect_shown(parse)
+@functools.lru_cache(maxsize=512)
+def _signature_has_cached(parse: Parser, name: str, any_keyword: bool) -> bool:
+    return _inspect_signature(parse, name, any_keyword)
 
 
-def _inspect_shown(parse: Parser) -> bool:
+def _inspect_signature(parse: Parser, name: str, any_keyword: bool) -> bool:
     try:
         params = inspect.signature(parse).parameters.values()
     except (TypeError, ValueError):
         return False
-    return any(p.name == "shown" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    return any(p.name == name or (any_keyword and p.kind is inspect.Parameter.VAR_KEYWORD) for p in params)
 
 
 #: What a data text cannot contain: a marker's ``<<<``/``>>>``, and the ``<|``/``|>`` of chat-template
