@@ -138,10 +138,16 @@ class Copies:
         f = _squash(normalise(fragment))
         return bool(f) and any(f in t for t in self._texts)
 
+    def _lower(self, text: str) -> str:
+        """``text.lower()``, kept for the reply whose verdicts are being checked."""
+        if self._lowered is None or self._lowered[0] is not text:
+            self._lowered = (text, text.lower())
+        return self._lowered[1]
+
     def _map(self, text: str) -> tuple[str, Callable[[int], int]]:
         """The squashed text and, for a position of the original, how many squashed characters precede it."""
         if self._cache is None or self._cache[0] is not text:
-            lowered = text.lower()
+            lowered = self._lower(text)
             if len(lowered) == len(text):  # positions agree: count what squashing drops, run by run
                 starts, ends, dropped = [], [], [0]
                 for m in _SQUASHED.finditer(lowered):
@@ -160,10 +166,9 @@ class Copies:
                 n = 0
                 for i, ch in enumerate(text):
                     counts[i] = n
-                    for c in ch.lower():
-                        if not (c.isspace() or c in "*_`"):
-                            keep.append(c)
-                            n += 1
+                    kept = _SQUASHED.sub("", ch.lower())
+                    keep.append(kept)
+                    n += len(kept)
                 counts[len(text)] = n
                 self._cache = (text, "".join(keep), counts.__getitem__)
         return self._cache[1], self._cache[2]
@@ -173,9 +178,7 @@ class Copies:
         text: the judge reproduced a span of it."""
         if not self._texts:
             return False
-        if self._lowered is None or self._lowered[0] is not text:
-            self._lowered = (text, text.lower())
-        lowered = self._lowered[1]
+        lowered = self._lower(text)
         if len(lowered) == len(text):  # every window holds the squashed verdict: where it stands nowhere, none does
             verdict = _SQUASHED.sub("", lowered[start:end])
             if not verdict or not any(verdict in t for t in self._texts):
