@@ -7,12 +7,22 @@ import hashlib
 import json
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import Annotated, Any, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from knockout._bounds import JsonObject, Name, NonEmptyText, Number, Selection, Text
 from knockout.errors import InputError
+
+
+def _positive(v: float) -> float:
+    if v <= 0:
+        raise ValueError("must be a number > 0")
+    return v
+
+
+#: a number > 0 (points, maximum points)
+Positive = Annotated[Number, AfterValidator(_positive)]
 
 
 class Criterion(BaseModel):
@@ -21,14 +31,7 @@ class Criterion(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     criterion: NonEmptyText
-    points: Number
-
-    @field_validator("points")
-    @classmethod
-    def _positive(cls, v: float) -> float:
-        if v <= 0:
-            raise ValueError("must be a number > 0")
-        return v
+    points: Positive
 
 
 #: A question's rubric: a text (shown to the judge as written) or criteria with points (the judge grades
@@ -44,7 +47,7 @@ class Question(BaseModel):
     id: Name
     text: NonEmptyText
     reference: Text | None = None
-    max_points: Number = 1.0
+    max_points: Positive = 1.0
     language: Name = "en"
     difficulty: Name | None = None
     exam_id: Name | None = None
@@ -56,13 +59,6 @@ class Question(BaseModel):
     meta: JsonObject = Field(default_factory=dict)
     #: a text, or criteria whose points add up to max_points (docs/rubrics.md)
     rubric: Rubric | None = None
-
-    @field_validator("max_points")
-    @classmethod
-    def _positive(cls, v: float) -> float:
-        if v <= 0:
-            raise ValueError("must be a number > 0")
-        return v
 
     @field_validator("rubric", mode="before")
     @classmethod
