@@ -232,6 +232,14 @@ def test_viewer_reads_a_run_once_while_its_expert_grades_stay(biased_store: tupl
         store.annotations.save_grade(answer_id=row["item_id"], grader="web:t", question_id=row["question_id"],
                                      exam_id="e", score=1.0, comment="", base_version=0, now=1.0)
         assert viewer_calibration(store, record) is not None and len(reads) == before + 1
+        viewer_calibration(store, record)
+        assert len(reads) == before + 1
+        # a result written again (a rerun read with a newer parser): same count, read again
+        from knockout.storage._store import ResultRow
+
+        store.put_results(rid, [ResultRow(row["item_id"], row["question_id"], row["score"], bool(row["valid"]),
+                                          row["details"])])
+        assert viewer_calibration(store, record) is not None and len(reads) == before + 2
 
 
 def test_grade_calibrate_and_bad_input(tmp_path: Path) -> None:

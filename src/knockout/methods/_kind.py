@@ -186,14 +186,14 @@ _VIEWER_CALIBRATIONS: dict[tuple[Any, ...], Any] = {}
 
 
 def viewer_calibration(store: Store, record: RunRecord) -> Any:
-    """The viewer's calibration of a run (None: too few expert grades), kept while the run's results and the
-    expert grades are the same (a few runs at a time): a page asks twice (its columns and its rows) and reads
-    the run once."""
+    """The viewer's calibration of a run (None: too few expert grades), kept while the run's results (none
+    written or rewritten) and the expert grades are the same (a few runs at a time): a page asks twice (its
+    columns and its rows) and reads the run once."""
     from knockout.calibration._fit import calibrate, enough, graded_rows
     from knockout.errors import ConfigError
     from knockout.reports._runs import read_run
 
-    key = (str(store.path.resolve()), record.id, record.status, store.count_results(record.id),
+    key = (str(store.path.resolve()), record.id, record.status, store.results_stamp(record.id),
            store.annotations.grades_stamp())
     if key not in _VIEWER_CALIBRATIONS:
         try:

@@ -810,6 +810,13 @@ class Store:
     def has_matches(self, run_id: str) -> bool:
         return self.db.execute("SELECT 1 FROM matches WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None
 
+    def results_stamp(self, run_id: str) -> tuple[int, int]:
+        """(count, last row id) of a run's results: changes whenever one is written or written again (a
+        replaced row gets a new row id)."""
+        row = self.db.execute("SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM results WHERE run_id = ?",
+                              (run_id,)).fetchone()
+        return int(row[0]), int(row[1])
+
     def count_results(self, run_id: str) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM results WHERE run_id = ?", (run_id,)).fetchone()[0])
 
