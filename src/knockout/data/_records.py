@@ -7,6 +7,7 @@ import hashlib
 import json
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -123,6 +124,28 @@ _NAN = float("nan")
 _SCALARS = (str, int, float, bool, type(None))
 
 
+@dataclass
+class AnswerColumns:
+    """An item set's answers as columns (what a snapshot stores: :meth:`ItemSet.columns`,
+    :meth:`ItemSet.from_columns`).  Per answer: ``ids``, ``text``, ``question`` (index into the set's
+    questions), ``examinee`` (index into ``names``, -1: none), ``layout`` (index into ``layouts``: the graders
+    of its human grades, in order), ``fields`` (index into ``fields_sets``: the fields the answer was given
+    with); ``grades`` holds the human grades of every answer one after the other (as many as its layout has
+    graders); ``meta`` the answers whose meta is not empty, by index."""
+
+    ids: list[str]
+    text: list[str]
+    question: array[int]
+    examinee: array[int]
+    names: list[str]
+    layout: array[int]
+    layouts: list[tuple[str, ...]]
+    grades: array[float]
+    meta: dict[int, dict[str, Any]]
+    fields: array[int]
+    fields_sets: list[set[str]]
+
+
 class _AnswerView(Sequence[Answer]):
     """An item set's answers as a read-only sequence: each :class:`Answer` is built when it is asked for
     (from the set's columns) and not kept; two views are equal when they hold equal answers."""
@@ -210,6 +233,50 @@ class ItemSet:
         new._finish(qlist)
         return new
 
+    def columns(self) -> AnswerColumns:
+        """The answers as columns (the set's own: read them, do not change them)."""
+        return AnswerColumns(self._ids, self._text, self._qi, self._ex, self._names, self._layout, self._layouts,
+                             self._hvalues, self._meta, self._fset, self._fsets)
+
+    @classmethod
+    def from_columns(cls, questions: Iterable[Question], cols: AnswerColumns, *, source: str = "<memory>") -> ItemSet:
+        """An item set from its questions and :meth:`columns` (as a snapshot stores them), taken over, not
+        copied.  The checks are the constructor's (ids, questions, human grades in range), and the columns
+        must agree in length: anything else is an error naming ``source``."""
+        new = cls.__new__(cls)
+        new.source = source
+        qlist = list(questions)
+        n = len(cols.ids)
+        if not (len(cols.text) == len(cols.question) == len(cols.examinee) == len(cols.layout) == len(cols.fields)
+                == n):
+            raise InputError("answer columns of different lengths", file=source, field="answers")
+        qids = [q.id for q in qlist]
+        new._start()
+        try:
+            new._qid_of = [qids[k] for k in cols.question]
+            widths = [len(g) for g in cols.layouts]
+            hstart, at = array("q", bytes(8 * n)), 0
+            hmean = array("d", bytes(8 * n))
+            grades = cols.grades
+            for i, k in enumerate(cols.layout):
+                w = widths[k]
+                hstart[i] = at
+                hmean[i] = sum(grades[at:at + w]) / w if w else _NAN
+                at += w
+            names, fsets = cols.names, cols.fields_sets
+            if at != len(grades) or min(cols.question, default=0) < 0 or min(cols.layout, default=0) < 0 or \
+                    not -1 <= min(cols.examinee, default=-1) <= max(cols.examinee, default=-1) < max(len(names), 1) or \
+                    max(cols.fields, default=0) >= max(len(fsets), 1):
+                raise IndexError
+        except IndexError:
+            raise InputError("answer columns that do not fit together", file=source, field="answers") from None
+        new._ids, new._text, new._ex, new._names = cols.ids, cols.text, cols.examinee, names
+        new._layout, new._layouts, new._hstart = cols.layout, cols.layouts, hstart
+        new._hvalues, new._hmean = grades, hmean
+        new._meta, new._fset, new._fsets = cols.meta, cols.fields, fsets
+        new._finish(qlist)
+        return new
+
     # -- building ---------------------------------------------------------------------------------------
     def _start(self) -> None:
         self._ids: list[str] = []
@@ -263,12 +330,43 @@ class ItemSet:
             self.questions[q.id] = q
         self._questions = list(self.questions.values())
         qpos = {q.id: k for k, q in enumerate(self._questions)}
-        self._index: dict[str, int] = {}
-        qi = self._qi
+        ids = self._ids
+        self._index: dict[str, int] = dict(zip(ids, range(len(ids)), strict=True))
+        try:
+            self._qi = array("i", [qpos[qid] for qid in self._qid_of])
+        except KeyError:
+            self._qi = array("i")
+        if len(self._qi) != len(ids) or len(self._index) != len(ids) or self._grade_out_of_range():
+            self._check_answers(qpos)  # raises the error the answer-by-answer check meets first
+        del self._qid_of, self._pos
+        self._group()
+
+    def _grade_out_of_range(self) -> bool:
+        """Whether a human grade on the points scale lies outside its question's 0..max_points."""
+        top = [q.max_points + 1e-9 if q.human_scale == "points" else None for q in self._questions]
+        if all(t is None for t in top) or not any(self._layouts):
+            return False
+        widths = [len(g) for g in self._layouts]
+        hv, hs, layout = self._hvalues, self._hstart, self._layout
+        for i, k in enumerate(self._qi):
+            t, w = top[k], widths[layout[i]]
+            if t is not None and w:
+                s = hs[i]
+                if w == 1:
+                    if not 0 <= hv[s] <= t:
+                        return True
+                elif not 0 <= min(hv[s:s + w]) <= max(hv[s:s + w]) <= t:
+                    return True
+        return False
+
+    def _check_answers(self, qpos: dict[str, int]) -> None:
+        """The answers checked one by one, in file order (ids, then the question, then the human grades), for
+        the first error's message."""
+        source, seen = self.source, set()
         for i, aid in enumerate(self._ids):
-            if aid in self._index:
+            if aid in seen:
                 raise InputError("duplicate answer id", file=source, record=aid, field="id")
-            self._index[aid] = i
+            seen.add(aid)
             qid = self._qid_of[i]
             k = qpos.get(qid)
             if k is None:
@@ -276,14 +374,13 @@ class ItemSet:
                                  field="question_id")
             question = self._questions[k]
             if question.human_scale == "points" and self._layouts[self._layout[i]]:
-                for grader, s in self.human_scores_at(i).items():
-                    if s < 0 or s > question.max_points + 1e-9:
+                s, graders = self._hstart[i], self._layouts[self._layout[i]]
+                for grader, v in zip(graders, self._hvalues[s:s + len(graders)], strict=True):
+                    if v < 0 or v > question.max_points + 1e-9:
                         raise InputError(
-                            f"human score {s:g} of grader '{grader}' is outside 0..{question.max_points:g}",
+                            f"human score {v:g} of grader '{grader}' is outside 0..{question.max_points:g}",
                             file=source, record=aid, field="human_scores")
-            qi.append(k)
-        del self._qid_of, self._pos
-        self._group()
+        raise AssertionError("an answer check failed without an error")  # pragma: no cover
 
     def _group(self) -> None:
         """Each question's answers, in file order: the answer indices ordered by question (``_order``) and
