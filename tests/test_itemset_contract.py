@@ -6,29 +6,33 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from knockout.data import Answer, ItemSet, Question, load_items
-from knockout.errors import InputError
+from knockout.errors import ConfigError, InputError
 from knockout.metrics._analysis import analyse, build_rows
+from knockout.storage._snapshots import pack_records
 from knockout.storage._store import Store, pack_items, unpack_items
 from tests.conftest import ROOT
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 
-#: (path, format, fingerprint, sha256 prefix of the packed snapshot; source "pinned", figures relative to the
-#: checkout) as the object-per-answer ItemSet gave them (main at dbd5b8a, on these fixture files): run ids hash
-#: the fingerprint, and the store keeps the snapshot bytes
+#: (path, format, fingerprint, sha256 prefixes of the line-per-answer snapshot and of the columnar one; source
+#: "pinned", figures relative to the checkout): the fingerprints and line-per-answer snapshots as the
+#: object-per-answer ItemSet gave them (main at dbd5b8a, on these fixture files), the columnar snapshots as
+#: first written (run ids hash the fingerprint; the store keeps the snapshot bytes, older stores the old format)
 PINNED = [
-    (ROOT / "src/knockout/examples/demo_exam.jsonl", "auto", "8f9b6df246ef37bd", "c2ca883f4d40acdb"),
-    (FIX / "tiny.jsonl", "auto", "c0e9f418cad8ca7a", "fc3b696b5f6fd2ce"),
-    (FIX / "tiny.csv", "auto", "e4e5d6629330f43f", "849744a8c447bd99"),
-    (FIX / "sciex/tiny_exam", "sciex", "43d715cfab8b61d9", "e1c67c2331dbc5b3"),
-    (FIX / "saf", "saf", "d35a8cae8c5fa2d9", "80b605967be9eb4d"),
-    (FIX / "mqm", "mqm", "122ae064cf92d909", "b2cd3beb8ff2e21b"),
+    (ROOT / "src/knockout/examples/demo_exam.jsonl", "auto", "8f9b6df246ef37bd", "c2ca883f4d40acdb",
+     "bd7dca6207c0a0a4"),
+    (FIX / "tiny.jsonl", "auto", "c0e9f418cad8ca7a", "fc3b696b5f6fd2ce", "7e14726f7232ce09"),
+    (FIX / "tiny.csv", "auto", "e4e5d6629330f43f", "849744a8c447bd99", "f4fba988ed949019"),
+    (FIX / "sciex/tiny_exam", "sciex", "43d715cfab8b61d9", "e1c67c2331dbc5b3", "bc7cdeab90a5da92"),
+    (FIX / "saf", "saf", "d35a8cae8c5fa2d9", "80b605967be9eb4d", "c1715fb0c2932d82"),
+    (FIX / "mqm", "mqm", "122ae064cf92d909", "b2cd3beb8ff2e21b", "f55074762ad3435f"),
 ]
 
 
@@ -57,8 +61,8 @@ def odd_answers() -> tuple[list[Question], list[Answer]]:
     return qs, answers
 
 
-@pytest.mark.parametrize(("path", "fmt", "fingerprint", "snapshot"), PINNED, ids=lambda p: str(p)[-24:])
-def test_loaders_give_the_pinned_fingerprint_and_snapshot(path: Path, fmt: str, fingerprint: str,
+@pytest.mark.parametrize(("path", "fmt", "fingerprint", "records", "snapshot"), PINNED, ids=lambda p: str(p)[-24:])
+def test_loaders_give_the_pinned_fingerprint_and_snapshot(path: Path, fmt: str, fingerprint: str, records: str,
                                                           snapshot: str) -> None:
     loaded = load_items(path, fmt)
     # the snapshot holds the source and the figures as absolute paths: pinned with the source "pinned" and each
@@ -69,6 +73,11 @@ def test_loaders_give_the_pinned_fingerprint_and_snapshot(path: Path, fmt: str, 
     assert hashlib.sha256(pack_items(items)).hexdigest()[:16] == snapshot
     assert reference_fingerprint(list(items.questions.values()), list(items)) == fingerprint
     back = unpack_items(pack_items(items))
+    assert back.fingerprint() == fingerprint and list(back) == list(items) and back.source == items.source
+    # a store written before the columnar format holds line-per-answer snapshots: they read as they did
+    old = pack_records(items)
+    assert hashlib.sha256(old).hexdigest()[:16] == records
+    back = unpack_items(old)
     assert back.fingerprint() == fingerprint and list(back) == list(items) and back.source == items.source
 
 
@@ -95,6 +104,25 @@ def test_answers_come_back_as_given() -> None:
     assert items.graders() == ["h1", "h2"] and items.has_human_scores()
     assert [a.id for a in items.answers_for("q1")] == ["a1", "a3", "a4"] and items.answers_for("q9") == []
     assert list(items.indices_for("q2")) == [1, 4] and items.question_ids() == ["q1", "q2"]
+
+
+def test_columnar_snapshot_keeps_every_shape() -> None:
+    """A snapshot gives back every answer as given: graders' order, fields given, meta nested, no examinee, no
+    grade; a damaged or cut snapshot is a clear error, never a smaller set."""
+    qs, answers = odd_answers()
+    items = ItemSet(qs, answers, source="odd")
+    data = pack_items(items)
+    back = unpack_items(data)
+    assert list(back) == answers and back.source == "odd" and back.fingerprint() == items.fingerprint()
+    for a, b in zip(answers, back, strict=True):
+        assert b.model_dump_json() == a.model_dump_json() and b.model_fields_set == a.model_fields_set
+    assert back.graders() == items.graders() and [back.human_score_at(i) for i in range(5)] == \
+        [a.human_score for a in answers]
+    cut = zlib.compress(zlib.decompress(data).rsplit(b"\n", 3)[0])
+    with pytest.raises(ConfigError, match="damaged item-set snapshot"):
+        unpack_items(cut)
+    with pytest.raises(ConfigError, match="unknown format"):
+        unpack_items(zlib.compress(b"something else\n"))
 
 
 def test_answers_built_are_copies() -> None:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import itertools
 import json
 import sqlite3
 import time
@@ -47,13 +46,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
 
-from knockout.data._records import Answer, ItemSet, Question
+from knockout.data._records import ItemSet
 from knockout.engine._cache import CallRecord
 from knockout.errors import ConfigError
 from knockout.storage._accounts import AccountTables
 from knockout.storage._annotations import AnnotationTables
 from knockout.storage._migrations import migrate
 from knockout.storage._owner import is_gone, owner
+from knockout.storage._snapshots import pack_items, unpack_items
 
 #: A run's states: ``running`` while an invocation works on it; ``complete`` when every result is written;
 #: ``interrupted`` when the invocation was stopped (Ctrl-C, cancelled); ``failed`` when it ended with an
@@ -119,58 +119,6 @@ ZDICT_MAX = 32768
 
 #: marks a ``calls.request`` whose contents are in ``blobs`` (schema step 36)
 REQUEST_V2 = "blobs@"
-ITEMS_V2 = b"knockout-items-jsonl\n"
-
-
-def pack_items(items: ItemSet) -> bytes:
-    """An item set as zlib-compressed JSON lines (a header, then one line per question and per answer),
-    built record by record (no whole-set JSON in memory)."""
-    z = zlib.compressobj(6)
-    parts = [z.compress(ITEMS_V2 + json.dumps({"source": items.source}, ensure_ascii=False).encode() + b"\n")]
-    for q in items.questions.values():
-        # a question without a rubric is written as before rubrics existed (the same snapshot bytes)
-        dumped = q.model_dump_json(exclude={"rubric"} if q.rubric is None else None)
-        parts.append(z.compress(b'{"q":' + dumped.encode() + b"}\n"))
-    for a in items.answers:
-        parts.append(z.compress(b'{"a":' + a.model_dump_json().encode() + b"}\n"))
-    parts.append(z.flush())
-    return b"".join(parts)
-
-
-def _snapshot_lines(data: bytes) -> Iterator[bytes]:
-    d = zlib.decompressobj()
-    tail = b""
-    for i in range(0, len(data), 1 << 20):
-        tail += d.decompress(data[i:i + (1 << 20)])
-        *lines, tail = tail.split(b"\n")
-        yield from lines
-    tail += d.flush()
-    if tail:
-        yield tail
-
-
-def unpack_items(data: bytes) -> ItemSet:
-    """The item set :func:`pack_items` wrote, read line by line into the set's columns (no list of answers)."""
-    lines = _snapshot_lines(data)
-    if next(lines, b"") + b"\n" != ITEMS_V2:
-        raise ConfigError("an item-set snapshot in an unknown format")
-    source = "<store>"
-    first = next(lines, b"")
-    if not first.startswith((b'{"a":', b'{"q":')):  # the source line, which pack_items writes first
-        source = str(json.loads(first).get("source", source)) if first else source
-        first = b""
-
-    def records() -> Iterator[Question | Answer]:
-        for line in itertools.chain([first], lines):
-            # {"a": ANSWER} / {"q": QUESTION} as pack_items wrote them: parsed by pydantic from the bytes
-            if line.startswith(b'{"a":'):
-                yield Answer.model_validate_json(line[5:-1])
-            elif line.startswith(b'{"q":'):
-                yield Question.model_validate_json(line[5:-1])
-
-    return ItemSet.from_records(records(), source=source)
-
-
 def _copy_json(v: Any) -> Any:
     if isinstance(v, dict) and all(isinstance(x, (str, int, float, bool, type(None))) for x in v.values()):
         return dict(v)
