@@ -102,7 +102,7 @@ def test_judges_json_lists_options() -> None:
     assert openai["retries"] == {**openai["retries"], "type": "int", "default": 4, "constraints": ">= 0, <= 100"}
     assert openai["concurrency"]["constraints"].startswith(">= 1")
     assert openai["api_key"]["type"] == "str (secret) | None"
-    assert [o["name"] for o in js["options"]["llamacpp"]] == ["n_ctx", "threads", "parallel", "grammar"]
+    assert [o["name"] for o in js["options"]["llamacpp"]] == ["n_ctx", "threads", "parallel", "flash_attn", "grammar"]
 
 
 # ---------------------------------------------------------------- cache identity
@@ -152,6 +152,15 @@ def test_local_gguf_identity_is_its_sha256_computed_once(tmp_path: Path, monkeyp
     os.utime(gguf, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     changed = make_judge(f"llamacpp:{gguf}").identity()
     assert changed["sha256"] == hashlib.sha256(gguf.read_bytes()).hexdigest() != digest
+
+
+def test_flash_attention_is_part_of_the_embedded_judge(small_gguf: Path) -> None:
+    """Another attention kernel rounds differently: its replies are cached as another judge's, and the default
+    (off) keeps the identity, and so every cached reply, as it was."""
+    plain = make_judge(f"llamacpp:{small_gguf}").identity()
+    assert "flash_attn" not in plain
+    assert make_judge(f"llamacpp:{small_gguf}?flash_attn=false").identity() == plain
+    assert make_judge(f"llamacpp:{small_gguf}?flash_attn=true").identity() == {**plain, "flash_attn": True}
 
 
 @needs_model

@@ -41,3 +41,18 @@ def test_parallel_sequences_answer_each_request(small_gguf: Path) -> None:
     # greedy decoding of the same prompt gives the same reply, whatever ran beside it
     again = asyncio.run(judge.complete(reqs[0]))
     assert again.text == texts[0]
+
+
+@needs_model
+@pytest.mark.model
+def test_flash_attention_answers_in_both_modes(small_gguf: Path) -> None:
+    """flash_attn=true reaches llama.cpp in one-at-a-time and parallel decoding, and both still answer."""
+    from knockout.judges._llamacpp import _DECODERS, _LOADED
+
+    req = JudgeRequest([Message(role="user", content="Reply with one word: yes.")],
+                       GenParams(max_tokens=4, temperature=0.0))
+    for spec in (f"llamacpp:{SMALL_MODEL}?flash_attn=true&n_ctx=256",
+                 f"llamacpp:{SMALL_MODEL}?flash_attn=true&parallel=2&n_ctx=256"):
+        assert asyncio.run(make_judge(spec).complete(req)).text
+    assert any(k[3] for k in _LOADED)  # the one-at-a-time model was loaded with flash attention
+    assert any(k[4] for k in _DECODERS)  # and so was the parallel decoder's context

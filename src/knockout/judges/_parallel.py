@@ -55,7 +55,8 @@ class _Slot:
 class ParallelDecoder:
     """Continuous batching of chat requests over ``n_parallel`` sequences of one context."""
 
-    def __init__(self, llm: Any, n_parallel: int, n_ctx: int, n_threads: int, n_batch: int = 512) -> None:
+    def __init__(self, llm: Any, n_parallel: int, n_ctx: int, n_threads: int, n_batch: int = 512,
+                 flash_attn: bool = False) -> None:
         from llama_cpp import llama_cpp as C
 
         self.C, self.llm = C, llm
@@ -64,7 +65,7 @@ class ParallelDecoder:
         params.n_batch = params.n_ubatch = n_batch
         params.n_seq_max = n_parallel
         params.n_threads = params.n_threads_batch = n_threads
-        params.flash_attn_type = 0  # as llama-cpp-python's Llama (auto is far slower on some CPUs)
+        params.flash_attn_type = 1 if flash_attn else 0  # as llama-cpp-python's Llama (auto is far slower on some CPUs)
         params.kv_unified = True  # one KV buffer: sequences share the cells of a common prompt prefix
         self.ctx = C.llama_init_from_model(llm._model.model, params)
         if not self.ctx:
