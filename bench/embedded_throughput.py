@@ -1,19 +1,26 @@
 """Embedded judge throughput: one request at a time against parallel sequences (continuous batching with
 prompt-prefix reuse), on the same prompts.
 
-    nice -n 10 python bench/embedded_throughput.py [--questions 3] [--answers 4] [--parallel 4] [--max-tokens 48]
-                                                   [--rounds 1]
+    nice -n 10 python bench/embedded_throughput.py [--questions 3] [--answers 4] [--parallel 6] [--max-tokens 48]
+                                                   [--rounds 1] [--model qwen2.5-coder-1.5b] [--flash-attn]
+                                                   [--steps]
 
-The 0.5B GGUF (knockout[embedded-small]) grades ``--questions`` x ``--answers`` answers with the English
-individual prompt (the prompts of one question share their instructions and question text), through
-``llamacpp:qwen2.5-coder-0.5b`` (knockout's judge, one call at a time), then
-``llamacpp:qwen2.5-coder-0.5b?parallel=N`` (one context decoding N sequences together), and last through
+The GGUF (``--model``: the default judge's 1.5B by default, or the 0.5B of knockout[embedded-small]) grades
+``--questions`` x ``--answers`` answers with the English individual prompt (the prompts of one question share
+their instructions and question text), through ``llamacpp:MODEL`` (knockout's judge, one call at a time),
+then ``llamacpp:MODEL?parallel=N`` (one context decoding N sequences together), and last through
 llama-cpp-python alone (``Llama.create_chat_completion``, no knockout code: the raw row).  Prints calls/s,
 completion tokens/s (and as a fraction of the raw row's) and, for the parallel mode, the prompt tokens
-reused from the KV cache (in brackets: those shared from another sequence's cells).  The
-machine's load average is printed too: on a shared 2-core machine, the numbers move with it, so ``--rounds R``
-repeats the three modes R times (each round with fresh KV caches) and prints medians, with the ratios taken
-round by round.
+reused from the KV cache (in brackets: those shared from another sequence's cells).  ``--flash-attn`` runs
+all three with llama.cpp's flash attention.  The machine's load average is printed too: on a shared 2-core
+machine, the numbers move with it, so ``--rounds R`` repeats the three modes R times (each round with fresh
+KV caches) and prints medians, with the ratios taken round by round.
+
+``--steps`` first prints what one decode step costs by the number of sequences it decodes (one token
+each, 120 tokens of context each), which bounds what parallel sequences can gain: on a CPU a step is a
+matrix product whose cost grows with its rows.  On 2 AVX2 cores six sequences gave the most tokens per
+second for both models (the 0.5B: 1.77x one sequence, three cost what four do; the 1.5B: 1.74x, eight only
+1.29x): why the default is 6.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from knockout.data._records import Answer, ItemSet, Question  # noqa: E402
 from knockout.judges import GenParams, make_judge  # noqa: E402
 from knockout.judges._base import JudgeRequest  # noqa: E402
+from knockout.judges._models import DEFAULT_MODEL  # noqa: E402
 from knockout.methods._base import MethodOptions  # noqa: E402
 from knockout.prompts._builder import PromptBuilder  # noqa: E402
 
@@ -66,14 +74,15 @@ async def measure(spec: str, reqs: list[JudgeRequest], concurrency: int) -> tupl
     return wall, tokens, stats
 
 
-def raw(reqs: list[JudgeRequest], threads: int) -> tuple[float, int]:
+def raw(reqs: list[JudgeRequest], model: str, threads: int, flash_attn: bool) -> tuple[float, int]:
     """llama-cpp-python alone (no knockout judge, engine or parsing) generating for the same requests, one at
     a time in this process: ``Llama.create_chat_completion`` with the same messages and parameters."""
     from llama_cpp import Llama
 
     from knockout.judges._models import model_path
 
-    llm = Llama(model_path=str(model_path("qwen2.5-coder-0.5b")), n_ctx=4096, n_threads=threads, verbose=False)
+    llm = Llama(model_path=str(model_path(model)), n_ctx=4096, n_threads=threads, flash_attn=flash_attn,
+                verbose=False)
     llm.create_chat_completion(messages=[{"role": m.role, "content": m.content} for m in reqs[0].messages],
                                max_tokens=reqs[0].params.max_tokens, temperature=0.1, seed=0)  # warm, as measure
     t0 = time.perf_counter()
@@ -83,7 +92,53 @@ def raw(reqs: list[JudgeRequest], threads: int) -> tuple[float, int]:
                                          max_tokens=r.params.max_tokens, temperature=r.params.temperature or 0.1,
                                          seed=r.params.seed or 0)
         tokens += int(out["usage"]["completion_tokens"])  # type: ignore[index]
-    return time.perf_counter() - t0, tokens
+    wall = time.perf_counter() - t0
+    llm.close()
+    return wall, tokens
+
+
+def step_costs(model: str, threads: int, flash_attn: bool, sizes: tuple[int, ...] = (1, 2, 3, 4, 6, 8),
+               repeats: int = 15) -> list[tuple[int, float]]:
+    """Seconds per decode step of k sequences (one token each), in a context set up as the parallel decoder's."""
+    from llama_cpp import Llama
+    from llama_cpp import llama_cpp as C
+
+    from knockout.judges._models import model_path
+
+    llm = Llama(model_path=str(model_path(model)), n_ctx=64, n_threads=1, verbose=False)
+    n = max(sizes)
+    params = C.llama_context_default_params()
+    params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = 512 * n, 512, 512, n
+    params.n_threads = params.n_threads_batch = threads
+    params.flash_attn_type, params.kv_unified = int(flash_attn), True
+    ctx = C.llama_init_from_model(llm._model.model, params)
+    batch = C.llama_batch_init(512, 0, 1)
+    pos = [0] * n
+
+    def decode(tokens: list[tuple[int, int]]) -> None:
+        batch.n_tokens = 0
+        for i, (seq, tok) in enumerate(tokens):
+            batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = tok, pos[seq], 1, True
+            batch.seq_id[i][0] = seq
+            pos[seq] += 1
+        batch.n_tokens = len(tokens)
+        if C.llama_decode(ctx, batch) != 0:
+            raise RuntimeError("llama_decode failed")
+
+    for seq in range(n):  # 120 tokens of context each, as a prompt would leave
+        for k in range(0, 120, 40):
+            decode([(seq, 100 + j) for j in range(k, k + 40)])
+    out = []
+    for k in sizes:
+        decode([(seq, 500) for seq in range(k)])  # warm
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            decode([(seq, 500) for seq in range(k)])
+        out.append((k, (time.perf_counter() - t0) / repeats))
+    C.llama_batch_free(batch)
+    C.llama_free(ctx)
+    llm.close()
+    return out
 
 
 def fresh_decoders() -> None:
@@ -100,13 +155,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--questions", type=int, default=3)
     ap.add_argument("--answers", type=int, default=4)
-    ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--parallel", type=int, default=6)
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--rounds", type=int, default=1, help="interleaved rounds; medians and per-round ratios")
+    ap.add_argument("--model", default=DEFAULT_MODEL, help="an embedded model (knockout judges)")
+    ap.add_argument("--flash-attn", action="store_true", help="all three modes with llama.cpp's flash attention")
+    ap.add_argument("--steps", action="store_true", help="first, the cost of one decode step by its sequences")
     a = ap.parse_args()
+    if a.steps:
+        costs = step_costs(a.model, a.threads, a.flash_attn)
+        one = costs[0][1]
+        print(f"{a.model}: one decode step of k sequences ({a.threads} threads, flash attention "
+              f"{'on' if a.flash_attn else 'off'})")
+        print(f"{'k':>3} {'ms/step':>8} {'ms/token':>9} {'tokens/s vs k=1':>16}")
+        for k, sec in costs:
+            print(f"{k:>3} {sec * 1000:>8.1f} {sec * 1000 / k:>9.1f} {one * k / sec:>15.2f}x")
     reqs = requests(a.questions, a.answers, a.max_tokens)
-    base = f"llamacpp:qwen2.5-coder-0.5b?threads={a.threads}"
+    base = f"llamacpp:{a.model}?threads={a.threads}" + ("&flash_attn=true" if a.flash_attn else "")
     par = f"parallel={a.parallel}"
     names = ["raw llama.cpp", "one at a time", par]
     walls: dict[str, list[float]] = {n: [] for n in names}
@@ -122,11 +188,13 @@ def main() -> None:
             stats = st or stats
             fresh_decoders()
         loads["raw llama.cpp"].append(os.getloadavg()[0])
-        wall, tok = raw(reqs, a.threads)  # last: the model's pages are then as warm as for the others
+        # last: the model's pages are then as warm as for the others
+        wall, tok = raw(reqs, a.model, a.threads, a.flash_attn)
         walls["raw llama.cpp"].append(wall)
         tokens["raw llama.cpp"].append(tok)
     med = statistics.median
-    print(f"0.5B GGUF, {len(reqs)} prompts ({a.questions} questions x {a.answers} answers), max_tokens "
+    print(f"{a.model}{' (flash attention)' if a.flash_attn else ''}, {len(reqs)} prompts "
+          f"({a.questions} questions x {a.answers} answers), max_tokens "
           f"{a.max_tokens}, {a.threads} threads, {a.rounds} round(s): medians; ratios taken round by round, "
           "then their median")
     print(f"{'mode':<16} {'wall s':>7} {'calls/s':>8} {'tok/s':>7} {'vs one':>7} {'of raw':>7} "
