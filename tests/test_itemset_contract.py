@@ -125,6 +125,19 @@ def test_columnar_snapshot_keeps_every_shape() -> None:
         unpack_items(zlib.compress(b"something else\n"))
 
 
+def test_fingerprint_of_awkward_answers_is_the_reference() -> None:
+    """The fingerprint, written from the columns, is the hash of each answer's sorted model_dump as json.dumps
+    writes it: escapes, non-ASCII, graders out of order, floats that print long, nested meta."""
+    qs, answers = odd_answers()
+    answers = [*answers,
+               Answer(id="b1", question_id="q1", text='quote " back\\ slash \u2028 \x01 tab\t é 😀',
+                      human_scores={"zz": 1.5, "aa": 0.25, "Mm": 2.0}, meta={"b": {"y": 1, "x": [1.5, None, True]},
+                                                                          "a": "ü"}),
+               Answer(id="b2", question_id="q1", examinee="ü", text="x", human_scores={"h": 1e-7}),
+               Answer(id="b3", question_id="q1", text="y", human_scores={"h": 0.1 + 0.2})]
+    assert ItemSet(qs, answers).fingerprint() == reference_fingerprint(qs, answers)
+
+
 def test_answers_built_are_copies() -> None:
     qs, answers = odd_answers()
     items = ItemSet(qs, answers)

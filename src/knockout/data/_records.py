@@ -8,6 +8,7 @@ import json
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Annotated, Any, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -575,13 +576,41 @@ class ItemSet:
             if d["rubric"] is None:  # a question without a rubric hashes as before rubrics existed
                 del d["rubric"]
             h.update(json.dumps(d, sort_keys=True).encode())
-        for i in range(len(self)):  # each answer's model_dump, from the columns
-            h.update(json.dumps({"id": self._ids[i], "question_id": self._questions[self._qi[i]].id,
-                                 "examinee": self.examinee_at(i), "text": self._text[i],
-                                 "human_scores": self.human_scores_at(i), "meta": self._meta.get(i, {})},
-                                sort_keys=True).encode())
+        for part in self._answer_dumps():
+            h.update(part.encode())
         self._fingerprint: str = h.hexdigest()[:16]
         return self._fingerprint
+
+    def _answer_dumps(self, chunk: int = 4096) -> Iterator[str]:
+        """Each answer's ``json.dumps(model_dump(), sort_keys=True)``, written from the columns, joined a chunk
+        at a time: the strings, names and grader keys are JSON-encoded once each, with the encoder json.dumps
+        uses (ASCII, the same separators, floats as their repr), keys in sorted order."""
+        enc = encode_basestring_ascii
+        qids = [enc(q.id) for q in self._questions]
+        names = [enc(n) for n in self._names]
+        layouts = []  # per layout: (position, encoded grader) in the graders' sorted order
+        for graders in self._layouts:
+            layouts.append([(j, enc(graders[j])) for j in sorted(range(len(graders)), key=graders.__getitem__)])
+        ids, text, qi, ex, layout, hstart, hv, meta = (self._ids, self._text, self._qi, self._ex, self._layout,
+                                                       self._hstart, self._hvalues, self._meta)
+        lines: list[str] = []
+        for i in range(len(ids)):
+            keys = layouts[layout[i]]
+            if keys:
+                s = hstart[i]
+                scores = "{" + ", ".join(f"{key}: {hv[s + j]!r}" for j, key in keys) + "}"
+            else:
+                scores = "{}"
+            m = meta.get(i)
+            e = ex[i]
+            lines.append(f'{{"examinee": {"null" if e < 0 else names[e]}, "human_scores": {scores}, '
+                         f'"id": {enc(ids[i])}, "meta": {json.dumps(m, sort_keys=True) if m else "{}"}, '
+                         f'"question_id": {qids[qi[i]]}, "text": {enc(text[i])}}}')
+            if len(lines) == chunk:
+                yield "".join(lines)
+                lines = []
+        if lines:
+            yield "".join(lines)
 
 
 class PairItem(BaseModel):
