@@ -147,6 +147,12 @@ class AnswerColumns:
     fields_sets: list[set[str]]
 
 
+def _grade_top(question: Question) -> float | None:
+    """The highest human grade a question admits (its max points, with a rounding margin), or None when its
+    grades are on another scale (MQM, ranks) and not checked against a range."""
+    return question.max_points + 1e-9 if question.human_scale == "points" else None
+
+
 class _AnswerView(Sequence[Answer]):
     """An item set's answers as a read-only sequence: each :class:`Answer` is built when it is asked for
     (from the set's columns) and not kept; two views are equal when they hold equal answers."""
@@ -344,7 +350,7 @@ class ItemSet:
 
     def _grade_out_of_range(self) -> bool:
         """Whether a human grade on the points scale lies outside its question's 0..max_points."""
-        top = [q.max_points + 1e-9 if q.human_scale == "points" else None for q in self._questions]
+        top = [_grade_top(q) for q in self._questions]
         if all(t is None for t in top) or not any(self._layouts):
             return False
         widths = [len(g) for g in self._layouts]
@@ -374,10 +380,11 @@ class ItemSet:
                 raise InputError(f"answer refers to unknown question '{qid}'", file=source, record=aid,
                                  field="question_id")
             question = self._questions[k]
-            if question.human_scale == "points" and self._layouts[self._layout[i]]:
+            top = _grade_top(question)
+            if top is not None and self._layouts[self._layout[i]]:
                 s, graders = self._hstart[i], self._layouts[self._layout[i]]
                 for grader, v in zip(graders, self._hvalues[s:s + len(graders)], strict=True):
-                    if v < 0 or v > question.max_points + 1e-9:
+                    if v < 0 or v > top:
                         raise InputError(
                             f"human score {v:g} of grader '{grader}' is outside 0..{question.max_points:g}",
                             file=source, record=aid, field="human_scores")

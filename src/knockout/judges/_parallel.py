@@ -65,7 +65,8 @@ class ParallelDecoder:
         params.n_batch = params.n_ubatch = n_batch
         params.n_seq_max = n_parallel
         params.n_threads = params.n_threads_batch = n_threads
-        params.flash_attn_type = 1 if flash_attn else 0  # as llama-cpp-python's Llama (auto is far slower on some CPUs)
+        # off unless asked for, as in llama-cpp-python's Llama (auto is far slower on some CPUs)
+        params.flash_attn_type = 1 if flash_attn else 0
         params.kv_unified = True  # one KV buffer: sequences share the cells of a common prompt prefix
         self.ctx = C.llama_init_from_model(llm._model.model, params)
         if not self.ctx:

@@ -2,8 +2,9 @@
 
 A snapshot is zlib-compressed lines, written and read a piece at a time (no whole-set JSON in memory):
 
-- ``knockout-items-columns`` (written since schema step 37's change of format): a header (source, counts,
-  examinee names, grader layouts, fields sets), one JSON line per question, then the answers' columns
+- ``knockout-items-columns`` (written now; a snapshot's first line names its format, so no schema step is
+  needed): a header (source, counts, examinee names, grader layouts, fields sets), one JSON line per question,
+  then the answers' columns
   (:class:`~knockout.data._records.AnswerColumns`) in chunks of ``chunk`` values, each chunk one JSON array
   on one line: ids, texts, question indices, examinee indices, layouts, fields sets, the human grades one
   after the other, and ``[index, meta]`` pairs for the answers with meta.  Reading one is a JSON parse per
