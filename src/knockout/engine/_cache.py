@@ -39,7 +39,12 @@ class KeyMaker:
 
 @dataclass
 class CallRecord:
-    """One judge call that returned: its raw reply and what it cost."""
+    """One judge call that returned: its raw reply, what its request's parse made of it, what it cost.
+
+    ``parse_id`` is the identity of the parse that made ``parsed`` (``parse_identity`` of the request's
+    parse: its code and arguments), set only when the reply was valid and ``parsed`` is plain JSON that
+    reads back as itself: a later request with the same key and the same parse identity may use
+    ``parsed`` instead of parsing the reply again."""
 
     key: str
     reply: str
@@ -49,6 +54,7 @@ class CallRecord:
     latency_s: float
     finish_reason: str | None
     images_dropped: int
+    parse_id: bytes | None = None
 
 
 class Cache(Protocol):

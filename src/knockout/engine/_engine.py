@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -139,6 +140,37 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, tuple):
         return [_jsonable(v) for v in value]
     return value
+
+
+def parse_identity(parse: Callable[[str], Parsed]) -> bytes | None:
+    """What made a parse (``parse_identity`` of :func:`knockout.prompts._render.own_verdict`'s parses: the
+    parser's code and arguments), or None for a parse without one (it is always called)."""
+    ident = getattr(parse, "parse_identity", None)
+    return ident if isinstance(ident, bytes) else None
+
+
+def _plain(value: Any) -> bool:
+    """``value`` is JSON that reads back as itself: dicts with string keys, lists, strings, finite numbers,
+    booleans and None, each of exactly its type (an enum member, a tuple or a subclass is not)."""
+    t = type(value)
+    if t is float:
+        return math.isfinite(value)
+    if t is int or t is str or t is bool or value is None:
+        return True
+    if t is list:
+        return all(_plain(v) for v in value)
+    if t is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    return False
+
+
+def _stored_parse(record: CallRecord, parse: Callable[[str], Parsed]) -> Parsed:
+    """``parse`` of a stored reply: the parse stored with it when the same parse made it (a valid one), else
+    the reply read again."""
+    if record.parse_id is not None and record.parse_id == parse_identity(parse):
+        value = record.parsed  # a list or dict is copied: the tasks that share a record own their values
+        return Parsed(value=copy.deepcopy(value) if isinstance(value, list | dict) else value)
+    return parse(record.reply)
 
 
 class Engine:
@@ -297,15 +329,18 @@ class Engine:
                     fut.set_result(stored)
                     return key, stored, True, None
             parsed = parse(comp.text) if parse is not None else None
+            value = None if parsed is None else _jsonable(parsed.value) if parsed.ok else {"error": parsed.error}
             record = CallRecord(
                 key=key,
                 reply=comp.text,
-                parsed=None if parsed is None else _jsonable(parsed.value) if parsed.ok else {"error": parsed.error},
+                parsed=value,
                 prompt_tokens=comp.prompt_tokens,
                 completion_tokens=comp.completion_tokens,
                 latency_s=comp.latency_s,
                 finish_reason=comp.finish_reason,
                 images_dropped=comp.images_dropped,
+                parse_id=parse_identity(parse) if parse is not None and parsed is not None and parsed.ok
+                and _plain(value) else None,
             )
             request = {
                 "messages": [m.model_dump(mode="json") for m in messages],
@@ -354,7 +389,7 @@ class Engine:
         for :meth:`ask`."""
         if record is None:
             return None, (key, None)
-        parsed = task.parse(record.reply)
+        parsed = _stored_parse(record, task.parse)
         if not parsed.ok:
             return None, (key, record)
         self._count_cached(record)
@@ -378,7 +413,7 @@ class Engine:
                     raise JudgeError(f"judge {self.judge.spec} failed on every call so far: {exc}") from exc
                 return Outcome(None, False, attempts, error=f"judge error: {exc}", failed=True)
             any_cached = any_cached or cached
-            parsed = live if live is not None else task.parse(record.reply)
+            parsed = live if live is not None else _stored_parse(record, task.parse)
             attempts.append(Attempt(key=key, reply=record.reply, cached=cached, error=parsed.error))
             if parsed.ok:
                 self._emit_done(task, cached=any_cached, valid=True, failed=False)

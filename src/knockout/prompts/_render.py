@@ -42,11 +42,12 @@ import functools
 import hashlib
 import inspect
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from knockout.errors import ConfigError
 from knockout.judges._base import Message
+from knockout.prompts._identity import code_identity
 from knockout.prompts._parsers import MARKER as MARKER
 from knockout.prompts._parsers import Parsed, Parser
 from knockout.prompts._templates import PromptTemplate, placeholders, render
@@ -125,23 +126,55 @@ class Rendered:
     messages: list[Message]
     shown: tuple[str, ...] = ()
 
-    def parse_with(self, parse: Parser, max_points: float) -> Callable[[str], Parsed]:
+    def parse_with(self, parse: Parser, max_points: float) -> OwnVerdict:
         """A parse closure that reads the judge's own verdict, never one copied from the texts shown."""
         return own_verdict(parse, max_points, self.shown)
 
 
 def own_verdict(parse: Parser, max_points: float, shown: Sequence[str] = (), criteria: Sequence[float] = ()
-                ) -> Callable[[str], Parsed]:
+                ) -> OwnVerdict:
     """``parse`` for one request: ``shown`` are the data texts it showed the judge (a plugin parser
     without a ``shown`` parameter is called without them); ``criteria``: the points of each criterion of
     the question's criteria rubric, for a parser that takes them (:func:`takes_criteria`)."""
-    texts = tuple(shown)
     if takes_criteria(parse):
-        points = tuple(criteria)
-        return lambda text: parse(text, max_points, shown=texts, criteria=points)  # type: ignore[call-arg]
-    if not _takes_shown(parse):
-        return lambda text: parse(text, max_points)
-    return lambda text: parse(text, max_points, shown=texts)
+        return OwnVerdict(parse, max_points, tuple(shown), tuple(criteria), "criteria")
+    return OwnVerdict(parse, max_points, tuple(shown), (), "shown" if _takes_shown(parse) else "plain")
+
+
+class OwnVerdict:
+    """One request's parse (:func:`own_verdict`): called with the reply; :attr:`parse_identity` says what
+    a stored parse of a reply must have been made by to stand for calling it (``knockout.prompts._identity``)."""
+
+    __slots__ = ("_id", "_known", "criteria", "max_points", "mode", "parse", "shown")
+
+    def __init__(self, parse: Parser, max_points: float, shown: tuple[str, ...], criteria: tuple[float, ...],
+                 mode: str) -> None:
+        self.parse, self.max_points, self.shown, self.criteria, self.mode = parse, max_points, shown, criteria, mode
+        self._id: bytes | None = None
+        self._known = False  # _id computed
+
+    def __call__(self, text: str) -> Parsed:
+        if self.mode == "shown":
+            return self.parse(text, self.max_points, shown=self.shown)
+        if self.mode == "criteria":
+            return self.parse(text, self.max_points, shown=self.shown, criteria=self.criteria)  # type: ignore[call-arg]
+        return self.parse(text, self.max_points)
+
+    @property
+    def parse_identity(self) -> bytes | None:
+        """A digest (16 bytes of SHA-256) of the parser's code (None: it has none, see :func:`code_identity`)
+        and of everything it is called with: the mode, the points, the criteria and each text shown."""
+        if not self._known:
+            self._known = True
+            code = code_identity(self.parse)
+            if code is not None:
+                h = hashlib.sha256(f"{code}\0{self.mode}\0{self.max_points!r}\0{self.criteria!r}".encode())
+                for t in self.shown:
+                    b = t.encode("utf-8", "surrogatepass")
+                    h.update(b"\0%d\0" % len(b))
+                    h.update(b)
+                self._id = h.digest()[:16]
+        return self._id
 
 
 def takes_criteria(parse: Parser) -> bool:

@@ -385,6 +385,14 @@ def _v40(db: sqlite3.Connection) -> None:
     _script(db, V40_BY_QUESTION)
 
 
+def _v41(db: sqlite3.Connection) -> None:
+    """Each stored reply's parse says which parse made it (``calls.parse_id``: the parser's code and
+    arguments, :mod:`knockout.prompts._identity`), so that a cache hit whose parse is the same uses it instead
+    of parsing the reply again.  Rows written before have none: their replies are parsed again, as before."""
+    if "parse_id" not in _columns(db, "calls"):
+        db.execute("ALTER TABLE calls ADD COLUMN parse_id BLOB")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "baseline: the schema of knockout 0.1 (calls, call_log, itemsets, runs, results, web tables)", _v1),
     Migration(2, "matches stored once in their own table; runs.error", _v2),
@@ -396,6 +404,7 @@ MIGRATIONS: list[Migration] = [
     Migration(35, "provider batch jobs and their request keys (batches, batch_requests)", _v35),
     Migration(36, "requests stored once by content (blobs); compressed item-set snapshots", _v36),
     Migration(40, "indexes of results and matches by (run, question)", _v40),
+    Migration(41, "each stored reply's parse with the identity of the parse that made it (calls.parse_id)", _v41),
 ]
 
 

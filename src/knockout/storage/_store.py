@@ -225,7 +225,8 @@ _RUN_COLS = ("id, kind, method, judge, config, data_source, data_fingerprint, st
              "error, owner")
 
 
-_CALL_COLS = "key, reply, parsed, prompt_tokens, completion_tokens, latency_s, finish_reason, images_dropped"
+_CALL_COLS = ("key, reply, parsed, prompt_tokens, completion_tokens, latency_s, finish_reason, images_dropped, "
+              "parse_id")
 
 
 def _call_record(row: tuple[Any, ...]) -> CallRecord:
@@ -328,8 +329,8 @@ class Store:
     def _insert_call(self, key: str, identity: dict[str, Any], stored_request: str, record: CallRecord) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO calls (key, backend, model, request, reply, parsed, prompt_tokens, "
-            "completion_tokens, latency_s, finish_reason, images_dropped, created) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "completion_tokens, latency_s, finish_reason, images_dropped, created, parse_id) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 key,
                 str(identity.get("backend")),
@@ -343,6 +344,7 @@ class Store:
                 record.finish_reason,
                 record.images_dropped,
                 time.time(),
+                record.parse_id,
             ),
         )
 

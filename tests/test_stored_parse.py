@@ -1,0 +1,166 @@
+"""A cache hit uses the parse stored with its reply only when the same parse made it (scripted judge =
+simulation): the same parser code, the same arguments, the same texts shown; anything else reads the
+reply again, so a parser fix reaches every stored reply and no stored value stands for another request."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from knockout._verdict import Verdict
+from knockout.data._records import Answer, ItemSet, Question
+from knockout.engine._engine import _plain
+from knockout.judges import make_judge
+from knockout.judges._base import Completion, Judge, JudgeRequest
+from knockout.methods._run import RunConfig, run
+from knockout.prompts import _identity
+from knockout.prompts._parsers import parse_pairwise, parse_score
+from knockout.prompts._render import OwnVerdict, own_verdict
+from knockout.storage._store import Store
+
+
+def _items(n: int = 6) -> ItemSet:
+    q = Question(id="q", text="Explain TCP.", max_points=4)
+    return ItemSet([q], [Answer(id=f"a{i}", question_id="q", examinee=f"e{i}", text=f"answer {i}",
+                                human_scores={"g": i % 5}) for i in range(n)])
+
+
+class ReplayJudge(Judge):
+    """A canned-reply judge (not an LLM)."""
+
+    backend = "replay"
+    simulated = True
+
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__("replay")
+        self.replies = replies
+        self.calls = 0
+
+    async def complete(self, request: JudgeRequest) -> Completion:
+        self.calls += 1
+        return Completion(text=self.replies[min(self.calls - 1, len(self.replies) - 1)])
+
+
+@pytest.fixture
+def parse_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every reply a request's parse reads."""
+    seen: list[str] = []
+    real = OwnVerdict.__call__
+
+    def counting(self: OwnVerdict, text: str):  # type: ignore[no-untyped-def]
+        seen.append(text)
+        return real(self, text)
+
+    monkeypatch.setattr(OwnVerdict, "__call__", counting)
+    return seen
+
+
+def _parse_ids(store: Store) -> list[bytes | None]:
+    return [r[0] for r in store.db.execute("SELECT parse_id FROM calls ORDER BY created")]
+
+
+def test_rerun_uses_the_stored_parse_and_gets_the_same_results(tmp_path: Path, parse_calls: list[str]) -> None:
+    store = Store(tmp_path / "s.db")
+    first = run(_items(), make_judge("scripted"), store, RunConfig())
+    assert len(parse_calls) == 6  # each live reply read once
+    assert all(isinstance(p, bytes) and len(p) == 16 for p in _parse_ids(store))
+    parse_calls.clear()
+    again = run(_items(), make_judge("scripted"), store, RunConfig())
+    assert again.stats["cache_hits"] == 6 and again.stats["judge_calls"] == 0
+    assert parse_calls == []  # no stored reply read again
+    assert [(r.answer_id, r.score, type(r.score), r.valid) for r in again.results] == \
+           [(r.answer_id, r.score, type(r.score), r.valid) for r in first.results]
+    def uncached(details: dict[str, object]) -> dict[str, object]:
+        return {**details, "attempts": [{**a, "cached": None} for a in details["attempts"]]}  # type: ignore[attr-defined]
+
+    assert [uncached(r.details) for r in again.results] == [uncached(r.details) for r in first.results]
+
+
+def test_a_changed_parser_reads_every_stored_reply_again(tmp_path: Path, parse_calls: list[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Store(tmp_path / "s.db")
+    first = run(_items(), make_judge("scripted"), store, RunConfig())
+    parse_calls.clear()
+    real = _identity._source
+
+    def edited(module: str) -> bytes | None:  # the parser module as a fix would leave it
+        src = real(module)
+        return src + b"\n# a fix\n" if src is not None and module == "knockout.prompts._parsers" else src
+
+    monkeypatch.setattr(_identity, "_source", edited)
+    _identity._module_closure_digest.cache_clear()
+    _identity._function_identity.cache_clear()
+    try:
+        again = run(_items(), make_judge("scripted"), store, RunConfig())
+    finally:
+        _identity._module_closure_digest.cache_clear()
+        _identity._function_identity.cache_clear()
+    assert again.stats["judge_calls"] == 0 and len(parse_calls) == 6
+    assert [r.score for r in again.results] == [r.score for r in first.results]
+
+
+def test_replies_stored_without_a_parse_identity_are_read_again(tmp_path: Path, parse_calls: list[str]) -> None:
+    """Rows written before ``calls.parse_id`` existed (or by a parse without one) are parsed as before."""
+    store = Store(tmp_path / "s.db")
+    first = run(_items(), make_judge("scripted"), store, RunConfig())
+    store.db.execute("UPDATE calls SET parse_id = NULL, parsed = '123.0'")  # an old row's parse is never used
+    parse_calls.clear()
+    again = run(_items(), make_judge("scripted"), store, RunConfig())
+    assert len(parse_calls) == 6
+    assert [r.score for r in again.results] == [r.score for r in first.results]
+
+
+def test_an_invalid_reply_is_stored_without_a_parse_and_read_again(tmp_path: Path, parse_calls: list[str]) -> None:
+    store = Store(tmp_path / "s.db")
+    judge = ReplayJudge(["Looks fine to me.", "Score: 3/4"])
+    first = run(_items(1), judge, store, RunConfig())
+    assert first.results[0].score == 3.0 and judge.calls == 2
+    assert _parse_ids(store)[0] is None and _parse_ids(store)[1] is not None
+    parse_calls.clear()
+    again = run(_items(1), ReplayJudge(["unused"]), store, RunConfig())
+    assert again.stats["judge_calls"] == 0 and again.results[0].score == 3.0
+    assert set(parse_calls) == {"Looks fine to me."}  # the invalid one read again; the retry's stored parse used
+    assert [a["reply"] for a in again.results[0].details["attempts"]] == ["Looks fine to me.", "Score: 3/4"]
+
+
+def test_the_identity_covers_every_argument_of_the_parse() -> None:
+    base = own_verdict(parse_score, 4, ("answer one", "reference"))
+    assert base.parse_identity is not None and base.parse_identity == own_verdict(
+        parse_score, 4, ("answer one", "reference")).parse_identity
+    others = [
+        own_verdict(parse_score, 5, ("answer one", "reference")),  # other points
+        own_verdict(parse_score, 4, ("answer one", "reference!")),  # another text shown
+        own_verdict(parse_score, 4, ("answer on", "ereference")),  # the same characters, split elsewhere
+        own_verdict(parse_score, 4, ("answer one",)),
+        own_verdict(parse_pairwise, 4, ("answer one", "reference")),  # another parser
+    ]
+    ids = {o.parse_identity for o in others}
+    assert base.parse_identity not in ids and len(ids) == len(others)
+
+
+def test_a_parser_outside_knockout_has_no_identity() -> None:
+    def plugin(text: str, max_points: float) -> object:
+        return parse_score(text, max_points)
+
+    assert own_verdict(plugin, 4, ("x",)).parse_identity is None  # type: ignore[arg-type]
+    assert _identity.code_identity(len) is None  # not a plain function
+    assert _identity.code_identity(lambda t: t) is None
+
+
+def test_the_code_identity_follows_knockout_imports() -> None:
+    """A parser is identified with the source of the knockout modules its module imports (the meta parsers
+    reuse the score parser's copy check)."""
+    assert _identity._closure("knockout.meta._parsers") >= {"knockout.meta._parsers", "knockout.prompts._parsers",
+                                                            "knockout._verdict"}
+    assert "knockout.prompts._parsers" in _identity._closure("knockout.sbs._verdicts")
+
+
+def test_only_plain_json_values_are_kept_for_reuse() -> None:
+    """A stored parse must read back as the value the parse made: an enum member, a tuple, a non-finite number
+    would not."""
+    assert _plain(1.5) and _plain(3) and _plain([1.0, 2.0]) and _plain({"grade": 1.0, "criteria": [1.0, None]})
+    assert _plain({"winner": "A", "answer": "x", "own": True})
+    assert not _plain(Verdict.A) and not _plain((1.0, 2.0)) and not _plain(math.nan) and not _plain({1: 2.0})
+    assert not _plain([Verdict.B]) and not _plain(math.inf)
