@@ -243,6 +243,27 @@ def test_openai_malformed_200_replies_are_retried_then_fail() -> None:
         assert fake.hits == 3
 
 
+def test_openai_reply_is_read_from_its_json() -> None:
+    """The reply's JSON as the server sent it (no SDK model built): text, a refusal as the text, usage and
+    finish reason where given, MalformedReply for anything without a text."""
+    from knockout.judges._base import MalformedReply
+    from knockout.judges._openai_compat import _reply
+
+    full = {"choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "Score"}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3.0, "total_tokens": 15}}
+    c = _reply(full, 1)
+    assert (c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason, c.images_dropped) == \
+           ("Score", 12, 3, "length", 1)
+    refusal = _reply({"choices": [{"message": {"content": None, "refusal": "I cannot grade this."}}]}, 0)
+    assert (refusal.text, refusal.prompt_tokens, refusal.finish_reason) == ("I cannot grade this.", 0, None)
+    odd = _reply({"choices": [{"message": {"content": "x"}, "finish_reason": 3}], "usage": {"prompt_tokens": "7"}}, 0)
+    assert (odd.prompt_tokens, odd.finish_reason) == (0, None)
+    for bad in ({}, [], "text", {"choices": ["x"]}, {"choices": [{"message": "x"}]},
+                {"choices": [{"message": {"content": 3}}]}):
+        with pytest.raises(MalformedReply):
+            _reply(bad, 0)
+
+
 def test_anthropic_empty_content_is_retried_then_fails() -> None:
     replies = [messages_body([]), messages_body([{"type": "tool_use", "id": "t", "name": "x", "input": {}}]),
                b"not json", messages_body([{"type": "text", "text": "Score: 1/1"}])]
