@@ -10,37 +10,14 @@ from pathlib import Path
 import pytest
 
 from knockout._verdict import Verdict
-from knockout.data._records import Answer, ItemSet, Question
 from knockout.engine._engine import _plain
 from knockout.judges import make_judge
-from knockout.judges._base import Completion, Judge, JudgeRequest
 from knockout.methods._run import RunConfig, run
 from knockout.prompts import _identity
 from knockout.prompts._parsers import parse_pairwise, parse_score
 from knockout.prompts._render import OwnVerdict, own_verdict
 from knockout.storage._store import Store
-
-
-def _items(n: int = 6) -> ItemSet:
-    q = Question(id="q", text="Explain TCP.", max_points=4)
-    return ItemSet([q], [Answer(id=f"a{i}", question_id="q", examinee=f"e{i}", text=f"answer {i}",
-                                human_scores={"g": i % 5}) for i in range(n)])
-
-
-class ReplayJudge(Judge):
-    """A canned-reply judge (not an LLM)."""
-
-    backend = "replay"
-    simulated = True
-
-    def __init__(self, replies: list[str]) -> None:
-        super().__init__("replay")
-        self.replies = replies
-        self.calls = 0
-
-    async def complete(self, request: JudgeRequest) -> Completion:
-        self.calls += 1
-        return Completion(text=self.replies[min(self.calls - 1, len(self.replies) - 1)])
+from tests.test_engine import ReplayJudge, _items
 
 
 @pytest.fixture
