@@ -53,21 +53,6 @@ def test_embedded_model_is_verified(small_gguf: Path) -> None:
 
 
 @needs_model
-def test_embedded_grammar_constrains_the_reply_to_a_verdict(small_gguf: Path) -> None:
-    from knockout.prompts._parsers import parse_score
-
-    judge = make_judge(f"llamacpp:{SMALL_MODEL}?grammar=verdict")
-    assert judge.identity()["grammar"] == "verdict"  # a constrained judge is another judge (cache keys)
-    msgs = [Message(role="user", content="Grade the answer 'It maps names to addresses' to 'What does DNS do?' "
-                    "from 0 to 1. Format: Explanation: [explanation] Score: [score]/1")]
-    comp = asyncio.run(judge.complete(JudgeRequest(msgs, GenParams(temperature=0, max_tokens=96))))
-    assert comp.text.startswith("Explanation: ")
-    assert parse_score(comp.text, 1).ok or comp.finish_reason == "length"
-    with pytest.raises(ConfigError, match="parallel=1"):
-        make_judge(f"llamacpp:{SMALL_MODEL}?grammar=verdict&parallel=2")
-
-
-@needs_model
 def test_embedded_backend_real_call(small_gguf: Path, tmp_path: Path) -> None:
     judge = make_judge(f"llamacpp:{SMALL_MODEL}")
     png = tiny_png(tmp_path / "fig.png")

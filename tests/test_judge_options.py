@@ -96,13 +96,13 @@ def test_cli_bad_option_exit_2_one_line_nothing_written(tmp_path: Path) -> None:
 def test_judges_json_lists_options() -> None:
     js = json.loads(knockout("judges", "--json").stdout)
     scripted = {o["name"]: o for o in js["options"]["scripted"]}
-    assert list(scripted) == ["noise", "bias", "inflation", "invalid", "delay", "seed"]
+    assert list(scripted) == ["noise", "bias", "inflation", "invalid", "delay", "seed", "slot"]
     assert scripted["noise"]["type"] == "float" and scripted["noise"]["default"] == 0.1
     openai = {o["name"]: o for o in js["options"]["openai"]}
     assert openai["retries"] == {**openai["retries"], "type": "int", "default": 4, "constraints": ">= 0, <= 100"}
     assert openai["concurrency"]["constraints"].startswith(">= 1")
     assert openai["api_key"]["type"] == "str (secret) | None"
-    assert [o["name"] for o in js["options"]["llamacpp"]] == ["n_ctx", "threads", "parallel", "flash_attn", "grammar"]
+    assert [o["name"] for o in js["options"]["llamacpp"]] == ["n_ctx", "threads", "parallel", "flash_attn"]
 
 
 # ---------------------------------------------------------------- cache identity

@@ -143,6 +143,11 @@ def grade(
                                          "all (docs/injection.md)")] = "none",
     parser: Annotated[str | None, typer.Option("--parser", help="read grades with this parser instead of the "
                                                "prompt's (sciex-score: SciEx's parse_grade, guesses; counted)")] = None,
+    verdict: Annotated[str, typer.Option("--verdict", help="how the judge's verdict is read: auto (the backend's "
+                                         "verdict slot, else free text), expected (the grade expected from the "
+                                         "judge's token probabilities), constrained (a grammar or schema of the "
+                                         "allowed grades), text (free text; docs/methods.md#the-verdict-slot)")
+                       ] = "auto",
     rubric: Annotated[str, typer.Option("--rubric", help="questions' rubrics: auto (a text rubric shown in the "
                                         "prompt, a criteria rubric graded per criterion), text (every rubric "
                                         "shown, one grade), off (ignored; docs/rubrics.md)")] = "auto",
@@ -206,6 +211,7 @@ def grade(
                 quoting=quoting,
                 parser=parser,
                 rubric=rubric,
+                verdict=verdict,
                 debias=debias,
                 extra=parse_kv(method_opt, "--method-opt"),
             ),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from knockout.judges._base import GenParams, Message, image_digest
+from knockout.judges._slot import Slot
 
 
 def call_key(identity: dict[str, Any], params: GenParams, messages: list[Message], draw: int = 0) -> str:
@@ -31,10 +32,14 @@ class KeyMaker:
         self.tail = ', "params": ' + json.dumps(params.model_dump(mode="json"), sort_keys=True,
                                                 ensure_ascii=False) + "}"
 
-    def __call__(self, messages: list[Message]) -> str:
+    def __call__(self, messages: list[Message], slot: Slot | None = None, mode: str | None = None) -> str:
+        """The key of a request; a verdict slot and its mode enter it only when there is one (a request without
+        a slot keeps the key it always had)."""
         body = json.dumps([{"content": m.content, "images": [image_digest(p) for p in m.images], "role": m.role}
                            for m in messages], ensure_ascii=False)
-        return hashlib.sha256((self.head + body + self.tail).encode()).hexdigest()
+        tail = self.tail if slot is None else (
+            f'{self.tail[:-1]}, "slot": {slot.key_json()}, "slot_mode": {json.dumps(mode)}}}')
+        return hashlib.sha256((self.head + body + tail).encode()).hexdigest()
 
 
 @dataclass
@@ -55,6 +60,8 @@ class CallRecord:
     finish_reason: str | None
     images_dropped: int
     parse_id: bytes | None = None
+    #: the slot verdict the backend returned with the reply (:mod:`knockout.judges._slot`); None for free text
+    verdict: dict[str, Any] | None = None
 
 
 class Cache(Protocol):

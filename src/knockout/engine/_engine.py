@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from knockout._bounds import MAX_INT
 from knockout.engine._cache import Cache, CallRecord, KeyMaker
@@ -39,18 +39,23 @@ from knockout.engine._events import Done, Observer, Queued
 from knockout.engine._executors import Executor, LocalExecutor
 from knockout.errors import JudgeError
 from knockout.judges._base import GenParams, Judge, JudgeRequest, Message, Subject, current_subject
+from knockout.judges._slot import Slot
 from knockout.prompts._parsers import Parsed
 
 
 @dataclass
 class Task:
-    """One thing to ask the judge, with how to read and re-ask it."""
+    """One thing to ask the judge, with how to read and re-ask it.  With a ``slot`` (and its ``slot_mode``, one
+    the judge offers) the backend fills the verdict itself, and ``parse`` reads that verdict
+    (``parse.read_verdict``, :mod:`knockout.prompts._slots`) instead of the reply's text."""
 
     messages: list[Message]
     parse: Callable[[str], Parsed]
     reminder: Callable[[str], str] | None = None
     subject: Subject | None = None
     label: str = ""
+    slot: Slot | None = None
+    slot_mode: str | None = None
 
 
 class Attempt(BaseModel):
@@ -60,6 +65,15 @@ class Attempt(BaseModel):
     reply: str
     cached: bool
     error: str | None
+    #: the slot verdict the backend returned (the allowed values' probabilities); absent for free text
+    verdict: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_no_verdict(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if out.get("verdict", 0) is None:
+            del out["verdict"]
+        return out
 
 
 class CallTrace(BaseModel):
@@ -104,6 +118,8 @@ class Stats:
     failed: int = 0
     failed_attempts: int = 0  # attempts the backend retried (HTTP errors, time-outs, malformed replies)
     format_retries: int = 0
+    #: slot verdicts whose allowed values carried too little probability (graded by the most probable one)
+    slot_fallbacks: int = 0
     images_dropped: int = 0
     latency_s: float = 0.0
     waves: int = 0
@@ -127,6 +143,7 @@ class Stats:
             "failed": self.failed,
             "failed_attempts": self.failed_attempts,
             "format_retries": self.format_retries,
+            "slot_fallbacks": self.slot_fallbacks,
             "images_dropped": self.images_dropped,
             "waves": self.waves,
             "waited_for_other_process": self.waited,
@@ -164,13 +181,23 @@ def _plain(value: Any) -> bool:
     return False
 
 
+def read_reply(parse: Callable[[str], Parsed], text: str, verdict: dict[str, Any] | None) -> Parsed:
+    """What ``parse`` makes of a reply: its slot verdict when it has one and the parse reads slots
+    (``read_verdict``), else its text."""
+    reader = getattr(parse, "read_verdict", None)
+    if reader is not None:
+        done: Parsed = reader(verdict, text)
+        return done
+    return parse(text)
+
+
 def _stored_parse(record: CallRecord, parse: Callable[[str], Parsed]) -> Parsed:
     """``parse`` of a stored reply: the parse stored with it when the same parse made it (a valid one), else
     the reply read again."""
     if record.parse_id is not None and record.parse_id == parse_identity(parse):
         value = record.parsed  # a list or dict is copied: the tasks that share a record own their values
         return Parsed(value=copy.deepcopy(value) if isinstance(value, list | dict) else value)
-    return parse(record.reply)
+    return read_reply(parse, record.reply, record.verdict)
 
 
 class Engine:
@@ -285,12 +312,18 @@ class Engine:
             else:
                 fut.set_result(took)
 
+    def key_of(self, task: Task, messages: list[Message] | None = None) -> str:
+        """The cache key of a task's request (``messages``: a format retry's)."""
+        return self._key(task.messages if messages is None else messages, task.slot, task.slot_mode)
+
     async def _call(self, messages: list[Message], subject: Subject | None,
                     known: tuple[str, CallRecord | None] | None = None,
-                    parse: Callable[[str], Parsed] | None = None) -> tuple[str, CallRecord, bool, Parsed | None]:
+                    parse: Callable[[str], Parsed] | None = None, task: Task | None = None
+                    ) -> tuple[str, CallRecord, bool, Parsed | None]:
         """The reply to ``messages``: (key, record, from the cache, what ``parse`` made of a live reply, which
         is stored with it; None for a stored reply, which the caller parses)."""
-        key, cached = known if known is not None else (self._key(messages), None)
+        slot, mode = (task.slot, task.slot_mode) if task is not None else (None, None)
+        key, cached = known if known is not None else (self._key(messages, slot, mode), None)
         if known is None:
             cached = self.cache.get_call(key)
         if cached is not None:
@@ -315,7 +348,8 @@ class Engine:
                             started = time.time()
                             token = current_subject.set(subject)
                             try:
-                                comp = await self.executor.complete(key, JudgeRequest(messages, self.params))
+                                comp = await self.executor.complete(
+                                    key, JudgeRequest(messages, self.params, slot, mode if slot else None))
                             except Exception as exc:
                                 self.stats.failed_attempts += getattr(exc, "failed_attempts", 0)
                                 self.cache.log_call(key, self.run_id, started,
@@ -328,7 +362,7 @@ class Engine:
                     self._count_cached(stored)
                     fut.set_result(stored)
                     return key, stored, True, None
-            parsed = parse(comp.text) if parse is not None else None
+            parsed = read_reply(parse, comp.text, comp.verdict) if parse is not None else None
             value = None if parsed is None else _jsonable(parsed.value) if parsed.ok else {"error": parsed.error}
             record = CallRecord(
                 key=key,
@@ -339,13 +373,16 @@ class Engine:
                 latency_s=comp.latency_s,
                 finish_reason=comp.finish_reason,
                 images_dropped=comp.images_dropped,
+                verdict=comp.verdict,
                 parse_id=parse_identity(parse) if parse is not None and parsed is not None and parsed.ok
                 and _plain(value) else None,
             )
-            request = {
+            request: dict[str, Any] = {
                 "messages": [m.model_dump(mode="json") for m in messages],
                 "params": self.params.model_dump(mode="json"),
             }
+            if slot is not None:
+                request["slot"] = {**slot.key(), "mode": mode}
             await asyncio.shield(self._write_reply(key, request, record, started))
             claimed = False
             s = self.stats
@@ -393,9 +430,19 @@ class Engine:
         if not parsed.ok:
             return None, (key, record)
         self._count_cached(record)
+        self._count_fallback(record)
         self._emit_done(task, cached=True, valid=True, failed=False)
         return Outcome(_jsonable(parsed.value), True, [Attempt(key=key, reply=record.reply, cached=True,
-                                                                error=None)]), (key, record)
+                                                                error=None, verdict=record.verdict)]), (key, record)
+
+    def _count_fallback(self, record: CallRecord) -> None:
+        v = record.verdict
+        if isinstance(v, dict) and v.get("mode") == "expected":
+            from knockout.judges._slot import MIN_MASS
+
+            probs = v.get("probs")
+            if isinstance(probs, list) and any(isinstance(ps, list) and sum(ps) < MIN_MASS for ps in probs):
+                self.stats.slot_fallbacks += 1
 
     async def ask(self, task: Task, known: tuple[str, CallRecord | None] | None = None) -> Outcome:
         messages = list(task.messages)
@@ -405,7 +452,7 @@ class Engine:
         for n in range(1 + self.format_retries):
             try:
                 key, record, cached, live = await self._call(messages, task.subject, known if n == 0 else None,
-                                                             task.parse)
+                                                             task.parse, task)
             except Exception as exc:
                 self.stats.failed += 1
                 self._emit_done(task, cached=False, valid=False, failed=True)
@@ -414,8 +461,10 @@ class Engine:
                 return Outcome(None, False, attempts, error=f"judge error: {exc}", failed=True)
             any_cached = any_cached or cached
             parsed = live if live is not None else _stored_parse(record, task.parse)
-            attempts.append(Attempt(key=key, reply=record.reply, cached=cached, error=parsed.error))
+            attempts.append(Attempt(key=key, reply=record.reply, cached=cached, error=parsed.error,
+                                    verdict=record.verdict))
             if parsed.ok:
+                self._count_fallback(record)
                 self._emit_done(task, cached=any_cached, valid=True, failed=False)
                 return Outcome(_jsonable(parsed.value), True, attempts)
             if n < self.format_retries and task.reminder is not None:
@@ -444,7 +493,7 @@ class Engine:
             self.observer(Queued(len(tasks), self.stats.waves))
         outcomes: list[Outcome | None] = []
         later: list[tuple[int, Task, tuple[str, CallRecord | None]]] = []
-        keys = [self._key(t.messages) for t in tasks]
+        keys = [self.key_of(t) for t in tasks]
         stored = self.cache.get_calls(keys)  # one look-up for the batch
         for i, t in enumerate(tasks):
             got, known = self._from_cache(t, keys[i], stored.get(keys[i]))

@@ -77,6 +77,8 @@ class PromptSpec(BaseModel):
     shot_source: Name = "same-question"
     seed: Int = 0
     quoting: Name = "none"
+    #: how verdicts are read: auto, expected, constrained, text (docs/methods.md#the-verdict-slot)
+    verdict: Name = "auto"
     #: go on where the data has fewer than ``shots`` examples for an answer (recorded per answer)
     allow_fewer_shots: bool = False
     #: figures to the judge: auto (refused for a text-only judge when questions have figures), none, separate,

@@ -96,6 +96,7 @@ def _grade_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: lis
                         options=MethodOptions(prompt=p.prompt, reference=p.reference, shots=p.shots,
                                               shot_source=p.shot_source, seed=p.seed, quoting=p.quoting,
                                               allow_fewer_shots=p.allow_fewer_shots, rubric=p.rubric, debias=m.debias,
+                                              verdict=p.verdict,
                                               extra={k: str(v) for k, v in m.options.items()}),
                         params=params, concurrency=exp.concurrency, figures=p.figures,
                         format_retries=2 if exp.format_retries is None else exp.format_retries)
@@ -129,7 +130,7 @@ def _grid_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: list
             for src in (grid.shot_sources if k else [p.shot_source]):
                 cfg = RunConfig(method="individual",
                                 options=MethodOptions(prompt=p.prompt, reference=ref, shots=k, shot_source=src,
-                                                      seed=p.seed, quoting=p.quoting,
+                                                      seed=p.seed, quoting=p.quoting, verdict=p.verdict,
                                                       allow_fewer_shots=p.allow_fewer_shots),
                                 params=params, concurrency=exp.concurrency, figures=p.figures,
                                 format_retries=2 if exp.format_retries is None else exp.format_retries)

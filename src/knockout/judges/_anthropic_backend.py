@@ -11,6 +11,7 @@ without text content is re-asked here after ``backoff`` seconds, doubled each ti
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +23,7 @@ from knockout.errors import ConfigError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
 from knockout.judges._options import ServerOptions
 from knockout.judges._server import ServerJudge, counting_http_client
+from knockout.judges._slot import Slot, constrained
 
 
 class AnthropicOptions(ServerOptions):
@@ -40,6 +42,36 @@ def _blocks(m: Message) -> Any:
         blocks.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
     blocks.append({"type": "text", "text": m.content})
     return blocks
+
+
+#: the forced tool of a slot request
+VERDICT_TOOL = "record_verdict"
+
+
+def _tool_reply(resp: Any, slot: Slot) -> Completion:
+    """A slot request's reply: the forced tool call's input read into the slot's verdict; a reply without one
+    that fits the slot keeps its text (if any) and has no verdict (read as invalid, asked again)."""
+    content = getattr(resp, "content", None)
+    if not isinstance(content, list) or not content:
+        raise MalformedReply("no content in the reply")
+    usage = getattr(resp, "usage", None)
+    done = Completion(text="", prompt_tokens=int(getattr(usage, "input_tokens", None) or 0),
+                      completion_tokens=int(getattr(usage, "output_tokens", None) or 0),
+                      finish_reason=getattr(resp, "stop_reason", None))
+    for block in content:
+        if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == VERDICT_TOOL:
+            obj = getattr(block, "input", None)
+            chosen = slot.from_json(obj)
+            if chosen is not None:
+                explanation = obj.get("explanation") if isinstance(obj, dict) else None
+                done.text = slot.text(chosen) + (f"{slot.then} {explanation}"
+                                                 if slot.then and isinstance(explanation, str) else "")
+                done.verdict = constrained(slot, chosen)
+                return done
+            done.text = json.dumps(obj, ensure_ascii=False, default=str)
+            return done
+    done.text = "".join(t for t in (getattr(b, "text", None) for b in content) if isinstance(t, str))
+    return done
 
 
 def _reply(resp: Any) -> Completion:
@@ -62,6 +94,8 @@ def _reply(resp: Any) -> Completion:
 class AnthropicJudge(ServerJudge):
     backend = "anthropic"
     supports_images = True
+    #: a verdict slot is a forced tool call whose typed input is the verdict
+    slot_modes = ("constrained",)
     unsupported_params = ("frequency_penalty",)  # the Messages API has no such parameter
     Options = AnthropicOptions
     options: AnthropicOptions
@@ -101,6 +135,10 @@ class AnthropicJudge(ServerJudge):
             kwargs["stop_sequences"] = list(p.stop)
         if p.top_p is not None:  # in the body: SDKs from 2.x on no longer name it, the API takes it
             kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "top_p": p.top_p}
+        if request.slot is not None and request.slot_mode in self.slot_modes:
+            kwargs["tools"] = [{"name": VERDICT_TOOL, "description": "Record your verdict.",
+                                "input_schema": request.slot.json_schema()}]
+            kwargs["tool_choice"] = {"type": "tool", "name": VERDICT_TOOL}
         return kwargs
 
     async def complete(self, request: JudgeRequest) -> Completion:
@@ -109,7 +147,9 @@ class AnthropicJudge(ServerJudge):
             kwargs["temperature"] = request.params.temperature
         else:  # SDKs from 2.x on no longer name it; the API still takes it
             kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "temperature": request.params.temperature}
-        return await self._ask(lambda: self._client.messages.create(**kwargs), _reply)
+        slot = request.slot if request.slot_mode in self.slot_modes else None
+        return await self._ask(lambda: self._client.messages.create(**kwargs),
+                               _reply if slot is None else lambda r: _tool_reply(r, slot))
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -19,6 +19,7 @@ from knockout._bounds import MAX_NAME, MAX_TEMPERATURE, MAX_TOKENS, Int, Text
 from knockout.data import is_local
 from knockout.errors import ConfigError, JudgeError
 from knockout.judges._options import JudgeOptions, validate_options
+from knockout.judges._slot import Slot
 
 Role = Literal["system", "user", "assistant"]
 
@@ -66,10 +67,14 @@ class GenParams(BaseModel):
 
 @dataclass
 class JudgeRequest:
-    """What a backend is sent: the messages and generation parameters, nothing else."""
+    """What a backend is sent: the messages and generation parameters, and the verdict slot the backend
+    fills itself (:mod:`knockout.judges._slot`) when the request has one and the backend offers it."""
 
     messages: list[Message]
     params: GenParams = field(default_factory=GenParams)
+    slot: Slot | None = None
+    #: the slot mode asked for (one of the backend's :attr:`Judge.slot_modes`); None with no slot
+    slot_mode: str | None = None
 
 
 @dataclass
@@ -83,6 +88,9 @@ class Completion:
     #: attempts that failed before this completion (HTTP errors, time-outs, dropped connections, malformed
     #: replies), retried by the backend; counted in the run's summary, never stored with the call
     failed_attempts: int = 0
+    #: the slot verdict (a request with a slot: :func:`knockout.judges._slot.distribution` or
+    #: :func:`~knockout.judges._slot.constrained`), stored with the reply; None for a free-text reply
+    verdict: dict[str, Any] | None = None
 
 
 def image_digest(path: str) -> str:
@@ -131,6 +139,9 @@ class Judge(ABC):
     simulated: bool = False
     #: optional generation parameters (:data:`OPTIONAL_PARAMS`) the backend cannot send
     unsupported_params: tuple[str, ...] = ()
+    #: the verdict slot modes the backend fills (:data:`knockout.judges._slot.MODES`), best first; none: the
+    #: judge writes its verdict in free text
+    slot_modes: tuple[str, ...] = ()
     #: The backend's options; a spec's ``?key=value`` and ``--judge-opt`` are validated against it.
     Options: ClassVar[type[JudgeOptions]] = JudgeOptions
 

@@ -11,19 +11,21 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import json
 import os
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
-from knockout.errors import ConfigError
+from knockout.errors import ConfigError, JudgeError
 from knockout.judges._base import OPTIONAL_PARAMS, Completion, Judge, JudgeRequest
 from knockout.judges._models import DEFAULT_MODEL, MODELS, file_sha256, model_path
 from knockout.judges._options import JudgeOptions
+from knockout.judges._slot import Slot, constrained, distribution
 
 #: Loaded models, shared by every judge with the same file and settings, each with the lock that
 #: serialises its calls (a llama.cpp context is not thread-safe, even across judge instances).
@@ -67,18 +69,6 @@ class LlamaCppOptions(JudgeOptions):
                           "prompt-prefix reuse; 1: one request at a time)")
     flash_attn: bool = Field(False, description="llama.cpp's fused attention kernel: about 5-10% faster on a CPU, "
                              "but it rounds differently, so its replies are cached as another judge's")
-    grammar: Literal["none", "verdict"] = Field(
-        "none", description="constrain the reply (GBNF): 'verdict' admits only 'Explanation: <one line>' and then "
-        "'Score: X/Y' or 'Answer 1: X/Y Answer 2: Z/Y' (knockout's grading formats); not with parallel > 1")
-
-
-#: The 'verdict' grammar: one explanation line, then one verdict in a format the score or pairwise parser reads.
-VERDICT_GBNF = r"""
-root ::= "Explanation: " line "\n" verdict
-line ::= [^\n]{1,1200}
-verdict ::= "Score: " num "/" num | "Answer 1: " num "/" num " Answer 2: " num "/" num
-num ::= [0-9]{1,3} ("." [0-9]{1,2})?
-"""
 
 
 #: parallel decoders, one per model file and settings (knockout.judges._parallel)
@@ -103,6 +93,8 @@ def _decoder(path: Path, n_ctx: int, n_threads: int, parallel: int, flash_attn: 
 class LlamaCppJudge(Judge):
     backend = "llamacpp"
     supports_images = False
+    #: the verdict slot read from the model's token probabilities, or written under a grammar
+    slot_modes = ("expected", "constrained")
     Options = LlamaCppOptions
     options: LlamaCppOptions
 
@@ -126,29 +118,15 @@ class LlamaCppJudge(Judge):
             raise ConfigError(f"unknown embedded model '{self.model}' (known: {known}, or a path to a .gguf)")
         self.n_ctx = self.options.n_ctx
         self.n_threads = self.options.threads or os.cpu_count() or 2
-        if self.options.grammar != "none" and self.options.parallel > 1:
-            raise ConfigError("the llamacpp option grammar needs parallel=1")
-        self._grammar: Any = None
         self._lock = asyncio.Lock()
 
     def identity(self) -> dict[str, Any]:
-        """The GGUF's SHA-256 (not its path): the same file anywhere is the same judge; a grammar that
-        constrains its replies, and flash attention (other arithmetic), are part of it."""
+        """The GGUF's SHA-256 (not its path): the same file anywhere is the same judge; flash attention (other
+        arithmetic) is part of it."""
         ident: dict[str, Any] = {"backend": self.backend, "model": self._identity_model, "sha256": self.sha256}
-        if self.options.grammar != "none":
-            ident["grammar"] = self.options.grammar
         if self.options.flash_attn:  # another attention kernel rounds differently: its replies are its own
             ident["flash_attn"] = True
         return ident
-
-    def _constraint(self) -> Any:
-        if self.options.grammar == "none":
-            return None
-        if self._grammar is None:
-            from llama_cpp.llama_grammar import LlamaGrammar
-
-            self._grammar = LlamaGrammar.from_string(VERDICT_GBNF, verbose=False)
-        return self._grammar
 
     def default_concurrency(self) -> int:
         return 1 if self.options.parallel == 1 else 2 * self.options.parallel
@@ -170,7 +148,6 @@ class LlamaCppJudge(Judge):
                 max_tokens=p.max_tokens,
                 seed=p.seed,
                 stop=list(p.stop) or None,
-                grammar=self._constraint(),
                 **{k: v for k in OPTIONAL_PARAMS if (v := getattr(p, k)) is not None},
             )
             latency = time.perf_counter() - t0
@@ -185,7 +162,66 @@ class LlamaCppJudge(Judge):
             images_dropped=dropped,
         )
 
+    def _run_slot(self, request: JudgeRequest) -> Completion:
+        """A request with a verdict slot (:mod:`knockout.judges._slot`): knockout writes each field, the model
+        gives the value (``expected``: the distribution over the allowed values from its token probabilities,
+        the most probable one written; ``constrained``: sampled under a grammar of the allowed values), then,
+        with ``then``, goes on freely for one line."""
+        from knockout.judges._chat import SlotReader, chat_prompt, tokens_of
+
+        slot, mode = request.slot, request.slot_mode
+        assert slot is not None
+        llm, lock = self._llm()
+        dropped = sum(len(m.images) for m in request.messages)
+        messages = [{"role": m.role, "content": m.content} for m in request.messages]
+        p = request.params
+        with lock:
+            t0 = time.perf_counter()
+            prompt, stop, special = chat_prompt(llm, messages)
+            n_prompt = len(tokens_of(llm, prompt, special))
+            written, chosen, probs = "", [], []
+            reader = SlotReader(llm)
+            generated = 0
+            for field in slot.fields:
+                written += field
+                if mode == "expected":
+                    ps = reader.distribution(prompt + written, slot.values, special)
+                    best = slot.values[max(range(len(ps)), key=ps.__getitem__)]
+                    probs.append(ps)
+                else:
+                    best = self._sample_value(llm, prompt + written, slot, p)
+                chosen.append(best)
+                written += best + slot.suffix
+                generated += 1
+            tail = ""
+            if slot.then:
+                written += slot.then
+                out = llm.create_completion(prompt + written, max_tokens=p.max_tokens, temperature=p.temperature,
+                                            seed=p.seed, stop=[*stop, *p.stop, "\n"])
+                tail = out["choices"][0]["text"]
+                generated += int((out.get("usage") or {}).get("completion_tokens", 0))
+            latency = time.perf_counter() - t0
+        verdict = distribution(slot, probs, chosen) if mode == "expected" else constrained(slot, chosen)
+        return Completion(text=written + tail, prompt_tokens=n_prompt, completion_tokens=generated,
+                          latency_s=latency, finish_reason="stop", images_dropped=dropped, verdict=verdict)
+
+    def _sample_value(self, llm: Any, text: str, slot: Slot, p: Any) -> str:
+        """One allowed value, sampled under a grammar that admits only those."""
+        from llama_cpp.llama_grammar import LlamaGrammar
+
+        # the suffix is part of the grammar: after "3" the model may write "/" (its "3/5"), not only "." or end
+        alts = " | ".join(json.dumps(v) for v in sorted(slot.values, key=len, reverse=True))
+        grammar = LlamaGrammar.from_string(f"root ::= ({alts}) {json.dumps(slot.suffix or ' ')}", verbose=False)
+        out = llm.create_completion(text, max_tokens=16, temperature=p.temperature, seed=p.seed, grammar=grammar)
+        value = str(out["choices"][0]["text"]).removesuffix(slot.suffix or " ")
+        if value not in slot.values:  # the grammar admits nothing else; a model that stopped early
+            raise JudgeError(f"the grammar-constrained verdict {value!r} is not an allowed value")
+        return value
+
     async def complete(self, request: JudgeRequest) -> Completion:
+        if request.slot is not None and request.slot_mode in self.slot_modes:
+            async with self._lock:
+                return await asyncio.to_thread(self._run_slot, request)
         if self.options.parallel > 1:
             path = self._path or model_path(self.model)
             decoder = await asyncio.to_thread(_decoder, path, self.n_ctx, self.n_threads, self.options.parallel,

@@ -15,9 +15,10 @@ cached reply, whatever they call their model.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -26,6 +27,7 @@ from knockout.errors import ConfigError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
 from knockout.judges._options import ServerOptions
 from knockout.judges._server import ServerJudge, counting_http_client
+from knockout.judges._slot import Slot, constrained
 
 #: requests in flight one HTTP client pool serves well (each request scans its pool: above it, more pools cost
 #: less CPU than bigger ones; measured at 256 in flight, 16 a pool: 0.83 of the CPU of 64 a pool, 8: no less)
@@ -36,6 +38,10 @@ MAX_POOLS = 64
 
 class OpenAIOptions(ServerOptions):
     images: bool = Field(True, description="the model accepts image parts (no: images are left out, counted)")
+    slot: Literal["none", "json-schema", "json-object"] = Field(
+        "none", description="the server's structured output for verdict slots: json-schema (OpenAI structured "
+        "outputs, vLLM guided decoding), json-object (python -m llama_cpp.server: a json_object with a schema); "
+        "none: free-text verdicts (the server's support is not known unless given here)")
     pools: int | None = Field(None, ge=1, le=MAX_POOLS, description="HTTP client pools requests are spread over "
                               "(default: one per 16 requests in flight, at most 64)")
 
@@ -80,6 +86,26 @@ def _reply(data: Any, images_dropped: int) -> Completion:
     )
 
 
+def slot_reply(done: Completion, slot: Slot | None) -> Completion:
+    """A structured-output reply to a slot request: its verdict object read into the slot's verdict (the value
+    the constrained decoder wrote) and its text shown as the verdict line with the explanation; a reply that
+    is not such an object keeps its text and has no verdict (read as invalid, asked again)."""
+    if slot is None:
+        return done
+    try:
+        obj = json.loads(done.text)
+    except ValueError:
+        return done
+    chosen = slot.from_json(obj)
+    if chosen is None:
+        return done
+    explanation = obj.get("explanation") if isinstance(obj, dict) else None
+    done.text = slot.text(chosen) + (f"{slot.then} {explanation}" if slot.then and isinstance(explanation, str)
+                                     else "")
+    done.verdict = constrained(slot, chosen)
+    return done
+
+
 def _count(value: Any) -> int:
     """A token count as the server wrote it (a whole number; anything else counts 0)."""
     if isinstance(value, bool):
@@ -116,6 +142,8 @@ class OpenAIJudge(ServerJudge):
                 )
             api_key = "not-needed"
         self.supports_images = o.images
+        if o.slot != "none":
+            self.slot_modes = ("constrained",)
         # Above POOL_SIZE requests in flight, one client's connection pool becomes the bottleneck (each
         # request scans it): the requests are spread over several clients, in turn.
         def new_client() -> Any:
@@ -153,7 +181,20 @@ class OpenAIJudge(ServerJudge):
             body["top_p"] = p.top_p
         if p.frequency_penalty is not None:
             body["frequency_penalty"] = p.frequency_penalty
+        if request.slot is not None and request.slot_mode in self.slot_modes:
+            schema = request.slot.json_schema()
+            if self.options.slot == "json-object":
+                body["response_format"] = {"type": "json_object", "schema": schema}
+            else:
+                body["response_format"] = {"type": "json_schema",
+                                           "json_schema": {"name": "verdict", "strict": True, "schema": schema}}
         return body
+
+    def identity(self) -> dict[str, Any]:
+        ident = super().identity()
+        if self.options.slot != "none":  # another request body: its replies are its own
+            ident["slot"] = self.options.slot
+        return ident
 
     async def complete(self, request: JudgeRequest) -> Completion:
         dropped = 0 if self.supports_images else sum(len(m.images) for m in request.messages)
@@ -165,8 +206,9 @@ class OpenAIJudge(ServerJudge):
         # 256 in flight) and without building its reply model (``cast_to=object``: the reply's JSON, read by
         # _reply; the model's construction was about a sixth of a call's CPU at 8 in flight); same path,
         # headers, retries and errors.
+        slot = request.slot if request.slot_mode in self.slot_modes else None
         return await self._ask(lambda: client.post("/chat/completions", body=kwargs, cast_to=object),
-                               lambda r: _reply(r, dropped))
+                               lambda r: slot_reply(_reply(r, dropped), slot))
 
     async def aclose(self) -> None:
         for client in self._clients:

@@ -52,6 +52,8 @@ class ScriptedOptions(JudgeOptions):
     invalid: float = Field(0.0, ge=0, le=1, description="probability of an unparseable reply")
     delay: float = Field(0.0, ge=0, le=3600, description="seconds per call")
     seed: int = Field(0, ge=-(2**63 - 1), le=2**63 - 1, description="seed of the noise")
+    slot: bool = Field(False, description="fill verdict slots (a simulated distribution around its grade, or the "
+                       "grade itself), as a backend with token probabilities does; off: free text only")
 
 
 class ScriptedJudge(Judge):
@@ -65,6 +67,8 @@ class ScriptedJudge(Judge):
         o = self.options
         self.noise, self.bias, self.inflation = o.noise, o.bias, o.inflation
         self.invalid, self.delay, self.seed = o.invalid, o.delay, o.seed
+        if o.slot:
+            self.slot_modes = ("expected", "constrained")
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -75,6 +79,7 @@ class ScriptedJudge(Judge):
             "inflation": self.inflation,
             "invalid": self.invalid,
             "seed": self.seed,
+            **({"slot": True} if self.options.slot else {}),
         }
 
     def default_concurrency(self) -> int:
@@ -192,9 +197,40 @@ class ScriptedJudge(Judge):
             return "My assessment is the more reasonable one (simulated argument, scripted judge)."
         raise ConfigError(f"scripted judge cannot answer meta requests of task '{task}'")
 
+    def slot_reply(self, request: JudgeRequest, rng: np.random.Generator) -> Completion:
+        """A slot request: each field's simulated grade, as a distribution (half the probability on it, the
+        rest on its neighbours) or as the value written."""
+        from knockout.judges._slot import constrained, distribution, number
+
+        slot = request.slot
+        assert slot is not None
+        hint = self.facts()
+        max_points = float(hint.get("max_points", 1.0))
+        humans: list[float | None] = list(hint.get("humans", [None]))[:len(slot.fields)]
+        nums = [number(v) for v in slot.values]
+        chosen, probs = [], []
+        for i, h in enumerate(humans):
+            x = self.score(h, max_points, i, rng)
+            k = min(range(len(nums)), key=lambda j: abs(nums[j] - x))
+            ps = [0.0] * len(nums)
+            ps[k] = 0.5
+            for j in (k - 1, k + 1):
+                if 0 <= j < len(nums):
+                    ps[j] += 0.2
+            chosen.append(slot.values[k])
+            probs.append(ps)
+        text = slot.text(chosen) + (f"{slot.then} simulated (scripted judge)." if slot.then else "")
+        verdict = (distribution(slot, probs, chosen) if request.slot_mode == "expected"
+                   else constrained(slot, chosen))
+        return Completion(text=text, prompt_tokens=sum(len(m.content.split()) for m in request.messages),
+                          completion_tokens=len(text.split()), latency_s=self.delay, finish_reason="stop",
+                          verdict=verdict)
+
     async def complete(self, request: JudgeRequest) -> Completion:
         if self.delay:
             await asyncio.sleep(self.delay)
+        if request.slot is not None and request.slot_mode in self.slot_modes:
+            return self.slot_reply(request, self._rng(request))
         text = self.reply(request, self._rng(request))
         return Completion(
             text=text,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from knockout.data._records import Criterion, ItemSet
 from knockout.engine import Outcome, Subject, Task
 from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
-from knockout.prompts._builder import PromptBuilder, parser_for, reminder_for
+from knockout.prompts._builder import PromptBuilder, reminder_for
 from knockout.storage._store import ResultRow
 
 if TYPE_CHECKING:
@@ -26,7 +26,8 @@ def individual_details(o: Outcome, prompt: str, shots: list[str], criteria: Sequ
     """The JSON of :class:`IndividualDetails` for one outcome, written directly (a large run builds one per
     answer; the model validates the same fields, in the same order, to the same JSON; ``criteria`` only when
     the answer was graded by a criteria rubric)."""
-    attempts = [{"key": a.key, "reply": a.reply, "cached": a.cached, "error": a.error} for a in o.attempts]
+    attempts = [{"key": a.key, "reply": a.reply, "cached": a.cached, "error": a.error,
+                 **({"verdict": a.verdict} if a.verdict is not None else {})} for a in o.attempts]
     out: dict[str, Any] = {"valid": o.valid, "error": o.error, "failed": o.failed, "attempts": attempts,
                            "prompt": prompt, "shots": list(shots)}
     if o.valid and isinstance(o.value, dict) and criteria:
@@ -62,10 +63,10 @@ class Individual(Method):
                 q = items.question_of(a)
                 t, rendered, shot_ids = builder.individual(a)
                 criteria = builder.criteria(q)
-                tasks.append(Task(messages=rendered.messages,
-                                  parse=parser_for(t, q.max_points, rendered.shown, criteria),
+                parse, slot, mode = builder.read(t, q, rendered, criteria)
+                tasks.append(Task(messages=rendered.messages, parse=parse,
                                   reminder=reminder_for(t, q.max_points), subject=Subject("individual", (a.id,)),
-                                  label=a.id))
+                                  label=a.id, slot=slot, slot_mode=mode))
                 meta.append((t.name, shot_ids, q.criteria if criteria else []))
             outcomes = await ctx.engine.ask_all(tasks, wave=1)
             done = [

@@ -37,7 +37,7 @@ from knockout.engine import Outcome, Subject, Task
 from knockout.errors import ConfigError
 from knockout.methods._base import AnswerResult, MatchRef, Method, MethodOptions, MethodResult, PairwiseDetails
 from knockout.metrics._agreement import spearman
-from knockout.prompts._builder import PromptBuilder, parser_for, reminder_for
+from knockout.prompts._builder import PromptBuilder, reminder_for
 from knockout.storage._store import MatchRow
 
 if TYPE_CHECKING:
@@ -178,12 +178,15 @@ class MatchPlayer:
             raise ValueError(f"a match needs two answers to one question ({first}, {second})")
         q = self.items.question_of(a1)
         t, rendered = self.builder.pairwise(a1, a2)
+        parse, slot, mode = self.builder.read(t, q, rendered)
         return Task(
             messages=rendered.messages,
-            parse=parser_for(t, q.max_points, rendered.shown),
+            parse=parse,
             reminder=reminder_for(t, q.max_points),
             subject=Subject("pairwise", (first, second)),
             label=f"{first}|{second}",
+            slot=slot,
+            slot_mode=mode,
         )
 
     def _key(self, a: str, b: str) -> tuple[str, ...]:

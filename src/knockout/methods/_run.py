@@ -9,6 +9,7 @@ kind of run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,8 @@ class GradeSummary(RunSummary):
     invalid: int
     agreement: dict[str, Any]
     info: dict[str, Any] | None = None
+    #: how the judge's verdicts were read (docs/methods.md#the-verdict-slot): expected, constrained or text
+    verdict: str = "text"
 
 
 @dataclass
@@ -83,6 +86,7 @@ class RunReport:
     agreement: dict[str, Any]
     results: list[AnswerResult]
     info: dict[str, Any] = field(default_factory=dict)
+    verdict: str = "text"
 
     def summary(self) -> dict[str, Any]:
         """The machine-readable summary printed by ``--json`` (keys documented in the README)."""
@@ -90,7 +94,7 @@ class RunReport:
             run_id=self.run_id, kind="grade", method=self.method, judge=self.judge, simulated_judge=self.simulated,
             data=self.data_source, questions=self.n_questions, answers=self.n_answers,
             valid=sum(r.valid for r in self.results), invalid=sum(not r.valid for r in self.results),
-            **self.stats, agreement=self.agreement, info=self.info or None,
+            **self.stats, agreement=self.agreement, info=self.info or None, verdict=self.verdict,
         )
         return s.model_dump(mode="json", exclude_none=True)
 
@@ -117,6 +121,11 @@ class GradeRun(Run[RunReport]):
     def __init__(self, items: ItemSet, judge: Judge, cfg: RunConfig) -> None:
         super().__init__(method=cfg.method, data_source=items.source, params=cfg.params,
                          concurrency=cfg.concurrency, format_retries=cfg.format_retries)
+        from knockout.prompts._slots import resolve_verdict
+
+        verdict = resolve_verdict(cfg.options.verdict, judge)  # the mode this judge gives: recorded with the run
+        if verdict != cfg.options.verdict:
+            cfg = dataclasses.replace(cfg, options=dataclasses.replace(cfg.options, verdict=verdict))
         self.items = items
         self.judge = judge
         self.cfg = cfg
@@ -222,6 +231,7 @@ class GradeRun(Run[RunReport]):
             agreement=question_level(self.items, scores) if self.items.has_human_scores() else {},
             results=outcome.results,
             info=outcome.info,
+            verdict=self.cfg.options.verdict,
         )
 
 

@@ -12,6 +12,7 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from knockout._bounds import MAX_SHOTS, Int, Name, Spec, bounded
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
+from knockout.judges._slot import MODES, VERDICTS, Slot
 from knockout.prompts._fewshot import select_shots
 from knockout.prompts._parsers import Parsed, parsers
 from knockout.prompts._render import (
@@ -22,6 +23,7 @@ from knockout.prompts._render import (
     own_verdict,
     takes_criteria,
 )
+from knockout.prompts._slots import SlotParse, slot_for
 from knockout.prompts._templates import FAMILIES, PromptTemplate, auto_preset, fmt_points, get_template, render
 
 
@@ -45,6 +47,11 @@ class PromptOptions:
     #: criteria rubric graded per criterion by individual grading), text (every rubric shown in {rubric},
     #: one grade), off (rubrics ignored: the prompts of questions without one)
     rubric: Name = "auto"
+    #: how the judge's verdict is read (knockout.judges._slot.VERDICTS, docs/methods.md#the-verdict-slot): auto
+    #: (the backend's best verdict slot, else free text), expected (token probabilities), constrained (a
+    #: grammar or schema of the allowed values), text (the free text, read by the copy-checking parsers); a
+    #: run records the mode it used
+    verdict: Name = "auto"
 
     @model_validator(mode="wrap")
     @classmethod
@@ -57,6 +64,8 @@ class PromptOptions:
         d = asdict(self)
         if not d.get("allow_fewer_shots"):
             d.pop("allow_fewer_shots", None)
+        if d.get("verdict") == "text":  # free text, as every run before verdict slots: the run ids made then stand
+            d.pop("verdict", None)
         return d
 
 
@@ -100,6 +109,10 @@ class PromptBuilder:
         self.options = options
         self._fixed: PromptTemplate | None = None
         get_quoting(options.quoting)  # an unknown name fails here, before any request
+        if options.verdict not in VERDICTS:
+            raise ConfigError(f"unknown verdict mode '{options.verdict}' (known: {', '.join(VERDICTS)})")
+        #: the slot mode this run's requests carry (resolved from ``auto`` by the run: None is free text)
+        self.slot_mode = options.verdict if options.verdict in MODES else None
         if options.rubric not in RUBRIC_MODES:
             raise ConfigError(f"unknown rubric mode '{options.rubric}' (known: {', '.join(RUBRIC_MODES)})")
         if options.parser is not None:
@@ -129,6 +142,7 @@ class PromptBuilder:
                     shots=self.options.shots,
                     family=self.options.prompt,
                     criteria=self.options.rubric == "auto" and bool(q.criteria) and self.options.parser is None,
+                    slot=self.slot_mode is not None and self.options.parser is None,
                 )
             except ConfigError as e:
                 raise ConfigError(f"question '{q.id}': {e}") from None
@@ -176,6 +190,15 @@ class PromptBuilder:
                 f"would get fewer examples (first: '{a.id}' gets {n}; it needs {need}); pass --allow-fewer-shots "
                 "(experiment files: allow_fewer_shots = true) to grade with fewer, recorded per answer, or lower "
                 "--shots")
+
+    def read(self, t: PromptTemplate, q: Question, rendered: Rendered, criteria: Sequence[float] = ()
+             ) -> tuple[Callable[[str], Parsed], Slot | None, str | None]:
+        """How one request's verdict is read: (parse, slot, slot mode).  A template with a slot, in a run whose
+        judge fills one, reads the slot's verdict; any other, the template's parser on the free text."""
+        slot = slot_for(t, q.max_points) if self.slot_mode is not None and self.options.parser is None else None
+        if slot is not None:
+            return SlotParse(slot, q.max_points), slot, self.slot_mode
+        return parser_for(t, q.max_points, rendered.shown, criteria), None, None
 
     def individual(self, a: Answer) -> tuple[PromptTemplate, Rendered, list[str]]:
         """Template, rendered request and the ids of the few-shot answers used."""

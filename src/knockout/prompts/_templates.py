@@ -16,6 +16,12 @@ A template file (TOML) has::
     examples_header = '''text put before the examples when there are any'''
     rubric_block = '''the section {rubric} stands for when the question has a rubric (default by language;
     its own {rubric} is the rubric: a text, or the criteria one per line)'''
+    # the verdict slot (docs/methods.md#the-verdict-slot): a template whose reply starts with its verdict
+    slot = "score"                 # or "pair" (two grades: a match); absent: no slot, free text only
+    slot_fields = ["Score: "]      # the text before each value, written by knockout
+    slot_suffix = "/{max_points}"  # the text after each value
+    slot_then = ""                 # what follows the verdict, after which the judge writes one free line
+    slot_decimal = "."             # how half points are written ("," in German)
 
 A plain ``.txt``/``.md`` file is a template body alone; its kind is
 ``pairwise`` when it uses ``{answer1}`` and ``{answer2}``, else ``individual``.
@@ -82,11 +88,20 @@ DEFAULT_REMINDERS = {
 }
 #: the section ``{rubric}`` stands for when a template sets no ``rubric_block`` (its ``{rubric}``: the rubric)
 DEFAULT_RUBRIC_BLOCKS = {"en": "Grading rubric:\n{rubric}\n", "de": "Bewertungsschema:\n{rubric}\n"}
+#: the verdict slots a template may declare: how many values each holds, and the template kind it is for
+SLOT_FIELDS = {"score": 1, "pair": 2}
+SLOT_KINDS = {"score": "individual", "pair": "pairwise"}
 DEFAULT_PARSERS = {"individual": "score", "pairwise": "pairwise", "sbs": "sbs", "solve": "answer"}
 #: ``--prompt`` names that pick a preset per question (language, reference) from a family, like ``auto``.
 FAMILIES = {
     "sciex-system": "SciEx grading prompt as the authors' code sends it (system message), by language and --reference",
+    "knockout": "the knockout papers' prompts (explanation, then the grade), by method, language and --reference",
+    "knockout-score": "the papers' prompts asking for the grade only (the verdict slot's default), by method, language "
+    "and --reference",
+    "knockout-first": "the papers' prompts asking for the grade first, then one sentence of explanation",
 }
+#: the preset suffix of each knockout family (their presets: knockout-KIND-LANG[-ref]SUFFIX)
+KNOCKOUT_FAMILIES = {"knockout": "", "knockout-score": "-score", "knockout-first": "-first"}
 
 
 def placeholders(text: str) -> set[str]:
@@ -150,6 +165,11 @@ class PromptTemplate:
     rubric_block: str = ""
     source: str = "preset"
     fields: frozenset[str] = field(default_factory=frozenset)
+    slot: str = ""
+    slot_fields: tuple[str, ...] = ()
+    slot_suffix: str = ""
+    slot_then: str = ""
+    slot_decimal: str = "."
 
     @property
     def uses_reference(self) -> bool:
@@ -179,6 +199,19 @@ def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
                           + (f" (uses {', '.join('{' + u + '}' for u in sorted(unknown))})" if unknown else ""))
     if t.parser not in parsers:
         raise ConfigError(f"{where}: unknown parser '{t.parser}' (known: {', '.join(parsers.names())})")
+    if t.slot:
+        n = SLOT_FIELDS.get(t.slot)
+        if n is None or t.kind != SLOT_KINDS[t.slot]:
+            raise ConfigError(f"{where}: slot '{t.slot}' is not a verdict slot of a {t.kind} template "
+                              f"(slots: {', '.join(f'{k} ({v})' for k, v in SLOT_KINDS.items())})")
+        if len(t.slot_fields) != n or not all(t.slot_fields):
+            raise ConfigError(f"{where}: slot_fields must hold {n} non-empty field name(s) for slot '{t.slot}'")
+        if t.slot_decimal not in (".", ","):
+            raise ConfigError(f"{where}: slot_decimal must be '.' or ','")
+        bad = placeholders(t.slot_suffix + "".join(t.slot_fields) + t.slot_then) - {"max_points"}
+        if bad:
+            raise ConfigError(f"{where}: the slot's texts may use {{max_points}} only (uses "
+                              f"{', '.join('{' + u + '}' for u in sorted(bad))})")
     need = {"individual": {"answer"}, "pairwise": {"answer1", "answer2"}, "sbs": {"answer1", "answer2"},
             "solve": {"question"}}.get(t.kind)
     if need is not None and not need <= t.fields:
@@ -210,8 +243,19 @@ def _from_mapping(data: dict[str, object], where: str, source: str) -> PromptTem
             str(data.get("language", "en"))[:2].lower(), DEFAULT_RUBRIC_BLOCKS["en"])),
         source=source,
         fields=fields_,
+        slot=str(data.get("slot", "")),
+        slot_fields=_strings(data.get("slot_fields", ()), where, "slot_fields"),
+        slot_suffix=str(data.get("slot_suffix", "")),
+        slot_then=str(data.get("slot_then", "")),
+        slot_decimal=str(data.get("slot_decimal", ".")),
     )
     return _validate(t, where)
+
+
+def _strings(value: object, where: str, name: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: field '{name}' must be a list of strings")
+    return tuple(value)
 
 
 def load_template_file(path: str | Path) -> PromptTemplate:
@@ -290,12 +334,27 @@ def preset_language(language: str) -> str | None:
 
 
 def auto_preset(kind: str, *, language: str, task: str, reference: bool, shots: int, family: str = "auto",
-                criteria: bool = False) -> str:
+                criteria: bool = False, slot: bool = False) -> str:
     """The paper preset that fits a question: MT, SciEx (few-shot) or knockout prompts; with ``family``
     (:data:`FAMILIES`) the family's preset for the question's language and reference; ``criteria`` (a
     question with a criteria rubric, graded individually without few-shot examples): knockout's criteria
-    preset, which asks for a verdict per criterion."""
+    preset, which asks for a verdict per criterion; ``slot`` (the judge fills a verdict slot): the family
+    ``knockout-score`` (the grade only; with few-shot examples too, shown as graded answers)."""
     ref = "-ref" if reference else ""
+    if family == "auto" and slot and not criteria:
+        family = "knockout-score"
+    if family in KNOCKOUT_FAMILIES:
+        suffix = KNOCKOUT_FAMILIES[family]
+        if task == "mt":
+            return f"knockout-{kind}-mt{suffix}"
+        lang = preset_language(language)
+        if lang is None:
+            raise ConfigError(f"no '{family}' preset in language '{language}' (presets: "
+                              f"{', '.join(PRESET_LANGUAGES)}); choose a prompt with --prompt NAME")
+        if shots > 0 and not suffix:
+            raise ConfigError(f"prompt family '{family}' has no few-shot examples; use knockout-score or "
+                              "knockout-first (or sciex)")
+        return f"knockout-{kind}-{lang}{ref}{suffix}"
     if task == "mt" and family == "auto":
         return f"knockout-{kind}-mt"
     lang = preset_language(language)

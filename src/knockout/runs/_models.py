@@ -22,6 +22,8 @@ class CostStats(BaseModel):
     failed: int = 0
     failed_attempts: int = 0
     format_retries: int = 0
+    #: verdict slots graded by their most probable value: the allowed values carried too little probability
+    slot_fallbacks: int = 0
     images_dropped: int = 0
     waves: int = 0
     waited_for_other_process: int = 0

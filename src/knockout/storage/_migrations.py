@@ -393,6 +393,13 @@ def _v41(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE calls ADD COLUMN parse_id BLOB")
 
 
+def _v42(db: sqlite3.Connection) -> None:
+    """A reply's verdict slot (``calls.verdict``, JSON: the allowed values' probabilities, or the value a
+    constrained decoder wrote; :mod:`knockout.judges._slot`).  Free-text replies have none."""
+    if "verdict" not in _columns(db, "calls"):
+        db.execute("ALTER TABLE calls ADD COLUMN verdict TEXT")
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "baseline: the schema of knockout 0.1 (calls, call_log, itemsets, runs, results, web tables)", _v1),
     Migration(2, "matches stored once in their own table; runs.error", _v2),
@@ -405,6 +412,7 @@ MIGRATIONS: list[Migration] = [
     Migration(36, "requests stored once by content (blobs); compressed item-set snapshots", _v36),
     Migration(40, "indexes of results and matches by (run, question)", _v40),
     Migration(41, "each stored reply's parse with the identity of the parse that made it (calls.parse_id)", _v41),
+    Migration(42, "each stored reply's verdict slot: the allowed values' probabilities (calls.verdict)", _v42),
 ]
 
 

@@ -226,11 +226,12 @@ _RUN_COLS = ("id, kind, method, judge, config, data_source, data_fingerprint, st
 
 
 _CALL_COLS = ("key, reply, parsed, prompt_tokens, completion_tokens, latency_s, finish_reason, images_dropped, "
-              "parse_id")
+              "parse_id, verdict")
 
 
 def _call_record(row: tuple[Any, ...]) -> CallRecord:
-    return CallRecord(row[0], row[1], json.loads(row[2]) if row[2] else None, *row[3:])
+    return CallRecord(row[0], row[1], json.loads(row[2]) if row[2] else None, row[3], row[4], row[5], row[6], row[7],
+                      row[8], json.loads(row[9]) if row[9] else None)
 
 
 class Store:
@@ -329,8 +330,8 @@ class Store:
     def _insert_call(self, key: str, identity: dict[str, Any], stored_request: str, record: CallRecord) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO calls (key, backend, model, request, reply, parsed, prompt_tokens, "
-            "completion_tokens, latency_s, finish_reason, images_dropped, created, parse_id) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "completion_tokens, latency_s, finish_reason, images_dropped, created, parse_id, verdict) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 key,
                 str(identity.get("backend")),
@@ -345,6 +346,7 @@ class Store:
                 record.images_dropped,
                 time.time(),
                 record.parse_id,
+                None if record.verdict is None else json.dumps(record.verdict, ensure_ascii=False),
             ),
         )
 
