@@ -287,3 +287,82 @@ def test_review_reads_repeated_draws() -> None:
                for a in items]
     sig = run_signals(SimpleNamespace(items=items, results=results, matches=[]))
     assert sig["samples"]["q1/a1"] == pytest.approx(0.3) and sig["samples"]["q0/a0"] == 0.0
+
+
+# -- issue 34 item 7: a map never reverses the judge's order; a constant map is labelled ----------------------
+def inverted_rows(seed: int = 0) -> list[Graded]:
+    """A judge that ranks the answers backwards: judge = 10 - expert (+ noise): an unconstrained linear fit has
+    slope about -1."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(6):
+        for a in range(8):
+            e = float(rng.integers(0, 11))
+            rows.append(Graded(f"q{q}/a{a}", f"q{q}", 10.0, float(round(np.clip(10 - e + rng.normal(0, 0.5), 0, 10))),
+                               e))
+    return rows
+
+
+def test_a_map_never_reverses_the_judge() -> None:
+    from knockout.calibration._fit import CONSTANT, Fitted, _arrays
+
+    rows = inverted_rows()
+    free = calibrate(rows, seed=0, resamples=0, refits=0, monotone=False)  # the data are built for this:
+    assert free.map == "linear" and free.shapes == {"": "decreasing"} and "-0.9" in free.description
+    for fit in (None, first_per_question(rows, 2, seed=0)):
+        cal = calibrate(rows, fit_ids=fit, seed=0, resamples=0, refits=10)
+        assert "decreasing" not in cal.shapes.values() and cal.constant
+        assert cal.label.endswith(f"expert grades; {CONSTANT})") or cal.label.endswith(f"{CONSTANT}, per question)")
+        assert CONSTANT in cal.description
+        # every answer gets the experts' mean: no answer the judge gave 0 gets more than one it gave 10
+        lo = [cal.grades[r.id] for r in rows if r.judge == 0.0 and r.question_id == "q0"]
+        hi = [cal.grades[r.id] for r in rows if r.judge == 10.0 and r.question_id == "q0"]
+        assert not lo or not hi or max(lo) <= min(hi) + 1e-9
+    x, y, q, e, _ = _arrays(rows)
+    for name in ("linear", "linear+offset", "isotonic"):
+        f = Fitted(name, x, y, q, e)
+        assert f.shapes() == {"": "constant"}, name  # isotonic of a reversed judge: one level
+        p = f.predict(np.linspace(0, 1, 11), np.array(["q9"] * 11), np.array([""] * 11))
+        assert np.all(np.diff(p) >= -1e-12), name
+    # a judge that ranks keeps an increasing map, labelled as before
+    ok = calibrate(biased_rows(), seed=0, resamples=0, refits=0)
+    assert not ok.constant and ok.label == f"calibrated ({ok.map}, 48 expert grades)"
+
+
+@pytest.fixture(scope="module")
+def inverted_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A stored run whose judge grades are 10 - the expert's (written over the scripted judge's results)."""
+    from knockout.storage._store import ResultRow
+
+    db = tmp_path_factory.mktemp("inv") / "inv.db"
+    items = exam(graded=40)  # 8 answers (of q5) left for the review queue
+    with Store(db) as store:
+        rep = run(items, make_judge("scripted?noise=0.02"), store, RunConfig(format_retries=0))
+        rng = np.random.default_rng(1)
+        store.put_results(rep.run_id, [
+            ResultRow(a.id, a.question_id, float(np.clip(round(10 - (a.human_score or 5) * 1.5 + rng.normal(0, .5)),
+                                                         0, 10)), True, {})
+            for a in items])
+    return db, rep.run_id
+
+
+def test_a_constant_map_is_labelled_wherever_its_grades_appear(inverted_store: tuple[Path, str]) -> None:
+    from knockout.calibration._fit import CONSTANT
+    from knockout.methods._kind import GradeKind
+
+    db, rid = inverted_store
+    code, out, err = knockout("calibrate", f"{db}:{rid}", "--json", "--resamples", "0")
+    assert code == 0, err
+    sec = json.loads(out)
+    assert sec["constant"] and CONSTANT in sec["label"] and "decreasing" not in sec["shapes"].values()
+    code, out, err = knockout("calibrate", f"{db}:{rid}", "--resamples", "0")
+    out = " ".join(out.split())
+    assert code == 0 and "the judge does not rank these answers" in out and "gives every answer the same" in out
+    code, out, _ = knockout("report", f"{db}:{rid}", "--calibrate", "--resamples", "0")
+    assert code == 0 and "the judge does not rank these answers" in " ".join(out.split())
+    code, out, _ = knockout("export", f"{db}:{rid}", "--table", "calibrated", "--format", "csv")
+    assert code == 0 and all(CONSTANT in r["calibration_label"] for r in csv.DictReader(io.StringIO(out)))
+    with Store.open_existing(db) as store:
+        header = GradeKind().columns(store, store.find_run(rid))[4].header
+        assert CONSTANT in header
+

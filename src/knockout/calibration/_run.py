@@ -3,14 +3,15 @@ the ``calibrated`` tidy table of ``export`` and the web app's calibrated column.
 
 The expert grades are the run's human grades: its data file's and the web app's (``web:<user>``), as
 :func:`knockout.reports.load_run` reads them.  Every calibrated grade is shown labelled as calibrated, with the
-map and the number of expert grades behind it (:func:`label`).
+map and the number of expert grades behind it (:func:`label`), and, when the map is constant, that the judge
+does not rank the answers (the experts' mean); when calibration declined every map, as the judge's grade.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from knockout.calibration._fit import Calibration, calibrate, first_per_question, graded_rows
+from knockout.calibration._fit import Calibration, calibrate, first_per_question, graded_rows, label_for
 from knockout.reports._runs import LoadedRun
 from knockout.reports._tables import Table, kv, num, with_ci
 
@@ -19,8 +20,8 @@ SECTION = "calibrated"
 
 
 def label(section: dict[str, Any]) -> str:
-    """How a calibrated grade is labelled wherever it is shown."""
-    return f"calibrated ({section['map']}, {section['expert_grades']} expert grades)"
+    """How a calibrated grade is labelled wherever it is shown (:func:`knockout.calibration._fit.label_for`)."""
+    return label_for(section["map"], section["expert_grades"], section.get("shapes"))
 
 
 def calibrate_loaded(run: LoadedRun, *, per_question: int | None = None, seed: int = 0,
@@ -48,14 +49,20 @@ def calibration_tables(section: dict[str, Any]) -> list[Table]:
     held = ("the other expert-graded answers (holdout)" if section["heldout"] == "holdout" else
             "each answer predicted by a map chosen and fitted without it (nested cross-validation)")
     cv = ", ".join(f"{m} {v:.3f}" for m, v in section["cv_rmse"].items())
+    if section["map"] == "raw":
+        note = "no map beat the judge's own grades in cross-validation: the grades stay the judge's; "
+    elif section.get("constant"):
+        note = ("the chosen map gives every answer the same grade (the experts' mean): the judge does not rank "
+                "these answers, and the calibrated grades say nothing about any single answer; ")
+    else:
+        note = ""
     t1 = kv("calibration: judge grades mapped to expert grades", [
         ("fitted on", fit),
         ("map chosen by cross-validation", f"{section['map']}: {section['description']}"),
         ("cross-validated RMSE of each map (share of max)", cv),
         ("figures computed on", f"{f['n']} held-out answers of {f['questions']} questions: {held}"),
-    ], ("no map beat the judge's own grades in cross-validation: the calibrated grades are the judge's; "
-        if section["map"] == "raw" else "") +
-        "calibrated grades are labelled as such everywhere they are shown: " + section["label"])
+    ], note + "the grades are labelled as such everywhere they are shown: " + section["label"] +
+        "; a map never reverses the judge's order (a linear slope is at least 0)")
     rows = [
         ["RMSE (points) [95% CI]", with_ci(f, "rmse_raw"), with_ci(f, "rmse_calibrated"),
          with_ci(f, "rmse_difference")],
