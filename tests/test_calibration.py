@@ -348,6 +348,7 @@ def inverted_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]
 
 def test_a_constant_map_is_labelled_wherever_its_grades_appear(inverted_store: tuple[Path, str]) -> None:
     from knockout.calibration._fit import CONSTANT
+    from knockout.calibration._review import exam_queue
     from knockout.methods._kind import GradeKind
 
     db, rid = inverted_store
@@ -362,7 +363,80 @@ def test_a_constant_map_is_labelled_wherever_its_grades_appear(inverted_store: t
     assert code == 0 and "the judge does not rank these answers" in " ".join(out.split())
     code, out, _ = knockout("export", f"{db}:{rid}", "--table", "calibrated", "--format", "csv")
     assert code == 0 and all(CONSTANT in r["calibration_label"] for r in csv.DictReader(io.StringIO(out)))
+    code, out, _ = knockout("review", f"{db}:{rid}", "--next", "3")
+    assert code == 0 and "the judge does not rank these answers" in " ".join(out.split())
     with Store.open_existing(db) as store:
         header = GradeKind().columns(store, store.find_run(rid))[4].header
         assert CONSTANT in header
+        card = exam_queue(store, {f"q5/a{i}" for i in range(8)}, 5)
+    assert card is not None and CONSTANT in card["grades"]["label"]
+    assert all(CONSTANT in q["calibrated_words"] for q in card["queue"])
+
+
+# -- issue 36 items 5 and 13: the review queue's numbers in plain words -----------------------------------------
+def test_review_queue_says_what_its_numbers_mean() -> None:
+    from knockout.calibration._review import grade_words
+
+    rows = biased_rows()
+    half = [r if r.question_id != "q5" and not r.id.endswith("/a7") else
+            Graded(r.id, r.question_id, 10.0, r.judge, None) for r in rows]
+    cal = calibrate(half, seed=0, resamples=0, refits=30)
+    queue = rank(half, {"flips": {"q5/a3": 0.5}}, cal)
+    top = queue[0]
+    assert top["answer_id"] == "q5/a3"
+    why = " | ".join(top["why"])
+    assert "few expert grades on this question: 0 of its 8 answers (coverage 1.00 = 1 / (1 + 0))" in why
+    assert "the winner of 50% of its knockout matches changes with the order shown (flips 0.50)" in why
+    assert "points over refits of the map" in why
+    q0 = next(q for q in queue if q["question_id"] == "q0")
+    assert "7 of its 8 answers (coverage 0.12 = 1 / (1 + 7))" in " | ".join(q0["why"])
+    assert top["priority_words"].startswith(f"{top['priority']:.2f} = ") and "1 x 0.50 (flips)" in top[
+        "priority_words"]
+    b = next((q for q in queue if q["signals"]["boundary"] > 0), None)
+    assert b is not None and "near a grade boundary" in " | ".join(b["why"]) and "1.00 = half-way" in " | ".join(
+        b["why"])
+    words = {"label": cal.label, "constant": False}
+    assert grade_words({**top, "calibrated_sd": 0.0}, words).endswith("(every refit of the map gives this grade)")
+
+
+def test_review_labels_the_judges_grades_when_calibration_declines(tmp_path: Path) -> None:
+    from knockout.calibration._review import calibration_words, grade_words, queue_tables
+
+    rows = [Graded(f"q{q}/a{a}", f"q{q}", 4.0, float((q + a) % 5), float((q + a) % 5) if a < 4 else None)
+            for q in range(3) for a in range(6)]  # a perfect judge: no map beats it
+    cal = calibrate(rows, seed=0, resamples=0, refits=10)
+    assert cal.map == "raw" and cal.label.startswith("judge's grade (no calibration: no map beat")
+    queue = rank(rows, {}, cal)
+    words = calibration_words(cal, rows)
+    assert all(q["calibrated"] is None for q in queue) and not words["calibrated"]
+    assert grade_words(queue[0], words) == "- (judge's grade (no calibration: no map beat the judge's own grades " \
+                                           "in cross-validation on 12 expert grades))"
+    few = calibration_words(None, rows[:5])
+    assert few["label"].startswith("judge's grade (no calibration: ") and "at least 6" in few["label"]
+    table = queue_tables({"queue": queue, "grades": words, "weights": {"boundary": 0.5}}, 3)[0]
+    assert "calibrated" not in table.note.split("grades: ")[1].split(";")[0] or "no calibration" in table.note
+
+
+def test_review_ties_are_ordered_and_said() -> None:
+    from knockout.calibration._review import calibration_words, grade_words, queue_tables, tie_note
+
+    # no expert grades, every judge grade on the grid: only coverage, 1.00 for every answer
+    rows = [Graded(f"q{q}/a{a}", f"q{q}", 3.0, float(a % 4), None) for q in (2, 1, 0) for a in (3, 1, 2, 0)]
+    queue = rank(rows, {}, None)
+    assert [q["answer_id"] for q in queue] == sorted(r.id for r in rows)  # by question, then answer id
+    assert all(q["ties"] == 12 for q in queue)
+    assert "every answer listed ties at priority 1.00" in tie_note(queue[:5])
+    words = calibration_words(None, rows)
+    for q in queue:
+        q["calibrated_words"] = grade_words(q, words)
+    t = queue_tables({"queue": queue, "grades": words, "weights": {"coverage": 1.0}}, 5)[0]
+    assert "(tie: 12 answers)" in t.rows[0][5] and "every answer listed ties" in t.note
+    assert t.rows[0][4].startswith("- (judge's grade (no calibration: 0 answers have both")
+    # float noise in the weighted sum does not break a tie
+    a = {"priority": 0.1 + 0.2, "question_id": "q1", "answer_id": "x"}
+    b = {"priority": 0.3, "question_id": "q0", "answer_id": "y"}
+    from knockout.calibration._review import mark_ties
+
+    mark_ties([a, b])
+    assert a["ties"] == b["ties"] == 2
 
