@@ -359,6 +359,9 @@ def test_a_constant_map_is_labelled_wherever_its_grades_appear(inverted_store: t
     code, out, err = knockout("calibrate", f"{db}:{rid}", "--resamples", "0")
     out = " ".join(out.split())
     assert code == 0 and "the judge does not rank these answers" in out and "gives every answer the same" in out
+    from knockout.calibration._run import calibration_tables
+
+    assert "the folds' maps differ only in their means" in calibration_tables(sec)[1].rows[1][2]
     code, out, _ = knockout("report", f"{db}:{rid}", "--calibrate", "--resamples", "0")
     assert code == 0 and "the judge does not rank these answers" in " ".join(out.split())
     code, out, _ = knockout("export", f"{db}:{rid}", "--table", "calibrated", "--format", "csv")
@@ -440,3 +443,48 @@ def test_review_ties_are_ordered_and_said() -> None:
     mark_ties([a, b])
     assert a["ties"] == b["ties"] == 2
 
+
+def mixed_exam() -> ItemSet:
+    """Questions of 1, 2 and 10 points (Pearson on points and on shares of max points differ)."""
+    rng = np.random.default_rng(5)
+    qs, answers = [], []
+    for q, mx in enumerate((1, 2, 10, 1, 2, 10)):
+        qs.append(Question(id=f"q{q}", text=f"Question {q}?", reference="ref", max_points=mx))
+        for a in range(6):
+            answers.append(Answer(id=f"q{q}/a{a}", question_id=f"q{q}", text=f"answer {a}", examinee=f"e{a}",
+                                  human_scores={"expert": float(rng.integers(0, 2 * mx + 1)) / 2}))
+    return ItemSet(qs, answers)
+
+
+def test_report_and_calibrate_agree_on_pearson_and_say_the_unit(tmp_path: Path) -> None:
+    db = tmp_path / "mixed.db"
+    with Store(db) as store:
+        rid = run(mixed_exam(), make_judge("scripted?noise=0.3"), store, RunConfig(format_retries=0)).run_id
+    code, out, err = knockout("report", f"{db}:{rid}", "--json", "--resamples", "0")
+    assert code == 0, err
+    rep = json.loads(out)
+    code, out, err = knockout("calibrate", f"{db}:{rid}", "--json", "--resamples", "0")
+    assert code == 0, err
+    f = json.loads(out)["figures"]
+    assert f["pearson_unit"] == "share of max points" and f["n"] == rep["question_level"]["n"] == 36
+    assert f["pearson_raw"] == pytest.approx(rep["question_level"]["pearson"], abs=1e-9)
+    code, out, _ = knockout("calibrate", f"{db}:{rid}", "--resamples", "0")
+    out = " ".join(out.split())
+    assert "Pearson (share of max points)" in out and "no CIs: --resamples 0" in out
+    assert "the same answers and unit as knockout report's Pearson" in out
+    code, out, _ = knockout("report", f"{db}:{rid}", "--resamples", "0")
+    assert "Pearson (normalised: share of max points)" in " ".join(out.split())
+
+
+def test_figures_shown_as_a_dash_say_why() -> None:
+    from knockout.calibration._fit import heldout_figures
+    from knockout.calibration._run import figure
+
+    h = np.array([1.0, 2.0, 3.0, 4.0])
+    f = heldout_figures(h + 1, np.full(4, 2.5), h, np.array(["a", "a", "b", "b"]), resamples=0, seed=0)
+    assert f["pearson_calibrated"] is None and "calibrated grades gave every held-out answer the same" in \
+        figure(f, "pearson_calibrated")
+    f = heldout_figures(h[:2], h[:2], h[:2], np.array(["a", "b"]), resamples=10, seed=0)
+    assert figure(f, "pearson_raw") == "- (too few answers (2; Pearson needs 3))"
+    f = heldout_figures(h + 0.1, h, h + 0.1, np.array(["a"] * 4), resamples=0, seed=0)
+    assert "no whole, half or quarter point grid" in figure(f, "kappa_raw")

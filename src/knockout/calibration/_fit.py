@@ -255,10 +255,13 @@ def _grid_step(values: np.ndarray) -> float | None:
 
 
 def heldout_figures(judge: np.ndarray, cal: np.ndarray, expert: np.ndarray, questions: np.ndarray, *,
-                    resamples: int, seed: int) -> dict[str, Any]:
-    """RMSE (points), Pearson and quadratic Cohen's kappa (grades rounded to the experts' grid) of the raw and
-    the calibrated grades against the experts' on held-out answers, with cluster-bootstrap CIs over questions,
-    and the RMSE difference (calibrated - raw) with its CI."""
+                    resamples: int, seed: int, max_points: np.ndarray | None = None) -> dict[str, Any]:
+    """RMSE (points), Pearson (share of max points, as ``knockout report``'s) and quadratic Cohen's kappa
+    (grades rounded to the experts' grid) of the raw and the calibrated grades against the experts' on held-out
+    answers, with cluster-bootstrap CIs over questions, and the RMSE difference (calibrated - raw) with its CI.
+    A figure that cannot be computed is None, with its reason under ``<name>_why`` (and a missing CI's under
+    ``<name>_ci_why``)."""
+    mx = np.ones(len(expert)) if max_points is None else np.asarray(max_points, dtype=float)
     from knockout.metrics._bootstrap import bootstrap
     from knockout.metrics._kappa import grid_kappa
 
@@ -276,21 +279,44 @@ def heldout_figures(judge: np.ndarray, cal: np.ndarray, expert: np.ndarray, ques
         return float(np.corrcoef(a, b)[0, 1])
 
     def stat(idx: np.ndarray) -> np.ndarray:
-        j, c, h = judge[idx], cal[idx], expert[idx]
+        j, c, h, m = judge[idx], cal[idx], expert[idx], mx[idx]
         rj, rc = float(np.sqrt(np.mean((j - h) ** 2))), float(np.sqrt(np.mean((c - h) ** 2)))
-        return np.array([rj, rc, rc - rj, pearson(j, h), pearson(c, h), kappa(j, h), kappa(c, h)])
+        return np.array([rj, rc, rc - rj, pearson(j / m, h / m), pearson(c / m, h / m), kappa(j, h),
+                         kappa(c, h)])
+
+    def pearson_why(a: np.ndarray, which: str) -> str:
+        if len(a) < 3:
+            return f"too few answers ({len(a)}; Pearson needs 3)"
+        if np.std(expert / mx) == 0:
+            return "the experts gave every held-out answer the same share of max points"
+        return f"the {which} gave every held-out answer the same share of max points"
+
+    def kappa_why(a: np.ndarray, which: str) -> str:
+        if step is None:
+            return "the expert grades are on no whole, half or quarter point grid"
+        return f"undefined: the {which} rounded and the experts' grades take a single value"
 
     full = stat(np.arange(len(expert)))
     cis = bootstrap(stat, questions, resamples=resamples, seed=seed) if resamples else []
     names = ("rmse_raw", "rmse_calibrated", "rmse_difference", "pearson_raw", "pearson_calibrated",
              "kappa_raw", "kappa_calibrated")
+    whys = {"pearson_raw": lambda: pearson_why(judge / mx, "judge"),
+            "pearson_calibrated": lambda: pearson_why(cal / mx, "calibrated grades"),
+            "kappa_raw": lambda: kappa_why(judge, "judge's grades"),
+            "kappa_calibrated": lambda: kappa_why(cal, "calibrated grades")}
     out: dict[str, Any] = {"n": len(expert), "questions": len(np.unique(questions)),
-                           "kappa_step": step}
+                           "kappa_step": step, "pearson_unit": "share of max points"}
     for i, name in enumerate(names):
         v = float(full[i])
         out[name] = v if math.isfinite(v) else None
+        if out[name] is None and name in whys:
+            out[f"{name}_why"] = whys[name]()
         ci = cis[i] if cis else None
         out[f"{name}_ci"] = None if ci is None or ci.low is None else [ci.low, ci.high]
+        if out[name] is not None and out[f"{name}_ci"] is None:
+            out[f"{name}_ci_why"] = ("no bootstrap (--resamples 0)" if not resamples else
+                                     "too few questions or answers to resample" if len(np.unique(questions)) < 2
+                                     else "the resampled figures are undefined too often")
     return out
 
 
@@ -348,7 +374,8 @@ def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, maps: 
             hpred[te] = Fitted(inner, x[tr], y[tr], q[tr], e[tr], monotone=monotone).predict(x[te], q[te], e[te])
         how = "nested cross-validation"
         ids = [r.id for r in fit]
-    figures = heldout_figures(hx * hmx, hpred * hmx, hy * hmx, hq, resamples=resamples, seed=seed)
+    figures = heldout_figures(hx * hmx, hpred * hmx, hy * hmx, hq, resamples=resamples, seed=seed,
+                              max_points=hmx)
     return Calibration(name, final.describe(), len(fit), scores,
                        {r.id: float(g) for r, g in zip(valid, grades, strict=True)},
                        {r.id: float(s) for r, s in zip(valid, sd, strict=True)}, how, figures,

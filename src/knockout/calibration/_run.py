@@ -24,6 +24,24 @@ def label(section: dict[str, Any]) -> str:
     return label_for(section["map"], section["expert_grades"], section.get("shapes"))
 
 
+def figure(f: dict[str, Any], key: str) -> str:
+    """A held-out figure with its CI, or ``-`` with the reason it has none (and why a CI is missing)."""
+    if f.get(key) is None:
+        return f"- ({f.get(f'{key}_why', 'not computed')})"
+    out = with_ci(f, key)
+    why = f.get(f"{key}_ci_why")
+    # no CI for want of a bootstrap is said once, in the table's note
+    return out + (f" (no CI: {why})" if f.get(f"{key}_ci") is None and why and "--resamples 0" not in why else "")
+
+
+def difference(f: dict[str, Any], key: str) -> str:
+    """calibrated - raw of a figure without a CI of its own."""
+    a, b = f.get(f"{key}_calibrated"), f.get(f"{key}_raw")
+    if a is None or b is None:
+        return "- (a figure is missing)"
+    return f"{a - b:+.3f} (no CI)"
+
+
 def calibrate_loaded(run: LoadedRun, *, per_question: int | None = None, seed: int = 0,
                      resamples: int = 1000) -> dict[str, Any]:
     """The calibration section of a loaded grading run (raises ConfigError when there are too few expert
@@ -63,18 +81,31 @@ def calibration_tables(section: dict[str, Any]) -> list[Table]:
         ("figures computed on", f"{f['n']} held-out answers of {f['questions']} questions: {held}"),
     ], note + "the grades are labelled as such everywhere they are shown: " + section["label"] +
         "; a map never reverses the judge's order (a linear slope is at least 0)")
+    flat = ""
+    if section.get("constant") and section["heldout"] != "holdout":
+        flat = " (a constant map: the folds' maps differ only in their means, which is no ranking)"
     rows = [
-        ["RMSE (points) [95% CI]", with_ci(f, "rmse_raw"), with_ci(f, "rmse_calibrated"),
-         with_ci(f, "rmse_difference")],
-        ["Pearson [95% CI]", with_ci(f, "pearson_raw"), with_ci(f, "pearson_calibrated"), "-"],
-        ["Cohen's kappa, quadratic [95% CI]", with_ci(f, "kappa_raw"), with_ci(f, "kappa_calibrated"), "-"],
+        ["RMSE (points) [95% CI]", figure(f, "rmse_raw"), figure(f, "rmse_calibrated"),
+         figure(f, "rmse_difference")],
+        ["Pearson (share of max points) [95% CI]", figure(f, "pearson_raw"),
+         figure(f, "pearson_calibrated") + (flat if f.get("pearson_calibrated") is not None else ""),
+         difference(f, "pearson")],
+        ["Cohen's kappa, quadratic (points) [95% CI]", figure(f, "kappa_raw"),
+         figure(f, "kappa_calibrated") + (flat if f.get("kappa_calibrated") is not None else ""),
+         difference(f, "kappa")],
     ]
+    no_ci = any("--resamples 0" in str(v) for k, v in f.items() if k.endswith("_ci_why"))
     step = f.get("kappa_step")
+    same = ("the same answers and unit as knockout report's Pearson when every expert-graded answer is held "
+            "out in turn" if section["heldout"] != "holdout" else
+            "knockout report's Pearson is over every expert-graded answer, these over the held-out ones only")
     t2 = Table("held-out agreement with the experts: judge grades before and after calibration",
                ["figure", "raw judge", "calibrated", "calibrated - raw"], rows,
-               "held-out answers only, never those a map was fitted on; 95% CIs: cluster bootstrap over "
-               "questions" + (f"; kappa on grades rounded to steps of {num(step)}" if step else
-                              "; kappa: the expert grades are on no half-point grid"))
+               "held-out answers only, never those a map was fitted on; RMSE in points, Pearson on each grade as a "
+               f"share of its question's max points ({same}); " +
+               ("no CIs: --resamples 0" if no_ci else "95% CIs: cluster bootstrap over questions") +
+               (f"; kappa on grades rounded to steps of {num(step)}" if step else
+                "; kappa: the expert grades are on no half-point grid"))
     return [t1, t2]
 
 
