@@ -186,6 +186,9 @@ def test_review_cli(biased_store: tuple[Path, str, str]) -> None:
     assert code == 0, err
     q = json.loads(out)
     assert len(q["queue"]) == 3 and q["calibration"] is None  # 5 expert grades: not calibrated
+    assert q["grades"]["label"].startswith("judge's grade (no calibration: 5 answers have both")
+    assert all(x["why"] and x["priority_words"] and x["calibrated_words"].startswith("- (judge's grade")
+               for x in q["queue"])
     assert all(not x["answer_id"].startswith("q0/a") or int(x["answer_id"][-1]) >= 5 for x in q["queue"])
     code, out, _ = knockout("review", f"{db}:{few}", "--next", "2")
     assert code == 0 and "grade these next" in out and "coverage" in out
