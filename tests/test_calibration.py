@@ -186,6 +186,9 @@ def test_review_cli(biased_store: tuple[Path, str, str]) -> None:
     assert code == 0, err
     q = json.loads(out)
     assert len(q["queue"]) == 3 and q["calibration"] is None  # 5 expert grades: not calibrated
+    assert q["grades"]["label"].startswith("judge's grade (no calibration: 5 answers have both")
+    assert all(x["why"] and x["priority_words"] and x["calibrated_words"].startswith("- (judge's grade")
+               for x in q["queue"])
     assert all(not x["answer_id"].startswith("q0/a") or int(x["answer_id"][-1]) >= 5 for x in q["queue"])
     code, out, _ = knockout("review", f"{db}:{few}", "--next", "2")
     assert code == 0 and "grade these next" in out and "coverage" in out
@@ -287,3 +290,204 @@ def test_review_reads_repeated_draws() -> None:
                for a in items]
     sig = run_signals(SimpleNamespace(items=items, results=results, matches=[]))
     assert sig["samples"]["q1/a1"] == pytest.approx(0.3) and sig["samples"]["q0/a0"] == 0.0
+
+
+# -- issue 34 item 7: a map never reverses the judge's order; a constant map is labelled ----------------------
+def inverted_rows(seed: int = 0) -> list[Graded]:
+    """A judge that ranks the answers backwards: judge = 10 - expert (+ noise): an unconstrained linear fit has
+    slope about -1."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(6):
+        for a in range(8):
+            e = float(rng.integers(0, 11))
+            rows.append(Graded(f"q{q}/a{a}", f"q{q}", 10.0, float(round(np.clip(10 - e + rng.normal(0, 0.5), 0, 10))),
+                               e))
+    return rows
+
+
+def test_a_map_never_reverses_the_judge() -> None:
+    from knockout.calibration._fit import CONSTANT, Fitted, _arrays
+
+    rows = inverted_rows()
+    free = calibrate(rows, seed=0, resamples=0, refits=0, monotone=False)  # the data are built for this:
+    assert free.map == "linear" and free.shapes == {"": "decreasing"} and "-0.9" in free.description
+    for fit in (None, first_per_question(rows, 2, seed=0)):
+        cal = calibrate(rows, fit_ids=fit, seed=0, resamples=0, refits=10)
+        assert "decreasing" not in cal.shapes.values() and cal.constant
+        assert cal.label.endswith(f"expert grades; {CONSTANT})") or cal.label.endswith(f"{CONSTANT}, per question)")
+        assert CONSTANT in cal.description
+        # every answer gets the experts' mean: no answer the judge gave 0 gets more than one it gave 10
+        lo = [cal.grades[r.id] for r in rows if r.judge == 0.0 and r.question_id == "q0"]
+        hi = [cal.grades[r.id] for r in rows if r.judge == 10.0 and r.question_id == "q0"]
+        assert not lo or not hi or max(lo) <= min(hi) + 1e-9
+    x, y, q, e, _ = _arrays(rows)
+    for name in ("linear", "linear+offset", "isotonic"):
+        f = Fitted(name, x, y, q, e)
+        assert f.shapes() == {"": "constant"}, name  # isotonic of a reversed judge: one level
+        p = f.predict(np.linspace(0, 1, 11), np.array(["q9"] * 11), np.array([""] * 11))
+        assert np.all(np.diff(p) >= -1e-12), name
+    # a judge that ranks keeps an increasing map, labelled as before
+    ok = calibrate(biased_rows(), seed=0, resamples=0, refits=0)
+    assert not ok.constant and ok.label == f"calibrated ({ok.map}, 48 expert grades)"
+
+
+@pytest.fixture(scope="module")
+def inverted_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A stored run whose judge grades are 10 - the expert's (written over the scripted judge's results)."""
+    from knockout.storage._store import ResultRow
+
+    db = tmp_path_factory.mktemp("inv") / "inv.db"
+    items = exam(graded=40)  # 8 answers (of q5) left for the review queue
+    with Store(db) as store:
+        rep = run(items, make_judge("scripted?noise=0.02"), store, RunConfig(format_retries=0))
+        rng = np.random.default_rng(1)
+        store.put_results(rep.run_id, [
+            ResultRow(a.id, a.question_id, float(np.clip(round(10 - (a.human_score or 5) * 1.5 + rng.normal(0, .5)),
+                                                         0, 10)), True, {})
+            for a in items])
+    return db, rep.run_id
+
+
+def test_a_constant_map_is_labelled_wherever_its_grades_appear(inverted_store: tuple[Path, str]) -> None:
+    from knockout.calibration._fit import CONSTANT
+    from knockout.calibration._review import exam_queue
+    from knockout.methods._kind import GradeKind
+
+    db, rid = inverted_store
+    code, out, err = knockout("calibrate", f"{db}:{rid}", "--json", "--resamples", "0")
+    assert code == 0, err
+    sec = json.loads(out)
+    assert sec["constant"] and CONSTANT in sec["label"] and "decreasing" not in sec["shapes"].values()
+    code, out, err = knockout("calibrate", f"{db}:{rid}", "--resamples", "0")
+    out = " ".join(out.split())
+    assert code == 0 and "the judge does not rank these answers" in out and "gives every answer the same" in out
+    from knockout.calibration._run import calibration_tables
+
+    assert "the folds' maps differ only in their means" in calibration_tables(sec)[1].rows[1][2]
+    code, out, _ = knockout("report", f"{db}:{rid}", "--calibrate", "--resamples", "0")
+    assert code == 0 and "the judge does not rank these answers" in " ".join(out.split())
+    code, out, _ = knockout("export", f"{db}:{rid}", "--table", "calibrated", "--format", "csv")
+    assert code == 0 and all(CONSTANT in r["calibration_label"] for r in csv.DictReader(io.StringIO(out)))
+    code, out, _ = knockout("review", f"{db}:{rid}", "--next", "3")
+    assert code == 0 and "the judge does not rank these answers" in " ".join(out.split())
+    with Store.open_existing(db) as store:
+        header = GradeKind().columns(store, store.find_run(rid))[4].header
+        assert CONSTANT in header
+        card = exam_queue(store, {f"q5/a{i}" for i in range(8)}, 5)
+    assert card is not None and CONSTANT in card["grades"]["label"]
+    assert all(CONSTANT in q["calibrated_words"] for q in card["queue"])
+
+
+# -- issue 36 items 5 and 13: the review queue's numbers in plain words -----------------------------------------
+def test_review_queue_says_what_its_numbers_mean() -> None:
+    from knockout.calibration._review import grade_words
+
+    rows = biased_rows()
+    half = [r if r.question_id != "q5" and not r.id.endswith("/a7") else
+            Graded(r.id, r.question_id, 10.0, r.judge, None) for r in rows]
+    cal = calibrate(half, seed=0, resamples=0, refits=30)
+    queue = rank(half, {"flips": {"q5/a3": 0.5}}, cal)
+    top = queue[0]
+    assert top["answer_id"] == "q5/a3"
+    why = " | ".join(top["why"])
+    assert "few expert grades on this question: 0 of its 8 answers (coverage 1.00 = 1 / (1 + 0))" in why
+    assert "the winner of 50% of its knockout matches changes with the order shown (flips 0.50)" in why
+    assert "points over refits of the map" in why
+    q0 = next(q for q in queue if q["question_id"] == "q0")
+    assert "7 of its 8 answers (coverage 0.12 = 1 / (1 + 7))" in " | ".join(q0["why"])
+    assert top["priority_words"].startswith(f"{top['priority']:.2f} = ") and "1 x 0.50 (flips)" in top[
+        "priority_words"]
+    b = next((q for q in queue if q["signals"]["boundary"] > 0), None)
+    assert b is not None and "near a grade boundary" in " | ".join(b["why"]) and "1.00 = half-way" in " | ".join(
+        b["why"])
+    words = {"label": cal.label, "constant": False}
+    assert grade_words({**top, "calibrated_sd": 0.0}, words).endswith("(every refit of the map gives this grade)")
+
+
+def test_review_labels_the_judges_grades_when_calibration_declines(tmp_path: Path) -> None:
+    from knockout.calibration._review import calibration_words, grade_words, queue_tables
+
+    rows = [Graded(f"q{q}/a{a}", f"q{q}", 4.0, float((q + a) % 5), float((q + a) % 5) if a < 4 else None)
+            for q in range(3) for a in range(6)]  # a perfect judge: no map beats it
+    cal = calibrate(rows, seed=0, resamples=0, refits=10)
+    assert cal.map == "raw" and cal.label.startswith("judge's grade (no calibration: no map beat")
+    queue = rank(rows, {}, cal)
+    words = calibration_words(cal, rows)
+    assert all(q["calibrated"] is None for q in queue) and not words["calibrated"]
+    assert grade_words(queue[0], words) == "- (judge's grade (no calibration: no map beat the judge's own grades " \
+                                           "in cross-validation on 12 expert grades))"
+    few = calibration_words(None, rows[:5])
+    assert few["label"].startswith("judge's grade (no calibration: ") and "at least 6" in few["label"]
+    table = queue_tables({"queue": queue, "grades": words, "weights": {"boundary": 0.5}}, 3)[0]
+    assert "calibrated" not in table.note.split("grades: ")[1].split(";")[0] or "no calibration" in table.note
+
+
+def test_review_ties_are_ordered_and_said() -> None:
+    from knockout.calibration._review import calibration_words, grade_words, queue_tables, tie_note
+
+    # no expert grades, every judge grade on the grid: only coverage, 1.00 for every answer
+    rows = [Graded(f"q{q}/a{a}", f"q{q}", 3.0, float(a % 4), None) for q in (2, 1, 0) for a in (3, 1, 2, 0)]
+    queue = rank(rows, {}, None)
+    assert [q["answer_id"] for q in queue] == sorted(r.id for r in rows)  # by question, then answer id
+    assert all(q["ties"] == 12 for q in queue)
+    assert "every answer listed ties at priority 1.00" in tie_note(queue[:5])
+    words = calibration_words(None, rows)
+    for q in queue:
+        q["calibrated_words"] = grade_words(q, words)
+    t = queue_tables({"queue": queue, "grades": words, "weights": {"coverage": 1.0}}, 5)[0]
+    assert "(tie: 12 answers)" in t.rows[0][5] and "every answer listed ties" in t.note
+    assert t.rows[0][4].startswith("- (judge's grade (no calibration: 0 answers have both")
+    # float noise in the weighted sum does not break a tie
+    a = {"priority": 0.1 + 0.2, "question_id": "q1", "answer_id": "x"}
+    b = {"priority": 0.3, "question_id": "q0", "answer_id": "y"}
+    from knockout.calibration._review import mark_ties
+
+    mark_ties([a, b])
+    assert a["ties"] == b["ties"] == 2
+
+
+def mixed_exam() -> ItemSet:
+    """Questions of 1, 2 and 10 points (Pearson on points and on shares of max points differ)."""
+    rng = np.random.default_rng(5)
+    qs, answers = [], []
+    for q, mx in enumerate((1, 2, 10, 1, 2, 10)):
+        qs.append(Question(id=f"q{q}", text=f"Question {q}?", reference="ref", max_points=mx))
+        for a in range(6):
+            answers.append(Answer(id=f"q{q}/a{a}", question_id=f"q{q}", text=f"answer {a}", examinee=f"e{a}",
+                                  human_scores={"expert": float(rng.integers(0, 2 * mx + 1)) / 2}))
+    return ItemSet(qs, answers)
+
+
+def test_report_and_calibrate_agree_on_pearson_and_say_the_unit(tmp_path: Path) -> None:
+    db = tmp_path / "mixed.db"
+    with Store(db) as store:
+        rid = run(mixed_exam(), make_judge("scripted?noise=0.3"), store, RunConfig(format_retries=0)).run_id
+    code, out, err = knockout("report", f"{db}:{rid}", "--json", "--resamples", "0")
+    assert code == 0, err
+    rep = json.loads(out)
+    code, out, err = knockout("calibrate", f"{db}:{rid}", "--json", "--resamples", "0")
+    assert code == 0, err
+    f = json.loads(out)["figures"]
+    assert f["pearson_unit"] == "share of max points" and f["n"] == rep["question_level"]["n"] == 36
+    assert f["pearson_raw"] == pytest.approx(rep["question_level"]["pearson"], abs=1e-9)
+    code, out, _ = knockout("calibrate", f"{db}:{rid}", "--resamples", "0")
+    out = " ".join(out.split())
+    assert "Pearson (share of max points)" in out and "no CIs: --resamples 0" in out
+    assert "the same answers and unit as knockout report's Pearson" in out
+    code, out, _ = knockout("report", f"{db}:{rid}", "--resamples", "0")
+    assert "Pearson (normalised: share of max points)" in " ".join(out.split())
+
+
+def test_figures_shown_as_a_dash_say_why() -> None:
+    from knockout.calibration._fit import heldout_figures
+    from knockout.calibration._run import figure
+
+    h = np.array([1.0, 2.0, 3.0, 4.0])
+    f = heldout_figures(h + 1, np.full(4, 2.5), h, np.array(["a", "a", "b", "b"]), resamples=0, seed=0)
+    assert f["pearson_calibrated"] is None and "calibrated grades gave every held-out answer the same" in \
+        figure(f, "pearson_calibrated")
+    f = heldout_figures(h[:2], h[:2], h[:2], np.array(["a", "b"]), resamples=10, seed=0)
+    assert figure(f, "pearson_raw") == "- (too few answers (2; Pearson needs 3))"
+    f = heldout_figures(h + 0.1, h, h + 0.1, np.array(["a"] * 4), resamples=0, seed=0)
+    assert "no whole, half or quarter point grid" in figure(f, "kappa_raw")

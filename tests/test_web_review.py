@@ -32,7 +32,10 @@ def test_exam_page_offers_grade_these_next(tmp_path: Path) -> None:
     cli("users", "add", "prof", "--db", str(db), "--exam", "demo-en", "--password-stdin", stdin=PASSWORD + "\n")
     prof = client_for(db, "prof")
     page = prof.get("/exam/demo-en").text
-    assert 'id="grade-next"' in page and "not calibrated yet: 0 expert grades" in page
+    assert 'id="grade-next"' in page and "judge&#39;s grade (no calibration: 0 answers have both" in page
+    # each number in plain words (issue 36): why an answer is listed, the priority as its weighted sum
+    assert "few expert grades on this question: 0 of its 6 answers (coverage 1.00 = 1 / (1 + 0))" in page
+    assert re.search(r"<td>\d\.\d\d = [^<]*\(coverage\)", page) and "calibrated, " not in page
     links = re.findall(r'href="/exam/demo-en/examinee/(\d+)/q/(\d+)">Examinee', page)
     assert len(links) == 5
     # the expert grades the first of them: it leaves the list

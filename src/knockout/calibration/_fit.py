@@ -6,11 +6,16 @@ worth 1 and worth 10 points share one map; the mapped share is clipped to 0..1 a
 The maps (:data:`MAPS`), each fitted per exam (``Question.exam_id``; one exam when the data names none):
 
 * ``raw``: no map (the judge's grade): the baseline every map must beat;
-* ``linear``: ``sklearn.linear_model.LinearRegression`` of the expert share on the judge share;
-* ``isotonic``: ``sklearn.isotonic.IsotonicRegression`` (monotone, clipped to 0..1);
+* ``linear``: ``sklearn.linear_model.LinearRegression(positive=True)`` of the expert share on the judge share
+  (the slope is never negative: a map never reverses the judge's order);
+* ``isotonic``: ``sklearn.isotonic.IsotonicRegression`` (increasing, clipped to 0..1);
 * ``linear+offset``: ``linear``, plus a per-question offset (the mean residual of the question's graded
   answers, shrunk towards 0 by ``n / (n + 1)``) on questions with at least :data:`MIN_PER_QUESTION` graded
   answers in the fit.
+
+A map that gives every answer of an exam the same grade (slope 0, isotonic with one level, a constant judge) is
+*constant*: the judge does not rank these answers, and the map gives the experts' mean.  It may still win
+(it lowers the RMSE), so every calibrated grade is labelled with it (:func:`label_for`).
 
 The map is *chosen by cross-validation* (``sklearn.model_selection.KFold`` over the graded answers: the map
 with the lowest cross-validated RMSE).  The figures before and after are computed on held-out answers only,
@@ -40,6 +45,8 @@ MIN_GRADES = 6
 MIN_PER_QUESTION = 2
 #: cross-validation folds (fewer when there are fewer graded answers)
 FOLDS = 5
+#: how a constant map is labelled wherever its grades appear
+CONSTANT = "the judge does not rank these answers: the experts' mean"
 
 
 @dataclass(frozen=True)
@@ -55,9 +62,13 @@ class Graded:
 
 
 class Fitted:
-    """One map fitted on share-of-max grades (``x`` judge, ``y`` expert, ``q`` questions, ``e`` exams)."""
+    """One map fitted on share-of-max grades (``x`` judge, ``y`` expert, ``q`` questions, ``e`` exams).
 
-    def __init__(self, name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray) -> None:
+    ``monotone=False``: an unconstrained linear fit (its slope may be negative); only ``bench/review.py`` asks for
+    it, to show what the constraint changes."""
+
+    def __init__(self, name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, *,
+                 monotone: bool = True) -> None:
         from sklearn.isotonic import IsotonicRegression
         from sklearn.linear_model import LinearRegression
 
@@ -74,7 +85,7 @@ class Fitted:
                 self.models[str(exam)] = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(
                     x[m], y[m])
             else:
-                self.models[str(exam)] = LinearRegression().fit(x[m].reshape(-1, 1), y[m])
+                self.models[str(exam)] = LinearRegression(positive=monotone).fit(x[m].reshape(-1, 1), y[m])
         if name == "linear+offset":
             resid = y - self._base(x, e)
             for qid in np.unique(q):
@@ -103,14 +114,31 @@ class Fitted:
         out = self._base(x, e) + np.array([self.offsets.get(str(qid), 0.0) for qid in q])
         return np.asarray(np.clip(out, 0.0, 1.0), dtype=float)
 
+    def shapes(self) -> dict[str, str]:
+        """Each exam's map: ``increasing``, ``constant`` (every answer the same grade, before per-question
+        offsets) or ``decreasing`` (only with ``monotone=False``)."""
+        out = {}
+        for exam, model in self.models.items():
+            if isinstance(model, float):
+                out[exam] = "constant"
+            elif hasattr(model, "coef_"):
+                slope = float(model.coef_[0])
+                out[exam] = "constant" if abs(slope) < 1e-12 else "increasing" if slope > 0 else "decreasing"
+            else:
+                out[exam] = "constant" if len(np.unique(model.y_thresholds_)) < 2 else "increasing"
+        return out
+
     def describe(self) -> str:
         if self.name == "raw":
             return "no map (the judge's grades)"
         parts = []
+        shapes = self.shapes()
         for exam, model in self.models.items():
             label = f"{exam}: " if len(self.models) > 1 else ""
-            if isinstance(model, float):
-                parts.append(f"{label}constant {model:.3f}")
+            if shapes[exam] == "constant":
+                mean = model if isinstance(model, float) else float(self._base(np.array([0.5]),
+                                                                               np.array([exam]))[0])
+                parts.append(f"{label}constant {mean:.3f} ({CONSTANT})")
             elif hasattr(model, "coef_"):
                 parts.append(f"{label}expert = {float(model.intercept_):.3f} + {float(model.coef_[0]):.3f} x judge")
             else:
@@ -134,18 +162,19 @@ def _folds(n: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(tr, te) for tr, te in KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(n))]
 
 
-def cv_rmse(name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int) -> float:
+def cv_rmse(name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int, *,
+            monotone: bool = True) -> float:
     """Cross-validated RMSE (share of max) of one map on graded answers."""
     pred = np.empty(len(x))
     for tr, te in _folds(len(x), seed):
-        pred[te] = Fitted(name, x[tr], y[tr], q[tr], e[tr]).predict(x[te], q[te], e[te])
+        pred[te] = Fitted(name, x[tr], y[tr], q[tr], e[tr], monotone=monotone).predict(x[te], q[te], e[te])
     return float(np.sqrt(np.mean((pred - y) ** 2)))
 
 
 def choose(x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int,
-           maps: Sequence[str] = MAPS) -> tuple[str, dict[str, float]]:
+           maps: Sequence[str] = MAPS, *, monotone: bool = True) -> tuple[str, dict[str, float]]:
     """The map with the lowest cross-validated RMSE, and every map's (ties keep the earlier map)."""
-    scores = {m: cv_rmse(m, x, y, q, e, seed) for m in maps}
+    scores = {m: cv_rmse(m, x, y, q, e, seed, monotone=monotone) for m in maps}
     best = min(maps, key=lambda m: (round(scores[m], 12), maps.index(m)))
     return best, scores
 
@@ -159,6 +188,21 @@ def enough(rows: Sequence[Graded]) -> str | None:
     if len({(r.judge or 0.0) / r.max_points for r in judged}) < 2:
         return "the judge gave every expert-graded answer the same grade: nothing to map from"
     return None
+
+
+def label_for(map_name: str, expert_grades: int, shapes: Mapping[str, str] | None = None) -> str:
+    """How a calibrated grade is labelled wherever it is shown: the map, the expert grades behind it, and when the
+    map is constant that the judge does not rank the answers; the judge's grade when calibration declined."""
+    if map_name == "raw":
+        return (f"judge's grade (no calibration: no map beat the judge's own grades in cross-validation on "
+                f"{expert_grades} expert grades)")
+    flat = sorted(e for e, s in (shapes or {}).items() if s == "constant")
+    extra = ""
+    if flat and len(flat) == len(shapes or {}):
+        extra = f"; {CONSTANT}" + (", per question" if map_name == "linear+offset" else "")
+    elif flat:
+        extra = f"; exam {', '.join(flat)}: {CONSTANT}"
+    return f"calibrated ({map_name}, {expert_grades} expert grades{extra})"
 
 
 @dataclass
@@ -181,11 +225,24 @@ class Calibration:
     figures: dict[str, Any] = field(default_factory=dict)
     #: answer id -> held-out calibrated grade (never from a map fitted on that answer)
     heldout_grades: dict[str, float] = field(default_factory=dict)
+    #: exam -> the chosen map's shape there (:meth:`Fitted.shapes`: ``increasing`` or ``constant``)
+    shapes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def constant(self) -> bool:
+        """The map gives every answer of every exam the same grade (before per-question offsets): the judge
+        does not rank these answers."""
+        return bool(self.shapes) and all(s == "constant" for s in self.shapes.values())
+
+    @property
+    def label(self) -> str:
+        return label_for(self.map, self.expert_grades, self.shapes)
 
     def to_dict(self) -> dict[str, Any]:
         return {"map": self.map, "description": self.description, "expert_grades": self.expert_grades,
                 "cv_rmse": self.cv_rmse, "heldout": self.heldout, "figures": self.figures,
-                "grades": self.grades, "sd": self.sd, "heldout_grades": self.heldout_grades}
+                "grades": self.grades, "sd": self.sd, "heldout_grades": self.heldout_grades,
+                "shapes": self.shapes, "constant": self.constant}
 
 
 def _grid_step(values: np.ndarray) -> float | None:
@@ -198,10 +255,13 @@ def _grid_step(values: np.ndarray) -> float | None:
 
 
 def heldout_figures(judge: np.ndarray, cal: np.ndarray, expert: np.ndarray, questions: np.ndarray, *,
-                    resamples: int, seed: int) -> dict[str, Any]:
-    """RMSE (points), Pearson and quadratic Cohen's kappa (grades rounded to the experts' grid) of the raw and
-    the calibrated grades against the experts' on held-out answers, with cluster-bootstrap CIs over questions,
-    and the RMSE difference (calibrated - raw) with its CI."""
+                    resamples: int, seed: int, max_points: np.ndarray | None = None) -> dict[str, Any]:
+    """RMSE (points), Pearson (share of max points, as ``knockout report``'s) and quadratic Cohen's kappa
+    (grades rounded to the experts' grid) of the raw and the calibrated grades against the experts' on held-out
+    answers, with cluster-bootstrap CIs over questions, and the RMSE difference (calibrated - raw) with its CI.
+    A figure that cannot be computed is None, with its reason under ``<name>_why`` (and a missing CI's under
+    ``<name>_ci_why``)."""
+    mx = np.ones(len(expert)) if max_points is None else np.asarray(max_points, dtype=float)
     from knockout.metrics._bootstrap import bootstrap
     from knockout.metrics._kappa import grid_kappa
 
@@ -219,32 +279,57 @@ def heldout_figures(judge: np.ndarray, cal: np.ndarray, expert: np.ndarray, ques
         return float(np.corrcoef(a, b)[0, 1])
 
     def stat(idx: np.ndarray) -> np.ndarray:
-        j, c, h = judge[idx], cal[idx], expert[idx]
+        j, c, h, m = judge[idx], cal[idx], expert[idx], mx[idx]
         rj, rc = float(np.sqrt(np.mean((j - h) ** 2))), float(np.sqrt(np.mean((c - h) ** 2)))
-        return np.array([rj, rc, rc - rj, pearson(j, h), pearson(c, h), kappa(j, h), kappa(c, h)])
+        return np.array([rj, rc, rc - rj, pearson(j / m, h / m), pearson(c / m, h / m), kappa(j, h),
+                         kappa(c, h)])
+
+    def pearson_why(a: np.ndarray, which: str) -> str:
+        if len(a) < 3:
+            return f"too few answers ({len(a)}; Pearson needs 3)"
+        if np.std(expert / mx) == 0:
+            return "the experts gave every held-out answer the same share of max points"
+        return f"the {which} gave every held-out answer the same share of max points"
+
+    def kappa_why(a: np.ndarray, which: str) -> str:
+        if step is None:
+            return "the expert grades are on no whole, half or quarter point grid"
+        return f"undefined: the {which} rounded and the experts' grades take a single value"
 
     full = stat(np.arange(len(expert)))
     cis = bootstrap(stat, questions, resamples=resamples, seed=seed) if resamples else []
     names = ("rmse_raw", "rmse_calibrated", "rmse_difference", "pearson_raw", "pearson_calibrated",
              "kappa_raw", "kappa_calibrated")
+    whys = {"pearson_raw": lambda: pearson_why(judge / mx, "judge"),
+            "pearson_calibrated": lambda: pearson_why(cal / mx, "calibrated grades"),
+            "kappa_raw": lambda: kappa_why(judge, "judge's grades"),
+            "kappa_calibrated": lambda: kappa_why(cal, "calibrated grades")}
     out: dict[str, Any] = {"n": len(expert), "questions": len(np.unique(questions)),
-                           "kappa_step": step}
+                           "kappa_step": step, "pearson_unit": "share of max points"}
     for i, name in enumerate(names):
         v = float(full[i])
         out[name] = v if math.isfinite(v) else None
+        if out[name] is None and name in whys:
+            out[f"{name}_why"] = whys[name]()
         ci = cis[i] if cis else None
         out[f"{name}_ci"] = None if ci is None or ci.low is None else [ci.low, ci.high]
+        if out[name] is not None and out[f"{name}_ci"] is None:
+            out[f"{name}_ci_why"] = ("no bootstrap (--resamples 0)" if not resamples else
+                                     "too few questions or answers to resample" if len(np.unique(questions)) < 2
+                                     else "the resampled figures are undefined too often")
     return out
 
 
 def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, maps: Sequence[str] = MAPS,
-              seed: int = 0, resamples: int = 1000, refits: int = 100, heldout: bool = True) -> Calibration:
+              seed: int = 0, resamples: int = 1000, refits: int = 100, heldout: bool = True,
+              monotone: bool = True) -> Calibration:
     """Fit the calibration of ``rows`` (one per answer; invalid judge grades have ``judge`` None).
 
     ``fit_ids``: the expert-graded answers the fit may use (default: every expert-graded answer); the other
     expert-graded answers are then the holdout the figures are computed on.  ``heldout=False``: no held-out
     figures (the grades and their spread only: what a review queue needs).  Raises :class:`ConfigError`
-    when there are too few expert grades (:func:`enough`)."""
+    when there are too few expert grades (:func:`enough`).  ``monotone=False``: linear maps may reverse the
+    judge's order (a negative slope); only for ``bench/review.py``'s comparison."""
     valid = [r for r in rows if r.judge is not None]
     graded = [r for r in valid if r.expert is not None]
     fit = [r for r in graded if fit_ids is None or r.id in fit_ids]
@@ -253,8 +338,8 @@ def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, maps: 
         raise ConfigError(f"too few expert grades to calibrate: {why} (grade more answers in the web app, or "
                           "give a data file with human grades)")
     x, y, q, e, _ = _arrays(fit)
-    name, scores = choose(x, y, q, e, seed, maps)
-    final = Fitted(name, x, y, q, e)
+    name, scores = choose(x, y, q, e, seed, maps, monotone=monotone)
+    final = Fitted(name, x, y, q, e, monotone=monotone)
     ax, _, aq, ae, amx = _arrays(valid)
     grades = final.predict(ax, aq, ae) * amx
     # each calibrated grade's spread over refits on resampled graded answers (the chosen map)
@@ -264,14 +349,15 @@ def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, maps: 
         idx = rng.integers(0, len(x), len(x))
         if len(np.unique(x[idx])) < 2:
             continue
-        draws.append(Fitted(name, x[idx], y[idx], q[idx], e[idx]).predict(ax, aq, ae) * amx)
+        draws.append(Fitted(name, x[idx], y[idx], q[idx], e[idx], monotone=monotone).predict(ax, aq, ae) * amx)
     sd = np.std(np.array(draws), axis=0) if draws else np.zeros(len(valid))
     # held-out predictions: the holdout, or nested cross-validation of the whole procedure (choice included)
     held = [r for r in graded if fit_ids is not None and r.id not in fit_ids]
     if not heldout:
         return Calibration(name, final.describe(), len(fit), scores,
                            {r.id: float(g) for r, g in zip(valid, grades, strict=True)},
-                           {r.id: float(s) for r, s in zip(valid, sd, strict=True)}, "none")
+                           {r.id: float(s) for r, s in zip(valid, sd, strict=True)}, "none",
+                           shapes=final.shapes())
     if held:
         hx, hy, hq, he, hmx = _arrays(held)
         hpred = final.predict(hx, hq, he)
@@ -284,15 +370,16 @@ def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, maps: 
             if enough([fit[i] for i in tr]) is not None:
                 hpred[te] = x[te]  # too few in this fold's fit: the raw grade (no calibration)
                 continue
-            inner, _ = choose(x[tr], y[tr], q[tr], e[tr], seed + k + 1, maps)
-            hpred[te] = Fitted(inner, x[tr], y[tr], q[tr], e[tr]).predict(x[te], q[te], e[te])
+            inner, _ = choose(x[tr], y[tr], q[tr], e[tr], seed + k + 1, maps, monotone=monotone)
+            hpred[te] = Fitted(inner, x[tr], y[tr], q[tr], e[tr], monotone=monotone).predict(x[te], q[te], e[te])
         how = "nested cross-validation"
         ids = [r.id for r in fit]
-    figures = heldout_figures(hx * hmx, hpred * hmx, hy * hmx, hq, resamples=resamples, seed=seed)
+    figures = heldout_figures(hx * hmx, hpred * hmx, hy * hmx, hq, resamples=resamples, seed=seed,
+                              max_points=hmx)
     return Calibration(name, final.describe(), len(fit), scores,
                        {r.id: float(g) for r, g in zip(valid, grades, strict=True)},
                        {r.id: float(s) for r, s in zip(valid, sd, strict=True)}, how, figures,
-                       {i: float(p) for i, p in zip(ids, hpred * hmx, strict=True)})
+                       {i: float(p) for i, p in zip(ids, hpred * hmx, strict=True)}, final.shapes())
 
 
 def first_per_question(rows: Sequence[Graded], per_question: int, seed: int = 0) -> set[str]:

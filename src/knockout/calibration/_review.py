@@ -15,6 +15,11 @@ the others.
   grades of the experts' grid (where rounding flips), 0 on a grade;
 * ``coverage``: ``1 / (1 + n)``, ``n`` the question's expert grades: a question no expert graded yet has the
   most to gain (a per-question offset needs :data:`~knockout.calibration._fit.MIN_PER_QUESTION` grades).
+
+Each answer carries its reasons in plain words (``why``: what each signal above 0 means for it, with the number
+beside) and its priority spelled out as the weighted sum (``priority_words``).  Answers whose priorities tie
+(to 1e-9) are listed by question, then answer id, and marked (``ties``: how many share the priority).  When the
+calibration declined every map (``raw``), the grades are the judge's and are labelled so, never "calibrated".
 """
 
 from __future__ import annotations
@@ -24,7 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from knockout.calibration._fit import Calibration, Graded, _grid_step, calibrate, enough, graded_rows
+from knockout.calibration._fit import (
+    CONSTANT,
+    Calibration,
+    Graded,
+    _grid_step,
+    calibrate,
+    enough,
+    graded_rows,
+    label_for,
+)
 
 SIGNALS = ("uncertainty", "jury", "flips", "samples", "boundary", "coverage")
 #: the weight of each signal in the priority (every signal is on 0..1)
@@ -36,6 +50,43 @@ def boundary_closeness(grade: float, step: float) -> float:
     """1 half-way between two grades of the grid ``step``, 0 on one."""
     frac = (grade / step) % 1.0
     return float(1.0 - 2.0 * abs(frac - 0.5))
+
+
+def reasons(s: Mapping[str, float], *, grade: float, max_points: float, step: float, graded: int,
+            answers: int) -> list[str]:
+    """Each signal above 0 in plain words, its number beside it."""
+    out = []
+    for k, v in s.items():
+        if v <= 0:
+            continue
+        if k == "uncertainty":
+            out.append(f"the calibrated grade is uncertain: ± {v * max_points:.2f} points over refits of the map "
+                       f"(uncertainty {v:.2f} of max points)")
+        elif k == "jury":
+            out.append(f"the jury's members disagree by {v * max_points:.2f} points (jury {v:.2f} of max points)")
+        elif k == "flips":
+            out.append(f"the winner of {v:.0%} of its knockout matches changes with the order shown (flips {v:.2f})")
+        elif k == "samples":
+            out.append(f"the judge's repeated draws vary: sd {v * max_points:.2f} points (samples {v:.2f} of max "
+                       "points)")
+        elif k == "boundary":
+            out.append(f"near a grade boundary: {grade:.2f} points on the experts' grid of {step:g}, where rounding "
+                       f"flips (boundary {v:.2f}: 1.00 = half-way between two grades, 0 = on one)")
+        elif k == "coverage":
+            out.append(f"few expert grades on this question: {graded} of its {answers} answers (coverage {v:.2f} = "
+                       f"1 / (1 + {graded}))")
+        else:
+            out.append(f"{k} {v:.2f}")
+    return out
+
+
+def mark_ties(queue: list[dict[str, Any]]) -> None:
+    """Each entry's ``ties``: how many entries of ``queue`` share its priority (1: none)."""
+    counts: dict[float, int] = {}
+    for q in queue:
+        counts[round(float(q["priority"]), 9)] = counts.get(round(float(q["priority"]), 9), 0) + 1
+    for q in queue:
+        q["ties"] = counts[round(float(q["priority"]), 9)]
 
 
 def rank(rows: Sequence[Graded], signals: Mapping[str, Mapping[str, float]], calibration: Calibration | None,
@@ -50,9 +101,13 @@ def rank(rows: Sequence[Graded], signals: Mapping[str, Mapping[str, float]], cal
     if step is None:
         step = 1.0
     per_q: dict[str, int] = {}
+    total_q: dict[str, int] = {}
     for r in rows:
+        total_q[r.question_id] = total_q.get(r.question_id, 0) + 1
         if r.expert is not None:
             per_q[r.question_id] = per_q.get(r.question_id, 0) + 1
+    # a calibration that declined every map gives the judge's grades: not "calibrated"
+    mapped = calibration if calibration is not None and calibration.map != "raw" else None
     out: list[dict[str, Any]] = []
     for r in rows:
         if r.expert is not None or r.judge is None:
@@ -67,12 +122,43 @@ def rank(rows: Sequence[Graded], signals: Mapping[str, Mapping[str, float]], cal
             "coverage": 1.0 / (1 + per_q.get(r.question_id, 0)),
         }
         priority = float(sum(w[k] * v for k, v in s.items()))
+        terms = [f"{w[k]:g} x {v:.2f} ({k})" for k, v in s.items() if v > 0 and w[k]]
         out.append({"answer_id": r.id, "question_id": r.question_id, "judge": r.judge, "max_points": r.max_points,
-                    "calibrated": calibration.grades.get(r.id) if calibration else None,
-                    "calibrated_sd": calibration.sd.get(r.id) if calibration else None,
-                    "priority": priority, "signals": s})
-    out.sort(key=lambda x: (-float(x["priority"]), str(x["question_id"]), str(x["answer_id"])))
+                    "calibrated": mapped.grades.get(r.id) if mapped else None,
+                    "calibrated_sd": mapped.sd.get(r.id) if mapped else None,
+                    "priority": priority, "signals": s,
+                    "priority_words": f"{priority:.2f} = " + (" + ".join(terms) if terms else "0: no signal"),
+                    "why": reasons(s, grade=grade, max_points=r.max_points, step=step,
+                                   graded=per_q.get(r.question_id, 0), answers=total_q[r.question_id]),
+                    "question_expert_grades": per_q.get(r.question_id, 0),
+                    "question_answers": total_q[r.question_id]})
+    out.sort(key=lambda x: (-round(float(x["priority"]), 9), str(x["question_id"]), str(x["answer_id"])))
+    mark_ties(out)
     return out
+
+
+def calibration_words(cal: Calibration | None, rows: Sequence[Graded]) -> dict[str, Any]:
+    """What the queue's grades are: calibrated (the map, its label) or the judge's, and why not calibrated."""
+    if cal is None:
+        why = enough(rows) or "not calibrated"
+        return {"calibrated": False, "map": None, "label": f"judge's grade (no calibration: {why})",
+                "why_not": why, "constant": False}
+    if cal.map == "raw":
+        why = (f"no map beat the judge's own grades in cross-validation on {cal.expert_grades} expert grades")
+        return {"calibrated": False, "map": "raw", "expert_grades": cal.expert_grades,
+                "label": label_for("raw", cal.expert_grades), "why_not": why, "constant": False}
+    return {"calibrated": True, "map": cal.map, "expert_grades": cal.expert_grades, "label": cal.label,
+            "constant": cal.constant}
+
+
+def grade_words(q: Mapping[str, Any], cal: Mapping[str, Any]) -> str:
+    """The queue entry's calibrated grade in words: the grade ± its spread and what they mean, or why none."""
+    if q["calibrated"] is None:
+        return f"- ({cal['label']})"
+    sd = float(q["calibrated_sd"] or 0.0)
+    words = (f"{q['calibrated']:.2f} ± {sd:.2f}" +
+             (" (every refit of the map gives this grade)" if sd < 0.005 else " (sd over refits of the map)"))
+    return words + (f"; {CONSTANT}" if cal.get("constant") else "")
 
 
 def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
@@ -117,25 +203,46 @@ def review_loaded(loaded: Any, *, seed: int = 0, weights: Mapping[str, float] | 
     """The review queue of a loaded grading run, and the calibration it used (None: too few expert grades)."""
     rows = graded_rows(loaded.items, loaded.results)
     cal = calibrate(rows, seed=seed, resamples=0, refits=50, heldout=False) if enough(rows) is None else None
-    return {"queue": rank(rows, run_signals(loaded), cal, weights),
-            "calibration": None if cal is None else {"map": cal.map, "expert_grades": cal.expert_grades},
+    words = calibration_words(cal, rows)
+    queue = rank(rows, run_signals(loaded), cal, weights)
+    for q in queue:
+        q["calibrated_words"] = grade_words(q, words)
+    return {"queue": queue,
+            "calibration": None if cal is None else {"map": cal.map, "expert_grades": cal.expert_grades,
+                                                     "label": cal.label, "constant": cal.constant},
+            "grades": words,
             "expert_grades": sum(r.expert is not None for r in rows), "weights": {**WEIGHTS, **(weights or {})}}
 
 
-def queue_tables(queue: dict[str, Any], n: int) -> list[Any]:
-    from knockout.reports._tables import Table, num
+def tie_note(queue: Sequence[Mapping[str, Any]]) -> str:
+    """What the ties of the listed entries are, in words ("" when none tie)."""
+    if len(queue) > 1 and all(q.get("ties", 1) >= len(queue) for q in queue) and \
+            len({round(float(q["priority"]), 9) for q in queue}) == 1:
+        return (f"every answer listed ties at priority {float(queue[0]['priority']):.2f}: no signal tells them "
+                "apart, so they are listed by question, then answer id")
+    if any(q.get("ties", 1) > 1 for q in queue):
+        return "answers marked \"tie\" share their priority with others: listed by question, then answer id"
+    return ""
 
-    cal = queue["calibration"]
-    rows = [[str(i + 1), q["answer_id"], q["question_id"], num(q["judge"]),
-             "-" if q["calibrated"] is None else f"{q['calibrated']:.2f} ± {q['calibrated_sd']:.2f}",
-             f"{q['priority']:.2f}", ", ".join(f"{k} {v:.2f}" for k, v in q["signals"].items() if v > 0)]
-            for i, q in enumerate(queue["queue"][:n])]
-    note = (f"calibrated ({cal['map']}, {cal['expert_grades']} expert grades)" if cal else
-            f"not calibrated: {queue['expert_grades']} expert grades, too few") + \
-        "; priority: weighted sum of the signals (" + \
-        ", ".join(f"{k} x{v:g}" for k, v in queue["weights"].items()) + ")"
+
+def queue_tables(queue: dict[str, Any], n: int) -> list[Any]:
+    from knockout.reports._tables import Table
+
+    words = queue["grades"]
+    shown = queue["queue"][:n]
+    rows = [[str(i + 1), q["answer_id"], q["question_id"], f"{q['judge']:g} / {q['max_points']:g}",
+             q.get("calibrated_words") or grade_words(q, words),
+             q["priority_words"] + (f" (tie: {q['ties']} answers)" if q.get("ties", 1) > 1 else ""),
+             "; ".join(q["why"]) or "no signal"]
+            for i, q in enumerate(shown)]
+    note = ("grades: " + words["label"] +
+            "; priority: how much an expert grade would help, the weighted sum of the signals (each 0..1; "
+            "weights " + ", ".join(f"{k} x{v:g}" for k, v in queue["weights"].items()) +
+            "), highest first")
+    ties = tie_note(shown)
     return [Table(f"grade these next ({len(queue['queue'])} answers without an expert grade)",
-                  ["#", "answer", "question", "judge", "calibrated ± sd", "priority", "signals"], rows, note)]
+                  ["#", "answer", "question", "judge (points)", "calibrated ± sd (points)", "priority",
+                   "why"], rows, note + (f"; {ties}" if ties else ""))]
 
 
 def exam_queue(store: Any, answer_ids: set[str], n: int = 5, seed: int = 0) -> dict[str, Any] | None:
@@ -153,7 +260,10 @@ def exam_queue(store: Any, answer_ids: set[str], n: int = 5, seed: int = 0) -> d
             continue
         loaded = read_run(store, record, details=True, web_grades=True)
         queue = review_loaded(loaded, seed=seed)
-        queue["queue"] = [q for q in queue["queue"] if q["answer_id"] in answer_ids][:n]
+        mine = [q for q in queue["queue"] if q["answer_id"] in answer_ids]
+        mark_ties(mine)
+        queue["queue"] = mine[:n]
+        queue["ties"] = tie_note(queue["queue"])
         queue["run_id"] = record.id
         queue["judge"] = record.judge
         return queue

@@ -113,7 +113,7 @@ def review(
         return
     if as_json:
         print_json({"run_id": loaded.run.id, "queue": queue["queue"][:next_n], "calibration": queue["calibration"],
-                    "weights": queue["weights"]})
+                    "grades": queue["grades"], "weights": queue["weights"]})
         return
     print_tables(queue_tables(queue, next_n))
 

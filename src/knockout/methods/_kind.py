@@ -113,8 +113,7 @@ class GradeKind(RunKind):
             cols.append(Column("round", "round"))
         cal = viewer_calibration(store, record)
         if cal is not None:  # beside the judge's grade, labelled with its map and the expert grades behind it
-            cols.insert(4, Column(f"calibrated ({cal.map}, {cal.expert_grades} expert grades)", "calibrated",
-                                  "num"))
+            cols.insert(4, Column(cal.label, "calibrated", "num"))
         return cols
 
     def listing(self, store: Store, record: RunRecord, results: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -80,7 +80,7 @@ def question_rows(q: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         ("answers compared", num(q.get("n"))),
         ("questions", num(q.get("questions"))),
-        ("Pearson (normalised) [95% CI]", with_ci(q, "pearson")),
+        ("Pearson (normalised: share of max points) [95% CI]", with_ci(q, "pearson")),
         ("Spearman [95% CI]", with_ci(q, "spearman")),
         ("Kendall tau-b [95% CI]", with_ci(q, "kendall")),
         ("RMSE (points)", num(q.get("rmse"))),
