@@ -188,3 +188,19 @@ def test_openai_structured_output_fills_the_slot_on_a_llama_server(llama_server:
                                                    "constrained")))
     assert done.verdict is not None and done.verdict["mode"] == "constrained"
     assert done.text.startswith("Answer 1: ") and all(c in slot.values for c in done.verdict["chosen"])
+
+
+def test_the_judges_own_spread_feeds_the_review_queue(tmp_path: Path) -> None:
+    from knockout.calibration._review import reasons, run_signals
+    from knockout.reports import load_run
+
+    items = _items(planted=False)
+    with Store(tmp_path / "s.db") as store:
+        rep = run(items, make_judge("scripted?slot=true"), store,
+                  RunConfig(method="individual", options=MethodOptions(reference=True)))
+        loaded = load_run(store, rep.run_id)
+    spread = run_signals(loaded)["spread"]
+    # the simulated distribution: half on its grade, 0.2 on each neighbour half a point away
+    assert set(spread) == {a.id for a in items} and all(0 < v < 0.1 for v in spread.values())
+    words = reasons({"spread": spread["a2"]}, grade=2, max_points=5, step=0.5, graded=0, answers=6)
+    assert words and "unsure between grades" in words[0]

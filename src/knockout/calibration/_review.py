@@ -11,6 +11,9 @@ the others.
 * ``flips``: the share of the answer's debiased-knockout matches whose winner changes with the order shown;
 * ``samples``: the standard deviation of the grades of repeated draws (a result's ``details["draws"]`` as
   ``grade --samples K`` writes them, or ``details["samples"]``; invalid draws left out), share of max points;
+* ``spread``: the standard deviation of the judge's own distribution over the grades, where its grade is the
+  expected grade of its token probabilities (``--verdict expected``: the verdict slot kept with each reply),
+  share of max points;
 * ``boundary``: closeness of the (calibrated, else raw) grade to a grade boundary: 1 half-way between two
   grades of the experts' grid (where rounding flips), 0 on a grade;
 * ``coverage``: ``1 / (1 + n)``, ``n`` the question's expert grades: a question no expert graded yet has the
@@ -40,10 +43,10 @@ from knockout.calibration._fit import (
     label_for,
 )
 
-SIGNALS = ("uncertainty", "jury", "flips", "samples", "boundary", "coverage")
+SIGNALS = ("uncertainty", "jury", "flips", "samples", "spread", "boundary", "coverage")
 #: the weight of each signal in the priority (every signal is on 0..1)
-WEIGHTS: dict[str, float] = {"uncertainty": 2.0, "jury": 1.0, "flips": 1.0, "samples": 1.0, "boundary": 0.5,
-                             "coverage": 1.0}
+WEIGHTS: dict[str, float] = {"uncertainty": 2.0, "jury": 1.0, "flips": 1.0, "samples": 1.0, "spread": 1.0,
+                             "boundary": 0.5, "coverage": 1.0}
 
 
 def boundary_closeness(grade: float, step: float) -> float:
@@ -69,6 +72,9 @@ def reasons(s: Mapping[str, float], *, grade: float, max_points: float, step: fl
         elif k == "samples":
             out.append(f"the judge's repeated draws vary: sd {v * max_points:.2f} points (samples {v:.2f} of max "
                        "points)")
+        elif k == "spread":
+            out.append(f"the judge is unsure between grades: its probabilities spread sd {v * max_points:.2f} points "
+                       f"(spread {v:.2f} of max points)")
         elif k == "boundary":
             out.append(f"near a grade boundary: {grade:.2f} points on the experts' grid of {step:g}, where rounding "
                        f"flips (boundary {v:.2f}: 1.00 = half-way between two grades, 0 = on one)")
@@ -118,6 +124,7 @@ def rank(rows: Sequence[Graded], signals: Mapping[str, Mapping[str, float]], cal
             "jury": float(signals.get("jury", {}).get(r.id, 0.0)),
             "flips": float(signals.get("flips", {}).get(r.id, 0.0)),
             "samples": float(signals.get("samples", {}).get(r.id, 0.0)),
+            "spread": float(signals.get("spread", {}).get(r.id, 0.0)),
             "boundary": boundary_closeness(grade, step),
             "coverage": 1.0 / (1 + per_q.get(r.question_id, 0)),
         }
@@ -171,8 +178,12 @@ def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
             continue
     jury: dict[str, float] = {}
     samples: dict[str, float] = {}
+    spread: dict[str, float] = {}
     for r in loaded.results:
         d, mx = r.get("details") or {}, maxp.get(r["item_id"], 1.0)
+        sd = verdict_spread(d, mx)
+        if sd is not None:
+            spread[r["item_id"]] = min(1.0, sd / mx)
         if isinstance(d.get("spread"), int | float):
             jury[r["item_id"]] = min(1.0, float(d["spread"]) / mx)
         # repeated draws of the judge (``grade --samples K`` keeps them as ``details["draws"]``)
@@ -196,7 +207,24 @@ def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
             played[aid] = played.get(aid, 0) + 1
             flipped[aid] = flipped.get(aid, 0) + (len(winners) > 1)
     flips = {aid: flipped[aid] / n for aid, n in played.items() if n}
-    return {"jury": jury, "flips": flips, "samples": samples}
+    return {"jury": jury, "flips": flips, "samples": samples, "spread": spread}
+
+
+def verdict_spread(details: Mapping[str, Any], max_points: float) -> float | None:
+    """The standard deviation (points) of the judge's distribution over the grades behind an individual grade
+    read from a verdict slot's token probabilities (its last attempt's ``verdict``); None without one."""
+    from knockout.judges._slot import Slot, read_verdict, score_values
+
+    attempts = details.get("attempts") or []
+    verdict = attempts[-1].get("verdict") if attempts and isinstance(attempts[-1], dict) else None
+    if not isinstance(verdict, dict) or verdict.get("mode") != "expected":
+        return None
+    values = score_values(max_points)
+    chosen = verdict.get("chosen")
+    if isinstance(chosen, list) and chosen and isinstance(chosen[0], str) and "," in chosen[0]:
+        values = tuple(v.replace(".", ",") for v in values)
+    read = read_verdict(Slot("score", ("",), values), verdict)
+    return None if read.error is not None or read.fallback else read.spread[0]
 
 
 def review_loaded(loaded: Any, *, seed: int = 0, weights: Mapping[str, float] | None = None) -> dict[str, Any]:

@@ -43,6 +43,14 @@ app = typer.Typer(
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: how each verdict mode is read, in the summary's words (docs/methods.md#the-verdict-slot)
+VERDICT_WORDS = {
+    "expected": "expected grade from the judge's token probabilities (verdict slot)",
+    "constrained": "the value the judge wrote in the verdict slot (grammar, schema or tool)",
+    "text": "read from the judge's free text (copy-checked parser)",
+}
+
+
 def print_summary(summary: dict[str, Any]) -> None:
     t = Table(title=f"run {summary['run_id']} — {summary['method']} — {summary['judge']}", show_header=False)
     t.add_column("what", style="bold")
@@ -70,6 +78,13 @@ def print_summary(summary: dict[str, Any]) -> None:
         rows.append(("few-shot", shots_label(info["shots"])))
         if info["shots"].get("prompts"):
             rows.append(("prompts", ", ".join(f"{k} ({v})" for k, v in info["shots"]["prompts"].items())))
+    verdict = summary.get("verdict")
+    if verdict:
+        rows.append(("verdict", VERDICT_WORDS.get(verdict, verdict)))
+    refs = info.get("references")
+    if refs:
+        rows.append(("reference answers", f"shown for {refs['shown']} of {refs['questions']} questions"
+                     + (" (--no-reference)" if refs.get("off") else "")))
     if info.get("figures_left_out"):
         rows.append(("figures left out", f"{info['figures_left_out']} (--figures none)"))
     if summary.get("images_dropped"):
@@ -132,7 +147,9 @@ def grade(
     jury: JuryOpt = None,
     aggregate: AggregateOpt = None,
     prompt: Annotated[str, typer.Option(help="preset name, template file, or auto")] = "auto",
-    reference: Annotated[bool, typer.Option("--reference/--no-reference", help="show the reference answer")] = False,
+    reference: Annotated[bool, typer.Option("--reference/--no-reference", help="show each question's reference "
+                                            "answer where the data has one (the default; the summary says how "
+                                            "many were shown); --no-reference: never")] = True,
     shots: Annotated[int, typer.Option(help="few-shot examples per prompt (SciEx)")] = 0,
     shot_source: Annotated[str, typer.Option(help="same-question | same-exam | other-exam")] = "same-question",
     allow_fewer_shots: Annotated[bool, typer.Option("--allow-fewer-shots", help="grade even where the data has "
@@ -313,8 +330,10 @@ def demo(
         with resources.as_file(demo_file) as path:
             items = load_items(path, "jsonl")
         j = make_judge(judge, parse_kv(judge_opt, "--judge-opt"))
-        report = execute_in_store(out_db or cache_dir() / "demo.db",
-                                  GradeRun(items, j, RunConfig(params=GenParams(max_tokens=384))), quiet=quiet)
+        from knockout.methods._base import MethodOptions
+
+        cfg = RunConfig(options=MethodOptions(reference=True), params=GenParams(max_tokens=384))  # as grade does
+        report = execute_in_store(out_db or cache_dir() / "demo.db", GradeRun(items, j, cfg), quiet=quiet)
     except KnockoutError as exc:
         fail(exc)
         return

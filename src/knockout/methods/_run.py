@@ -214,6 +214,11 @@ class GradeRun(Run[RunReport]):
         if not outcome.written:
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details)
                               for r in outcome.results)
+        with_reference = sum(q.reference is not None for q in self.items.questions.values())
+        if with_reference:  # said, never silent: how many questions the judge saw a reference answer for
+            outcome.info["references"] = {"shown": with_reference if self.cfg.options.reference else 0,
+                                          "questions": len(self.items.questions),
+                                          **({} if self.cfg.options.reference else {"off": True})}
         if left_out or self.cfg.options.shots > 0 or self.cfg.options.parser == "sciex-score":
             from knockout.sciex._grading import grading_info
 

@@ -214,6 +214,7 @@ def _options(options: Mapping[str, Any]) -> MethodOptions:
     own options (``--method-opt``; an unknown one is refused when the run is checked)."""
     known = {f.name for f in fields(MethodOptions)}
     own = {k: v for k, v in options.items() if k in known}
+    own.setdefault("reference", True)  # a reference answer in the data is shown, as on the command line
     extra = {**own.pop("extra", {}), **{k: v for k, v in options.items() if k not in known}}
     return MethodOptions(**own, extra=extra)
 
