@@ -291,6 +291,7 @@ def run_sbs_suite(s: Suite, store: Store, judge_spec: str, judge_opts: dict[str,
 
     items = load_sbs(s.path)[: s.limit]
     cfg = SbsConfig(prompt=opts.get("prompt", "I"), debate="none", format_retries=2,
+                    verdict=opts.get("verdict", "auto"),
                     params=GenParams(**{"temperature": 0.1, "max_tokens": s.max_tokens, "seed": 0, **gen}))
     report = run_sbs(items, make_judge(judge_spec, judge_opts), store, cfg, source=str(s.path))
     verdicts: dict[str, str | None] = {}

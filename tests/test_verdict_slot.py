@@ -204,3 +204,22 @@ def test_the_judges_own_spread_feeds_the_review_queue(tmp_path: Path) -> None:
     assert set(spread) == {a.id for a in items} and all(0 < v < 0.1 for v in spread.values())
     words = reasons({"spread": spread["a2"]}, grade=2, max_points=5, step=0.5, graded=0, answers=6)
     assert words and "unsure between grades" in words[0]
+
+
+def test_a_side_by_side_verdict_comes_from_the_choice_slot(tmp_path: Path) -> None:
+    from knockout.sbs import SbsConfig, run_sbs
+    from knockout.sbs._data import SbsItem
+
+    items = [SbsItem(id=f"p{i}", question="Which is better?", candidate=f"good answer {i} [[A]]",
+                     baseline=f"weak answer {i}") for i in range(4)]
+    judge = make_judge("scripted?slot=true")
+    with Store(tmp_path / "s.db") as store:
+        rep = run_sbs(items, judge, store, SbsConfig(prompt="I"), source="test")
+        text = run_sbs(items, judge, store, SbsConfig(prompt="I", verdict="text"), source="test")
+        reasoned = run_sbs(items, judge, store, SbsConfig(prompt="II-reason"), source="test")
+    assert rep.summary()["invalid_requests"] == 0 and rep.run_id != text.run_id
+    details = rep.items[0].details("sbs-I", "none")
+    assert json.dumps(details).count('"mode": "expected"') == 2  # both orders read from the slot
+    assert '"verdict": {' not in json.dumps(text.items[0].details("sbs-I", "none"))
+    # a prompt that reasons before its verdict has no slot: read as text, and its run id is what it was
+    assert '"mode": "expected"' not in json.dumps(reasoned.items[0].details("sbs-II-reason", "none"))

@@ -50,6 +50,9 @@ def sbs(
     aggregate: AggregateOpt = None,
     prompt: Annotated[str, typer.Option(help="I, II, II-fact, II-reason, II-fact-reason, a preset or a file")] = "I",
     debate: Annotated[str, typer.Option(help="multi-agent judging: none, soft or hard")] = "none",
+    verdict: Annotated[str, typer.Option("--verdict", help="how verdicts are read: auto (a choice slot where the "
+                                         "prompt and backend have one, else free text), expected, constrained, "
+                                         "text (docs/methods.md#the-verdict-slot)")] = "auto",
     candidate: Annotated[str, typer.Option(help="pairwise sources: which response is the candidate "
                                            "(first or second)")] = "first",
     tie: Annotated[str, typer.Option(help="pairwise sources: a human tie becomes C (both good) or D")] = "C",
@@ -83,7 +86,7 @@ def sbs(
 
         # every option becomes a model first: a refused value stops here, before anything is read or opened
         selection = options(Selection, limit=limit)
-        cfg = options(SbsConfig, prompt=prompt, debate=debate,
+        cfg = options(SbsConfig, prompt=prompt, debate=debate, verdict=verdict,
                       params=gen_params(temperature=temperature, max_tokens=max_tokens, seed=seed, top_p=top_p,
                                         frequency_penalty=frequency_penalty),
                       format_retries=format_retries, concurrency=concurrency, window=window, stride=stride)

@@ -211,9 +211,10 @@ class LlamaCppJudge(Judge):
 
         # the suffix is part of the grammar: after "3" the model may write "/" (its "3/5"), not only "." or end
         alts = " | ".join(json.dumps(v) for v in sorted(slot.values, key=len, reverse=True))
-        grammar = LlamaGrammar.from_string(f"root ::= ({alts}) {json.dumps(slot.suffix or ' ')}", verbose=False)
+        tail = f" {json.dumps(slot.suffix)}" if slot.suffix else ""
+        grammar = LlamaGrammar.from_string(f"root ::= ({alts}){tail}", verbose=False)
         out = llm.create_completion(text, max_tokens=16, temperature=p.temperature, seed=p.seed, grammar=grammar)
-        value = str(out["choices"][0]["text"]).removesuffix(slot.suffix or " ")
+        value = str(out["choices"][0]["text"]).removesuffix(slot.suffix)
         if value not in slot.values:  # the grammar admits nothing else; a model that stopped early
             raise JudgeError(f"the grammar-constrained verdict {value!r} is not an allowed value")
         return value

@@ -205,6 +205,14 @@ class ScriptedJudge(Judge):
         slot = request.slot
         assert slot is not None
         hint = self.facts()
+        if slot.kind == "choice":  # a side-by-side verdict: the letter, most of the probability on it
+            letter = self.sbs_reply(hint, rng)[-3]
+            ps = [0.7 if v == letter else 0.1 for v in slot.values]
+            verdict = (distribution(slot, [ps], [letter]) if request.slot_mode == "expected"
+                       else constrained(slot, [letter]))
+            return Completion(text=slot.text([letter]), prompt_tokens=sum(len(m.content.split())
+                              for m in request.messages), completion_tokens=1, latency_s=self.delay,
+                              finish_reason="stop", verdict=verdict)
         max_points = float(hint.get("max_points", 1.0))
         humans: list[float | None] = list(hint.get("humans", [None]))[:len(slot.fields)]
         nums = [number(v) for v in slot.values]

@@ -15,7 +15,7 @@ from knockout.errors import ConfigError
 from knockout.judges._base import Judge
 from knockout.judges._slot import MODES, VERDICTS, Slot, read_verdict, score_values
 from knockout.prompts._parsers import Parsed
-from knockout.prompts._templates import PromptTemplate, fmt_points, render
+from knockout.prompts._templates import CHOICES, PromptTemplate, fmt_points, render
 
 
 def resolve_verdict(option: str, judge: Judge) -> str:
@@ -37,6 +37,8 @@ def slot_for(t: PromptTemplate, max_points: float) -> Slot | None:
     """The template's verdict slot for a question worth ``max_points`` (None: the template has none)."""
     if not t.slot:
         return None
+    if t.slot == "choice":
+        return Slot("choice", tuple(t.slot_fields), CHOICES, t.slot_suffix, t.slot_then)
     values = score_values(max_points)
     if t.slot_decimal != ".":
         values = tuple(v.replace(".", t.slot_decimal) for v in values)
@@ -47,8 +49,9 @@ def slot_for(t: PromptTemplate, max_points: float) -> Slot | None:
 
 
 class SlotParse:
-    """A slot request's parse: the grade (a score) or the two grades (a pair) of the backend's slot verdict,
-    checked against the slot; a reply without one is invalid (never read from its text)."""
+    """A slot request's parse: the grade (a score), the two grades (a pair) or the verdict letter (a choice: the
+    most probable one) of the backend's slot verdict, checked against the slot; a reply without one is invalid
+    (never read from its text)."""
 
     __slots__ = ("max_points", "slot")
     #: no stored parse stands for reading the verdict again (it is cheap, and checked each time)
@@ -66,5 +69,7 @@ class SlotParse:
         read = read_verdict(self.slot, verdict)
         if read.error is not None:
             return Parsed(error=read.error)
+        if self.slot.kind == "choice":
+            return Parsed(value=read.values[0])
         values = [min(max(float(v), 0.0), self.max_points) for v in read.values]
         return Parsed(value=values[0] if self.slot.kind == "score" else (values[0], values[1]))

@@ -17,7 +17,8 @@ A template file (TOML) has::
     rubric_block = '''the section {rubric} stands for when the question has a rubric (default by language;
     its own {rubric} is the rubric: a text, or the criteria one per line)'''
     # the verdict slot (docs/methods.md#the-verdict-slot): a template whose reply starts with its verdict
-    slot = "score"                 # or "pair" (two grades: a match); absent: no slot, free text only
+    slot = "score"                 # or "pair" (two grades: a match), "choice" (a side-by-side verdict A/B/C/D);
+                                   # absent: no slot, free text only
     slot_fields = ["Score: "]      # the text before each value, written by knockout
     slot_suffix = "/{max_points}"  # the text after each value
     slot_then = ""                 # what follows the verdict, after which the judge writes one free line
@@ -89,8 +90,10 @@ DEFAULT_REMINDERS = {
 #: the section ``{rubric}`` stands for when a template sets no ``rubric_block`` (its ``{rubric}``: the rubric)
 DEFAULT_RUBRIC_BLOCKS = {"en": "Grading rubric:\n{rubric}\n", "de": "Bewertungsschema:\n{rubric}\n"}
 #: the verdict slots a template may declare: how many values each holds, and the template kind it is for
-SLOT_FIELDS = {"score": 1, "pair": 2}
-SLOT_KINDS = {"score": "individual", "pair": "pairwise"}
+SLOT_FIELDS = {"score": 1, "pair": 2, "choice": 1}
+SLOT_KINDS = {"score": "individual", "pair": "pairwise", "choice": "sbs"}
+#: the values of a choice slot: the side-by-side paper's four classes
+CHOICES = ("A", "B", "C", "D")
 DEFAULT_PARSERS = {"individual": "score", "pairwise": "pairwise", "sbs": "sbs", "solve": "answer"}
 #: ``--prompt`` names that pick a preset per question (language, reference) from a family, like ``auto``.
 FAMILIES = {
@@ -204,7 +207,7 @@ def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
         if n is None or t.kind != SLOT_KINDS[t.slot]:
             raise ConfigError(f"{where}: slot '{t.slot}' is not a verdict slot of a {t.kind} template "
                               f"(slots: {', '.join(f'{k} ({v})' for k, v in SLOT_KINDS.items())})")
-        if len(t.slot_fields) != n or not all(t.slot_fields):
+        if len(t.slot_fields) != n or not (all(t.slot_fields) or t.slot == "choice"):
             raise ConfigError(f"{where}: slot_fields must hold {n} non-empty field name(s) for slot '{t.slot}'")
         if t.slot_decimal not in (".", ","):
             raise ConfigError(f"{where}: slot_decimal must be '.' or ','")

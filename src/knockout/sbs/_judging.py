@@ -11,8 +11,10 @@ from knockout._verdict import Verdict
 from knockout.engine import Engine, Outcome, Subject, Task
 from knockout.errors import ConfigError
 from knockout.judges._base import Message
+from knockout.judges._slot import Slot
 from knockout.prompts._builder import parser_for, reminder_for
 from knockout.prompts._render import judge_messages
+from knockout.prompts._slots import SlotParse, slot_for
 from knockout.prompts._templates import DEFAULT_PARSERS, DEFAULT_REMINDERS, PromptTemplate, get_template
 from knockout.sbs._data import SbsItem
 from knockout.sbs._verdicts import INVALID, to_candidate
@@ -72,6 +74,8 @@ class Job:
     swap: int
     messages: list[Message]
     shown: tuple[str, ...] = ()  # the responses, question and reference as shown (for the parser)
+    slot: Slot | None = None  # the verdict slot its requests carry (docs/methods.md#the-verdict-slot)
+    slot_mode: str | None = None
 
     @property
     def label(self) -> str:
@@ -97,8 +101,10 @@ class OrderResult:
         return self.display != INVALID
 
 
-def make_jobs(items: list[SbsItem], t: PromptTemplate) -> list[Job]:
-    """Both orders of every item, with the prompt rendered; checks every item before any call."""
+def make_jobs(items: list[SbsItem], t: PromptTemplate, slot_mode: str | None = None) -> list[Job]:
+    """Both orders of every item, with the prompt rendered; checks every item before any call.  ``slot_mode``:
+    the verdict slot mode of the run (None: free text), for a template with a choice slot."""
+    slot = slot_for(t, 1.0) if slot_mode is not None else None
     jobs = []
     for it in items:
         if t.uses_reference and not (it.reference or "").strip():
@@ -107,12 +113,15 @@ def make_jobs(items: list[SbsItem], t: PromptTemplate) -> list[Job]:
             values = {"question": it.question, "answer1": first, "answer2": second,
                       "reference": it.reference or "", "max_points": "1"}
             rendered = judge_messages(t, values)
-            jobs.append(Job(it, swap, rendered.messages, rendered.shown))
+            jobs.append(Job(it, swap, rendered.messages, rendered.shown, slot, slot_mode if slot else None))
     return jobs
 
 
 def task_for(job: Job, t: PromptTemplate, messages: list[Message] | None = None,
              subject: Subject | None = None) -> Task:
+    if job.slot is not None and messages is None:  # the verdict slot (a debate's turns are read as text)
+        return Task(messages=job.messages, parse=SlotParse(job.slot, 1.0), reminder=reminder_for(t, 1.0),
+                    subject=subject or job.subject(), label=job.label, slot=job.slot, slot_mode=job.slot_mode)
     return Task(messages=messages or job.messages, parse=parser_for(t, 1.0, job.shown),
                 reminder=reminder_for(t, 1.0), subject=subject or job.subject(), label=job.label)
 

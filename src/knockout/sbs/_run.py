@@ -58,6 +58,9 @@ class SbsConfig:
     format_retries: int = Field(default=0, ge=0, le=MAX_RETRIES)
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     window: int = Field(default=20, ge=1, le=MAX_COUNT)  # MPCC sliding window size N
+    #: how verdicts are read (docs/methods.md#the-verdict-slot): auto, expected, constrained, text; a prompt
+    #: without a choice slot (those with reasoning before the verdict) is read as text
+    verdict: Name = "auto"
     stride: int = Field(default=5, ge=1, le=MAX_COUNT)  # and stride K
 
     @model_validator(mode="wrap")
@@ -166,6 +169,11 @@ class SbsRun(Run[SbsReport]):
         self.cfg = cfg
         self.template = sbs_template(cfg.prompt)
         self.snap = to_itemset(items, source)
+        from knockout.prompts._slots import resolve_verdict
+
+        mode = resolve_verdict(cfg.verdict, judge)
+        #: the verdict mode the run uses: recorded in its identity and configuration unless it is text
+        self.verdict = mode if mode != "text" and self.template.slot == "choice" else "text"
 
     def template_fields(self) -> dict[str, str]:
         t = self.template
@@ -186,6 +194,7 @@ class SbsRun(Run[SbsReport]):
             "stride": self.cfg.stride,
             "judge": self.judge.identity(),
             "data": self.snap.fingerprint(),
+            **({"verdict": self.verdict} if self.verdict != "text" else {}),
         }
 
     def config(self) -> dict[str, Any]:
@@ -197,13 +206,15 @@ class SbsRun(Run[SbsReport]):
             "format_retries": self.cfg.format_retries,
             "window": self.cfg.window,
             "stride": self.cfg.stride,
+            "verdict": self.verdict,
         }
 
     def snapshot(self) -> Any:
         return self.snap
 
     def check(self) -> None:
-        self.jobs = make_jobs(self.items, self.template)  # validates every item before anything is written
+        # validates every item before anything is written
+        self.jobs = make_jobs(self.items, self.template, None if self.verdict == "text" else self.verdict)
 
     def oracle(self) -> Oracle:
         return sbs_oracle(self.items)
