@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("scipy", "sklearn", "matplotlib", "fastapi", "uvicorn", "jinja2", "numpy", "openai", "anthropic")
+HEAVY = ("scipy", "sklearn", "matplotlib", "fastapi", "uvicorn", "jinja2", "numpy", "openai", "anthropic", "pydantic")
 
 
 def timed(cmd: list[str], runs: int, env: dict[str, str]) -> list[float]:
