@@ -273,7 +273,9 @@ def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
             continue
         ql, el = x["question_level"], x.get("exam_level") or {}
         p.rows.append([x["run_id"], x["baseline"], num(x["n"]), with_ci({"d": ql["delta"], "d_ci": ql["ci"]}, "d"),
-                       pvalue(ql["p_bootstrap"]), num(ql.get("williams_t")), pvalue(ql.get("p_williams_two_sided")),
+                       pvalue(ql["p_bootstrap"]),
+                       f"n/a: {ql['williams_na']}" if ql.get("williams_na") else num(ql.get("williams_t")),
+                       "n/a" if ql.get("williams_na") else pvalue(ql.get("p_williams_two_sided")),
                        with_ci({"d": el.get("delta"), "d_ci": el.get("ci")}, "d")])
     return [t, p, *group_tables(cmp)]
 
