@@ -18,6 +18,9 @@ install: $(BIN)/python
 
 demo: install
 	$(BIN)/knockout demo
+	@echo
+	@echo "knockout is installed in $(VENV); to use the knockout command, activate it first:"
+	@echo "    source $(VENV)/bin/activate"
 
 install-test: $(BIN)/python
 	$(PIP) -e ".[test]"

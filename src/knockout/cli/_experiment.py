@@ -52,7 +52,10 @@ def run(
     from knockout.cli._common import print_tables
 
     print_tables(experiment_tables(rep))
-    out.print(f"store: {store} ({len(parts)} runs; `knockout report {store}:RUN_ID` for any of them)")
+    from knockout.cli._common import knockout_command
+
+    out.print(f"store: {store} ({len(parts)} runs; `{knockout_command()} report {store}:RUN_ID` for any of "
+              "them)", markup=False, highlight=False)
 
 
 def _print_plan(title: str, parts: list[Any], store: Path, as_json: bool) -> None:

@@ -25,6 +25,7 @@ from knockout.cli._common import (
     fail,
     fmt,
     gen_params,
+    knockout_command,
     one_line,
     options,
     out,
@@ -270,7 +271,8 @@ def no_valid_grade(summary: dict[str, Any]) -> None:
     and every raw reply stay in the store for `knockout report` / `export`)."""
     if summary.get("answers") and not summary.get("valid"):
         err.print(f"error: run {summary.get('run_id')}: no answer got a valid grade ({summary.get('invalid', 0)} "
-                  "invalid); every reply is stored: knockout export STORE:RUN_ID shows them", markup=False)
+                  f"invalid); every reply is stored: {knockout_command()} export STORE:RUN_ID shows them",
+                  markup=False)
         raise typer.Exit(1)
 
 
@@ -307,8 +309,9 @@ def demo(
         with resources.as_file(demo_file) as path:
             items = load_items(path, "jsonl")
         j = make_judge(judge, parse_kv(judge_opt, "--judge-opt"))
-        report = execute_in_store(out_db or cache_dir() / "demo.db",
-                                  GradeRun(items, j, RunConfig(params=GenParams(max_tokens=384))), quiet=quiet)
+        store = out_db or cache_dir() / "demo.db"
+        report = execute_in_store(store, GradeRun(items, j, RunConfig(params=GenParams(max_tokens=384))),
+                                  quiet=quiet)
     except KnockoutError as exc:
         fail(exc)
         return
@@ -317,6 +320,18 @@ def demo(
         return
     out.print(answers_table(items, report.results, "demo exam: human vs judge (individual grading)"))
     print_summary(report.summary())
+    out.print(demo_next_steps(store, report.run_id), markup=False, highlight=False, soft_wrap=True)
+
+
+def demo_next_steps(store: Path, run_id: str) -> str:
+    """What to run after the demo, as shell commands that work as printed (``knockout`` or its full path)."""
+    import shlex
+
+    exe, ref = knockout_command(), shlex.quote(f"{store}:{run_id}")
+    return (f"\nNext: an HTML report of this run with plots (knockout[plots]):\n"
+            f"  {exe} report {ref} --html demo-report.html\n"
+            f"every answer with the judge's reply, as CSV:\n"
+            f"  {exe} export {ref} --format csv > demo.csv")
 
 
 def write_text(output: Path | None, text: str) -> None:

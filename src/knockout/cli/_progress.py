@@ -113,8 +113,11 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 
 
 def resume_command() -> str:
-    """This command line, to run again (``knockout`` and the arguments it was given)."""
-    return shlex.join(["knockout", *sys.argv[1:]])
+    """This command line, to run again (``knockout``, or its full path when that is not on PATH, and the
+    arguments it was given)."""
+    from knockout.cli._common import knockout_command
+
+    return " ".join([knockout_command(), *map(shlex.quote, sys.argv[1:])])
 
 
 def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging",
