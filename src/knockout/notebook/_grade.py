@@ -44,6 +44,9 @@ from knockout.storage._store import MatchRow, Store
 
 #: the columns :func:`grade` adds (after ``prefix``); ``human_grade`` only when the data has human grades
 ADDED = ("grade", "valid", "explanation", "human_grade")
+#: the run's counts in ``attrs["knockout"]`` (the keys of ``knockout grade --json``; ``stats`` holds every count)
+COUNTS = ("answers", "valid", "invalid", "judge_calls", "cache_hits", "prompt_tokens", "completion_tokens",
+          "failed", "format_retries", "wall_s")
 #: question fields that have a default in :class:`Question` which a table must not fall back on silently
 REQUIRED_FIELDS = {"language": "language='en'", "max_points": "max_points=10"}
 
@@ -96,8 +99,10 @@ class Job:
             for name, column in added.items():
                 column.append(values[name])
         names = {name: self.prefix + name for name in added}
+        summary = report.summary()
         info = {"run_id": report.run_id, "store": None if store_path is None else str(store_path),
                 "method": report.method, "judge": report.judge, "simulated_judge": report.simulated,
+                **{k: summary.get(k, 0) for k in COUNTS},
                 "agreement": report.agreement, "stats": report.stats}
         if self.frame is not None:
             out = self.frame.copy()

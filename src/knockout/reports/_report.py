@@ -246,6 +246,43 @@ def build_comparison(runs: Sequence[LoadedRun], *, resamples: int = DEFAULT_RESA
     return {"runs": rows, "paired": paired, "resamples": resamples, "seed": seed, "by": groups}
 
 
+def comparison_df(cmp: dict[str, Any]) -> Any:
+    """A :func:`build_comparison` result as a pandas DataFrame: one row per run (indexed by run id; the
+    first is the baseline) with its method, judge, label, answers, invalid, the question-level Pearson,
+    Spearman (with their 95% CI bounds), Kendall and RMSE, the exam-level Pearson, requests, tokens and wall
+    time, and its paired test against the baseline (``delta``, its CI, ``p_bootstrap``, ``williams_t``,
+    ``p_williams``, ``williams_na``: why Williams' test was not computed).  Needs pandas."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ConfigError("comparison_df needs pandas: pip install 'knockout[dataframes]'") from None
+
+    def ci(d: dict[str, Any] | None, key: str, i: int) -> Any:
+        bounds = (d or {}).get(f"{key}_ci")
+        return bounds[i] if bounds else None
+
+    paired = {x["run_id"]: x for x in cmp.get("paired", [])}
+    rows = []
+    for r in cmp["runs"]:
+        q, e, c = r["question_level"], r.get("exam_level") or {}, r.get("cost") or {}
+        x = paired.get(r["run_id"], {})
+        ql = x.get("question_level") or {}
+        rows.append({
+            "run_id": r["run_id"], "method": r.get("method"), "judge": r.get("judge"), "label": r.get("label"),
+            "simulated_judge": r.get("simulated_judge"), "answers": r.get("answers"), "invalid": r.get("invalid"),
+            "n": q.get("n"), "pearson": q.get("pearson"), "pearson_low": ci(q, "pearson", 0),
+            "pearson_high": ci(q, "pearson", 1), "spearman": q.get("spearman"),
+            "spearman_low": ci(q, "spearman", 0), "spearman_high": ci(q, "spearman", 1),
+            "kendall": q.get("kendall"), "rmse": q.get("rmse"), "exam_pearson": e.get("pearson"),
+            "requests": c.get("requests"), "tokens": c.get("tokens"), "wall_s": c.get("wall_s"),
+            "baseline": x.get("baseline"), "delta": ql.get("delta"),
+            "delta_low": (ql.get("ci") or [None, None])[0], "delta_high": (ql.get("ci") or [None, None])[1],
+            "p_bootstrap": ql.get("p_bootstrap"), "williams_t": ql.get("williams_t"),
+            "p_williams": ql.get("p_williams_two_sided"), "williams_na": ql.get("williams_na") or x.get("skipped"),
+        })
+    return pd.DataFrame(rows).set_index("run_id")
+
+
 def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
     priced = any(r.get("money") for r in cmp["runs"])
     t = Table("methods x metrics (question level unless marked exam)",
