@@ -283,6 +283,13 @@ def comparison_df(cmp: dict[str, Any]) -> Any:
     return pd.DataFrame(rows).set_index("run_id")
 
 
+def shown(cmp: dict[str, Any], run_id: str) -> str:
+    """How a run is named in the comparison's tables: its name in ``cmp["names"]`` (an experiment file's
+    method or part) with the run id, else the run id."""
+    name = (cmp.get("names") or {}).get(run_id)
+    return f"{name} ({run_id[:8]})" if name else run_id
+
+
 def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
     priced = any(r.get("money") for r in cmp["runs"])
     t = Table("methods x metrics (question level unless marked exam)",
@@ -295,7 +302,7 @@ def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
     for r in cmp["runs"]:
         q, e, c = r["question_level"], r["exam_level"], r["cost"]
         m = r.get("money")
-        t.rows.append([r["run_id"], r["label"], num(q["n"]), num(r["invalid"]), with_ci(q, "pearson"),
+        t.rows.append([shown(cmp, r["run_id"]), r["label"], num(q["n"]), num(r["invalid"]), with_ci(q, "pearson"),
                        with_ci(q, "spearman"), num(q["kendall"]), num(q["rmse"]), with_ci(e, "pearson"),
                        with_ci(e, "pairwise_accuracy"), num(c["requests"]),
                        f"{num(c['tokens'])} / {num(c.get('scratch_tokens'))}",
@@ -306,10 +313,11 @@ def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
                "exam delta [95% CI]"])
     for x in cmp["paired"]:
         if "skipped" in x:
-            p.rows.append([x["run_id"], x["baseline"], "-", x["skipped"], "-", "-", "-", "-"])
+            p.rows.append([shown(cmp, x["run_id"]), shown(cmp, x["baseline"]), "-", x["skipped"], "-", "-", "-", "-"])
             continue
         ql, el = x["question_level"], x.get("exam_level") or {}
-        p.rows.append([x["run_id"], x["baseline"], num(x["n"]), with_ci({"d": ql["delta"], "d_ci": ql["ci"]}, "d"),
+        p.rows.append([shown(cmp, x["run_id"]), shown(cmp, x["baseline"]), num(x["n"]),
+                       with_ci({"d": ql["delta"], "d_ci": ql["ci"]}, "d"),
                        pvalue(ql["p_bootstrap"]),
                        f"n/a: {ql['williams_na']}" if ql.get("williams_na") else num(ql.get("williams_t")),
                        "n/a" if ql.get("williams_na") else pvalue(ql.get("p_williams_two_sided")),
@@ -330,14 +338,14 @@ def _money(m: dict[str, Any] | None) -> str:
 def group_tables(cmp: dict[str, Any]) -> list[Table]:
     """One table per ``--by`` key: groups x (each run's Pearson, each run minus the baseline)."""
     runs = cmp["runs"]
-    ids = [r["run_id"] for r in runs]
+    ids = [shown(cmp, r["run_id"]) for r in runs]
     out = []
     for sec in cmp.get("by", []):
         cols = ["group", "answers", *(f"{i} Pearson [95% CI]" for i in ids)]
         for i in ids[1:]:
             cols += [f"{i} - {ids[0]} [95% CI]", "p"]
         t = Table(f"by {sec['key']}: Pearson per group and the difference to the first run", cols,
-                  note="runs: " + "; ".join(f"{r['run_id']} = {r['label']}" for r in runs)
+                  note="runs: " + "; ".join(f"{shown(cmp, r['run_id'])} = {r['label']}" for r in runs)
                        + f". Differences: paired bootstrap over the group's questions ({cmp['resamples']} "
                          "resamples), answers valid in both runs")
         for g in sec["groups"]:
