@@ -109,3 +109,14 @@ def test_grade_progress_refuses_an_unknown_bar(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="progress='bars'"):
         knockout.grade(table(), judge="scripted", language="en", max_points=2, store=tmp_path / "s.db",
                        progress="bars")
+
+
+def test_the_clock_starts_when_requests_are_queued() -> None:
+    """Loading the data and opening the store before the first request is no call's time."""
+    pace = Pace(0.0)
+    pace.queued(30.0)
+    pace.done(False, 40.0)
+    assert pace.per_call(40.0) == pytest.approx(10.0)
+    pace.queued(45.0)  # a later wave does not move the clock
+    pace.done(False, 50.0)
+    assert pace.per_call(50.0) == pytest.approx(10.0)

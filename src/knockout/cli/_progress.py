@@ -55,6 +55,12 @@ class Pace:
         self.since_live = 0  # requests done since the first live call finished (cached or not)
         self.live_since: float | None = None  # when the live calls began: the end of the last one before them
 
+    def queued(self, now: float) -> None:
+        """Requests were handed to the engine: before the first one is done, the clock starts here (the time
+        spent loading the data and opening the store is no call's)."""
+        if self.live_since is None and self.since_live == 0 and self.last == self.start:
+            self.start = self.last = now
+
     def done(self, cached: bool, now: float) -> None:
         if not cached and self.live_since is None:
             self.live_since = self.last
@@ -123,6 +129,7 @@ class ProgressBar:
             self.progress.update(self.task, total=max(event.requests, self.queued))
         elif isinstance(event, Queued):
             self.queued += event.requests
+            self.pace.queued(self.progress.get_time())
             total = self.queued if self.planned is None else max(self.planned, self.queued)
             self.progress.update(self.task, total=total)
         elif isinstance(event, Done):

@@ -57,6 +57,7 @@ class TqdmBar:
             self._total(max(event.requests, self.queued))
         elif isinstance(event, Queued):
             self.queued += event.requests
+            self.pace.queued(time.monotonic())
             self._total(self.queued if self.planned is None else max(self.planned, self.queued))
         elif isinstance(event, Done):
             now = time.monotonic()
