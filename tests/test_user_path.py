@@ -153,3 +153,18 @@ def test_demo_prints_report_commands_that_run(tmp_path: Path) -> None:
         assert done.returncode == 0, (line, done.stderr)
     assert (tmp_path / "demo-report.html").stat().st_size > 1000
     assert (tmp_path / "demo.csv").read_text().count("\n") > 24
+
+
+def test_no_valid_grade_names_the_export_command_that_runs(tmp_path: Path) -> None:
+    """A run with no valid grade exits 1 and names the export command of its own store and run."""
+    write_exam(tmp_path / "exam.jsonl")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    r = subprocess.run([sys.executable, "-m", "knockout.cli", "grade", "exam.jsonl", "--judge", "scripted?invalid=1",
+                        "--limit", "1", "--format-retries", "0", "-o", "k.db", "-q"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stderr
+    line = r.stderr.strip().splitlines()[-1]
+    cmd = line.split("every reply is stored: ", 1)[1].removesuffix(" shows them")
+    assert " export k.db:" in cmd, line
+    done = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.count("\n") > 6, done.stderr

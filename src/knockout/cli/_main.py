@@ -261,18 +261,21 @@ def grade(
                 from knockout.cli._common import print_tables
 
                 print_tables(section_tables({"calibrated": calibrated}))
-        no_valid_grade(summary)
+        no_valid_grade(summary, out_db)
     except KnockoutError as exc:
         fail(exc)
 
 
-def no_valid_grade(summary: dict[str, Any]) -> None:
+def no_valid_grade(summary: dict[str, Any], store: Path | None = None) -> None:
     """A run in which not one answer got a valid grade is no result: one line on stderr and exit 1 (the run
     and every raw reply stay in the store for `knockout report` / `export`)."""
     if summary.get("answers") and not summary.get("valid"):
+        import shlex
+
+        ref = shlex.quote(f"{store}:{summary.get('run_id')}") if store is not None else "STORE:RUN_ID"
         err.print(f"error: run {summary.get('run_id')}: no answer got a valid grade ({summary.get('invalid', 0)} "
-                  f"invalid); every reply is stored: {knockout_command()} export STORE:RUN_ID shows them",
-                  markup=False)
+                  f"invalid); every reply is stored: {knockout_command()} export {ref} shows them",
+                  markup=False, soft_wrap=True)
         raise typer.Exit(1)
 
 
