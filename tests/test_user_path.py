@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import stat
 import subprocess
 import sys
@@ -168,3 +169,12 @@ def test_no_valid_grade_names_the_export_command_that_runs(tmp_path: Path) -> No
     assert " export k.db:" in cmd, line
     done = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.count("\n") > 6, done.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_demo_ends_with_the_activate_line() -> None:
+    """`make demo` installs into .venv and says how to put `knockout` on PATH (README's set-up shows it)."""
+    r = subprocess.run(["make", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.rstrip().endswith('echo "    source .venv/bin/activate"'), r.stdout
+    assert "source .venv/bin/activate" in (ROOT / "README.md").read_text(encoding="utf-8")
