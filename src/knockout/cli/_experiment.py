@@ -17,7 +17,7 @@ def run(
     out_db: Annotated[Path | None, typer.Option("--out", "-o", "--store", help="store (default: the file's "
                                                 "'store', else NAME.db in the current folder)")] = None,
     judge: Annotated[list[str] | None, typer.Option("--judge", "-j", help="judge spec instead of the file's "
-                                                    "[[judges]] (repeat it for several; e.g. scripted, "
+                                                    "\\[\\[judges]] (repeat it for several; e.g. scripted, "
                                                     "llamacpp:qwen2.5-coder-0.5b)")] = None,
     judge_opt: JudgeKV = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="check the file and list its parts and run ids; "
