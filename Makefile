@@ -18,13 +18,17 @@ install: $(BIN)/python
 
 demo: install
 	$(BIN)/knockout demo
+	@echo
+	@echo "knockout is installed in $(VENV); to use the knockout command, activate it first:"
+	@echo "    source $(VENV)/bin/activate"
 
 install-test: $(BIN)/python
 	$(PIP) -e ".[test]"
 	scripts/install-browser.sh
 
+# quiet: one line per test file (tests/progress_lines.py), failures in full, the 15 slowest tests at the end
 test: install-test
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra --durations=15 -o console_output_style=classic -p tests.progress_lines
 
 lint:
 	$(BIN)/ruff check src tests bench

@@ -1,5 +1,6 @@
 """CLI start-up: wall time of ``knockout --help`` and ``knockout grade --help`` (target: under 0.3 s), and
-which heavy modules the command line loads for them (none of scipy, scikit-learn, matplotlib, the web stack).
+which heavy modules the command line loads for them (none of scipy, scikit-learn, matplotlib, the web stack;
+no pydantic for `knockout --help`: typer 0.29 loads it for a command's own `--help`).
 
     python bench/cli_startup.py [--runs 7]
 
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("scipy", "sklearn", "matplotlib", "fastapi", "uvicorn", "jinja2", "numpy", "openai", "anthropic")
+HEAVY = ("scipy", "sklearn", "matplotlib", "fastapi", "uvicorn", "jinja2", "numpy", "openai", "anthropic", "pydantic")
 
 
 def timed(cmd: list[str], runs: int, env: dict[str, str]) -> list[float]:

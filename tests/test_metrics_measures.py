@@ -16,6 +16,7 @@ from knockout.metrics._measures import (
     kendall,
     pairwise_ranking_accuracy,
     williams_test,
+    williams_undefined,
 )
 
 
@@ -147,3 +148,40 @@ def test_pearson_and_spearman_equal_scipy() -> None:
                 continue
             assert pearson(x, y) == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-12)
             assert spearman(x, y) == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+
+
+@pytest.mark.parametrize(("r12", "r13", "r23", "n", "why"), [
+    (1.0, 0.6, 0.6, 50, "run A's Pearson is +1.000"),
+    (0.5, -1.0, -0.5, 50, "run B's Pearson is -1.000"),
+    (0.5, 0.5, 0.9999999, 50, "the two runs correlate +1.000"),
+    (0.6, 0.4, 0.5, 3, "n = 3, needs n > 3"),
+])
+def test_williams_is_not_computed_where_it_says_nothing(r12: float, r13: float, r23: float, n: int,
+                                                        why: str) -> None:
+    """A correlation of +-1 (one run grades exactly as the humans rank, or the runs agree exactly) gave
+    ``t -136.7, p < 0.001`` beside a paired-bootstrap p of 0.611: such a case is n/a, with its reason."""
+    assert williams_undefined(r12, r13, r23, n) == why
+    with pytest.raises(ValueError, match="undefined"):
+        williams_test(r12, r13, r23, n)
+    assert williams_undefined(0.6, 0.4, 0.5, 100) is None
+
+
+def test_paired_comparison_marks_williams_na_for_a_perfect_run() -> None:
+    from knockout.data import Answer, ItemSet, Question
+    from knockout.metrics import paired_comparison
+    from knockout.reports._report import comparison_tables
+
+    qs = [Question(id=f"q{i}", text="t", max_points=4, language="en") for i in range(6)]
+    human = [0, 1, 2, 3, 4, 2, 1, 3, 0, 4, 2, 3]
+    answers = [Answer(id=f"a{i}", question_id=f"q{i % 6}", text="x", human_scores={"h": h})
+               for i, h in enumerate(human)]
+    perfect = [{"item_id": f"a{i}", "score": float(h), "valid": True, "details": {}} for i, h in enumerate(human)]
+    noisy = [{"item_id": f"a{i}", "score": float((h + i) % 5), "valid": True, "details": {}}
+             for i, h in enumerate(human)]
+    out = paired_comparison(ItemSet(qs, answers), noisy, perfect, resamples=50)
+    ql = out["question_level"]
+    assert out["pearson_b"] == pytest.approx(1.0)
+    assert "williams_t" not in ql and ql["williams_na"] == "run B's Pearson is +1.000"
+    cmp = {"runs": [], "paired": [{"run_id": "b", "baseline": "a", **out}], "resamples": 50, "by": []}
+    row = comparison_tables(cmp)[1].rows[0]
+    assert row[5] == "n/a: run B's Pearson is +1.000" and row[6] == "n/a"

@@ -20,8 +20,8 @@ grades, the judge's explanations and validity added.  Run entry points of every 
 (grading), :func:`run_sbs` (side-by-side), :func:`run_meta` (meta-evaluation), their ``_async`` forms, and
 :func:`execute` for any :class:`Run` (e.g. a :class:`SolveRun`: a model answers an exam as a SciEx examinee;
 :func:`write_solved`, :func:`build_leaderboard`, more in :mod:`knockout.sciex`).  Analysis:
-:func:`load_run`, :func:`analyse`, :func:`build_report`, :func:`build_comparison`,
-:func:`paired_comparison`, :func:`sbs_metrics`, :func:`question_level`.
+:func:`load_run`, :func:`analyse`, :func:`build_report`, :func:`build_comparison` (:func:`comparison_df`: as a
+DataFrame), :func:`paired_comparison`, :func:`sbs_metrics`, :func:`question_level`.
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "load_run": "knockout.reports._runs",
     "build_report": "knockout.reports._report",
     "build_comparison": "knockout.reports._report",
+    "comparison_df": "knockout.reports._report",
     "results_df": "knockout.reports._tidy",
     "paired_comparison": "knockout.metrics._comparison",
 }
@@ -129,6 +130,7 @@ __all__ = [
     "build_comparison",
     "build_leaderboard",
     "build_report",
+    "comparison_df",
     "execute",
     "execute_async",
     "from_dataframe",
@@ -179,7 +181,7 @@ if TYPE_CHECKING:
     from knockout.metrics._comparison import paired_comparison
     from knockout.notebook._grade import grade, grade_async
     from knockout.prompts._templates import get_template, presets
-    from knockout.reports._report import build_comparison, build_report
+    from knockout.reports._report import build_comparison, build_report, comparison_df
     from knockout.reports._runs import load_run
     from knockout.reports._tidy import results_df
     from knockout.runs._run import Run, execute, execute_async

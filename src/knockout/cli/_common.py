@@ -37,6 +37,26 @@ FreqPenaltyOpt = Annotated[float | None, typer.Option("--frequency-penalty", hel
 out = Console()
 err = Console(stderr=True)
 
+def knockout_command() -> str:
+    """How to run this ``knockout`` again as a shell command: ``knockout`` when that name on PATH is this very
+    program, else its full path (``.venv/bin/knockout`` before the venv is activated), or ``python -m
+    knockout.cli`` with this interpreter when it was started so.  Commands the CLI prints to be run next
+    (resume, report, export) start with it, so they work as printed."""
+    import os
+    import shlex
+    import shutil
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    if not argv0 or argv0 in ("-c", "-m") or Path(argv0).name == "__main__.py" or not Path(argv0).name.startswith(
+            "knockout"):
+        return shlex.join([sys.executable, "-m", "knockout.cli"])
+    here = Path(argv0) if os.sep in argv0 else Path(shutil.which(argv0) or argv0)
+    found = shutil.which("knockout")
+    if found is not None and os.path.realpath(found) == os.path.realpath(here):
+        return "knockout"
+    return shlex.quote(str(here.absolute()))
+
+
 def one_line(text: str) -> str:
     """``text`` as one printable line: control characters and line breaks (``\\n``, ``\\x1e``, U+2028 ...)
     written as escapes, rich markup escaped, so an error naming a hostile value is still one line."""

@@ -14,8 +14,11 @@ from knockout.errors import KnockoutError
 
 def run(
     experiment: Annotated[Path, typer.Argument(help="experiment file (TOML; docs/experiments.md)")],
-    out_db: Annotated[Path | None, typer.Option("--out", "-o", help="store (default: the file's 'store', else "
-                                                "NAME.db in the current folder)")] = None,
+    out_db: Annotated[Path | None, typer.Option("--out", "-o", "--store", help="store (default: the file's "
+                                                "'store', else NAME.db in the current folder)")] = None,
+    judge: Annotated[list[str] | None, typer.Option("--judge", "-j", help="judge spec instead of the file's "
+                                                    "\\[\\[judges]] (repeat it for several; e.g. scripted, "
+                                                    "llamacpp:qwen2.5-coder-0.5b)")] = None,
     judge_opt: JudgeKV = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="check the file and list its parts and run ids; "
                                           "call no judge")] = False,
@@ -29,6 +32,8 @@ def run(
 
     try:
         ef = read_experiment(experiment)
+        if judge:
+            ef = ef.with_judges(judge)
         store = ef.store_path(out_db)
         parts = plan(ef, parse_kv(judge_opt, "--judge-opt"))
         if dry_run:
@@ -52,7 +57,10 @@ def run(
     from knockout.cli._common import print_tables
 
     print_tables(experiment_tables(rep))
-    out.print(f"store: {store} ({len(parts)} runs; `knockout report {store}:RUN_ID` for any of them)")
+    from knockout.cli._common import knockout_command
+
+    out.print(f"store: {store} ({len(parts)} runs; `{knockout_command()} report {store}:RUN_ID` for any of "
+              "them)", markup=False, highlight=False)
 
 
 def _print_plan(title: str, parts: list[Any], store: Path, as_json: bool) -> None:

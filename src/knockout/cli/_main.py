@@ -25,6 +25,7 @@ from knockout.cli._common import (
     fail,
     fmt,
     gen_params,
+    knockout_command,
     one_line,
     options,
     out,
@@ -283,17 +284,21 @@ def grade(
                 from knockout.cli._common import print_tables
 
                 print_tables(section_tables({"calibrated": calibrated}))
-        no_valid_grade(summary)
+        no_valid_grade(summary, out_db)
     except KnockoutError as exc:
         fail(exc)
 
 
-def no_valid_grade(summary: dict[str, Any]) -> None:
+def no_valid_grade(summary: dict[str, Any], store: Path | None = None) -> None:
     """A run in which not one answer got a valid grade is no result: one line on stderr and exit 1 (the run
     and every raw reply stay in the store for `knockout report` / `export`)."""
     if summary.get("answers") and not summary.get("valid"):
+        import shlex
+
+        ref = shlex.quote(f"{store}:{summary.get('run_id')}") if store is not None else "STORE:RUN_ID"
         err.print(f"error: run {summary.get('run_id')}: no answer got a valid grade ({summary.get('invalid', 0)} "
-                  "invalid); every reply is stored: knockout export STORE:RUN_ID shows them", markup=False)
+                  f"invalid); every reply is stored: {knockout_command()} export {ref} shows them",
+                  markup=False, soft_wrap=True)
         raise typer.Exit(1)
 
 
@@ -332,8 +337,9 @@ def demo(
         j = make_judge(judge, parse_kv(judge_opt, "--judge-opt"))
         from knockout.methods._base import MethodOptions
 
+        store = out_db or cache_dir() / "demo.db"
         cfg = RunConfig(options=MethodOptions(reference=True), params=GenParams(max_tokens=384))  # as grade does
-        report = execute_in_store(out_db or cache_dir() / "demo.db", GradeRun(items, j, cfg), quiet=quiet)
+        report = execute_in_store(store, GradeRun(items, j, cfg), quiet=quiet)
     except KnockoutError as exc:
         fail(exc)
         return
@@ -342,6 +348,18 @@ def demo(
         return
     out.print(answers_table(items, report.results, "demo exam: human vs judge (individual grading)"))
     print_summary(report.summary())
+    out.print(demo_next_steps(store, report.run_id), markup=False, highlight=False, soft_wrap=True)
+
+
+def demo_next_steps(store: Path, run_id: str) -> str:
+    """What to run after the demo, as shell commands that work as printed (``knockout`` or its full path)."""
+    import shlex
+
+    exe, ref = knockout_command(), shlex.quote(f"{store}:{run_id}")
+    return (f"\nNext: an HTML report of this run with plots (knockout[plots]):\n"
+            f"  {exe} report {ref} --html demo-report.html\n"
+            f"every answer with the judge's reply, as CSV:\n"
+            f"  {exe} export {ref} --format csv > demo.csv")
 
 
 def write_text(output: Path | None, text: str) -> None:

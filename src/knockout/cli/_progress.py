@@ -8,6 +8,7 @@ import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -17,12 +18,14 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
+from rich.text import Text
 
 from knockout.engine import Done, Event, Observer, Planned, Queued
 from knockout.errors import ConfigError
@@ -33,10 +36,74 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound="Report")
 
 
-class ProgressBar:
-    """Requests done of requests known (planned, or queued so far), invalid replies, tokens, ETA."""
+#: a live judge call slower than this (seconds per call, wall time over the calls made so far) gets a hint
+SLOW_CALL_S = 5.0
+#: live calls done before the hint is given (the first calls load the model)
+SLOW_AFTER = 3
 
-    def __init__(self, description: str, console: Console | None = None) -> None:
+
+class Pace:
+    """The time left, from the calls done so far: the wall time per live call (since the live calls began)
+    times the requests left, the share of them expected to be cache hits taken off.  Cache hits are answered
+    from the store at once, so they are not counted as calls that took time: a rerun that finds most of its
+    requests cached is timed by its live calls alone."""
+
+    def __init__(self, now: float) -> None:
+        self.start = now
+        self.last = now  # when the last request finished
+        self.live = 0
+        self.since_live = 0  # requests done since the first live call finished (cached or not)
+        self.live_since: float | None = None  # when the live calls began: the end of the last one before them
+
+    def queued(self, now: float) -> None:
+        """Requests were handed to the engine: before the first one is done, the clock starts here (the time
+        spent loading the data and opening the store is no call's)."""
+        if self.live_since is None and self.since_live == 0 and self.last == self.start:
+            self.start = self.last = now
+
+    def done(self, cached: bool, now: float) -> None:
+        if not cached and self.live_since is None:
+            self.live_since = self.last
+        if self.live_since is not None:
+            self.since_live += 1
+        self.live += not cached
+        self.last = now
+
+    def per_call(self, now: float) -> float | None:
+        """Seconds of wall time per live call so far (with calls in flight together, less than one call's
+        latency), or None before the first live call."""
+        if not self.live or self.live_since is None:
+            return None
+        return max(now - self.live_since, 0.0) / self.live
+
+    def eta(self, remaining: float, now: float) -> float | None:
+        per = self.per_call(now)
+        if per is None:
+            return None if remaining > 0 else 0.0
+        share = self.live / self.since_live if self.since_live else 1.0
+        return max(remaining, 0.0) * share * per
+
+
+class EtaColumn(ProgressColumn):
+    """``ETA 0:12:34`` from the task's :class:`Pace` (rich's own estimate needs several completions within
+    its 30 s window, so it shows ``-:--:--`` when calls take minutes)."""
+
+    def render(self, task: Task) -> Text:
+        pace = task.fields.get("pace")
+        if not isinstance(pace, Pace):
+            return Text("ETA -:--:--", style="progress.remaining")
+        remaining = (task.total or 0) - task.completed
+        eta = pace.eta(remaining, task.get_time())
+        if eta is None:
+            return Text("ETA -:--:--", style="progress.remaining")
+        return Text(f"ETA {timedelta(seconds=round(eta))}", style="progress.remaining")
+
+
+class ProgressBar:
+    """Requests done of requests known (planned, or queued so far), invalid replies, tokens, ETA; and one
+    line of advice when the judge's calls are slow (``slow_hint``)."""
+
+    def __init__(self, description: str, console: Console | None = None, slow_hint: str | None = None) -> None:
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("[bold]{task.description}"),
@@ -45,14 +112,16 @@ class ProgressBar:
             TextColumn("invalid {task.fields[invalid]}"),
             TextColumn("tokens {task.fields[tokens]}"),
             TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            EtaColumn(),
             console=console or Console(stderr=True),
             transient=False,
         )
-        self.task: TaskID = self.progress.add_task(description, total=0, invalid=0, tokens=0)
+        self.pace = Pace(self.progress.get_time())
+        self.task: TaskID = self.progress.add_task(description, total=0, invalid=0, tokens=0, pace=self.pace)
         self.planned: int | None = None
         self.queued = 0
+        self.slow_hint = slow_hint
+        self.hinted = False
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, Planned):
@@ -60,19 +129,41 @@ class ProgressBar:
             self.progress.update(self.task, total=max(event.requests, self.queued))
         elif isinstance(event, Queued):
             self.queued += event.requests
+            self.pace.queued(self.progress.get_time())
             total = self.queued if self.planned is None else max(self.planned, self.queued)
             self.progress.update(self.task, total=total)
         elif isinstance(event, Done):
+            now = self.progress.get_time()
+            self.pace.done(event.cached, now)
             self.progress.update(self.task, advance=1, invalid=event.invalid_total, tokens=event.tokens_total)
+            self._maybe_hint(now)
+
+    def _maybe_hint(self, now: float) -> None:
+        if self.hinted or self.slow_hint is None or self.pace.live < SLOW_AFTER:
+            return
+        per = self.pace.per_call(now)
+        if per is not None and per > SLOW_CALL_S:
+            self.hinted = True
+            self.progress.console.print(f"hint: judge calls take {per:.1f} s each; {self.slow_hint}",
+                                        markup=False, highlight=False, soft_wrap=True)
+
+
+def slow_hint(spec: str) -> str:
+    """What to try when this judge's calls are slow (one line)."""
+    if spec.startswith("llamacpp"):
+        return ("for plumbing try the 0.5B model (--judge llamacpp:qwen2.5-coder-0.5b), or decode several answers "
+                "together and set the threads: --judge 'llamacpp?parallel=4&threads=N' (docs/scale-out.md)")
+    return "more calls in flight (--concurrency N, or the backend's concurrency option) may help"
 
 
 @contextmanager
-def progress_bar(description: str, enabled: bool = True) -> Iterator[Observer | None]:
-    """A rich progress bar on stderr for the duration of the block (None when disabled)."""
+def progress_bar(description: str, enabled: bool = True, hint: str | None = None) -> Iterator[Observer | None]:
+    """A rich progress bar on stderr for the duration of the block (None when disabled); ``hint``: the advice
+    printed once when the judge's calls are slow."""
     if not enabled:
         yield None
         return
-    bar = ProgressBar(description)
+    bar = ProgressBar(description, slow_hint=hint)
     bar.progress.start()
     try:
         yield bar
@@ -113,8 +204,11 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 
 
 def resume_command() -> str:
-    """This command line, to run again (``knockout`` and the arguments it was given)."""
-    return shlex.join(["knockout", *sys.argv[1:]])
+    """This command line, to run again (``knockout``, or its full path when that is not on PATH, and the
+    arguments it was given)."""
+    from knockout.cli._common import knockout_command
+
+    return " ".join([knockout_command(), *map(shlex.quote, sys.argv[1:])])
 
 
 def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging",
@@ -129,7 +223,8 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
     check_run(run, executor)  # bad options and prompts fail before the store is created or touched
     freeze_heap()
     try:
-        with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet) as bar:
+        with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet,
+                                                    slow_hint(run.spec())) as bar:
             try:
                 return execute(run, store, observer=bar, executor=executor, checked=True,
                                stop_signals=STOP_SIGNALS)

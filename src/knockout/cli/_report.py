@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from knockout._bounds import Bootstrap
 from knockout.cli._common import JsonOpt, err, fail, options, out, print_json, print_tables, write_html
 from knockout.errors import ConfigError, KnockoutError
 from knockout.metrics._constants import DEFAULT_RESAMPLES
@@ -19,7 +18,7 @@ if TYPE_CHECKING:  # the report modules load numpy, scipy and scikit-learn: only
 Resamples = Annotated[int, typer.Option("--resamples", help="bootstrap resamples for the 95% CIs (0: none)")]
 Seed = Annotated[int, typer.Option(help="bootstrap seed")]
 HtmlOpt = Annotated[Path | None, typer.Option("--html", help="write a self-contained HTML report (needs "
-                                              "knockout[plots])")]
+                                              "knockout\\[plots])")]
 ViewerOpt = Annotated[str | None, typer.Option("--viewer-url", help="with --html: link each run to its page in "
                                                "the transcript viewer of `knockout serve` at this URL")]
 
@@ -51,6 +50,8 @@ def report(
     from knockout.storage import Store
 
     try:
+        from knockout._bounds import Bootstrap
+
         options(Bootstrap, resamples=resamples, seed=seed)
         path, ref_id = parse_ref(run)
         with Store.open_existing(path) as store, gc_paused():
@@ -124,6 +125,8 @@ def compare(
     from knockout.storage import Store
 
     try:
+        from knockout._bounds import Bootstrap
+
         options(Bootstrap, resamples=resamples, seed=seed)
         table = None
         if prices is not None:
@@ -184,6 +187,8 @@ def agreement(
     from knockout.reports._verdicts import analyse_verdicts, verdict_tables
 
     try:
+        from knockout._bounds import Bootstrap
+
         options(Bootstrap, resamples=resamples, seed=seed)
         res = analyse_verdicts(verdicts, human, verdict, kind=kind, non_integer=non_integer,
                                resamples=resamples, seed=seed)

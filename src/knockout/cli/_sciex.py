@@ -173,13 +173,13 @@ def leaderboard(
                                                           "(a file or folder of llm_grade_exam.py output)")] = None,
     csv_out: Annotated[Path | None, typer.Option("--csv", help="write the leaderboard as CSV")] = None,
     html: Annotated[Path | None, typer.Option("--html", help="write an HTML page with bar charts (needs "
-                                              "knockout[plots])")] = None,
+                                              "knockout\\[plots])")] = None,
     resamples: Annotated[int, typer.Option("--resamples", help="bootstrap resamples for the 95% CIs (0: "
                                            "none)")] = DEFAULT_RESAMPLES,
     seed: Annotated[int, typer.Option(help="bootstrap seed (and the draw of --expert-sample)")] = 0,
     expert_sample: Annotated[float | None, typer.Option(
         "--expert-sample", help="keep the expert grades of this random fraction of the expert-graded answers "
-        "only, and show the prediction-powered estimates (needs knockout[calibration]) against the figures from "
+        "only, and show the prediction-powered estimates (needs knockout\\[calibration]) against the figures from "
         "all of them")] = None,
     exams: Annotated[list[Path] | None, typer.Option("--exams", help="only these exams (SciEx exam folders, a folder "
                                                      "of them, or JSONL; repeat for several: one item set), their "

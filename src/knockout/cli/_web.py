@@ -103,7 +103,9 @@ def serve(
                 t.add_row(name, pw)
             out.print(t)
         elif not db.is_file():
-            raise ConfigError(f"store not found: {db} (create it with `knockout import DATA --db {db}`)")
+            from knockout.cli._common import knockout_command
+
+            raise ConfigError(f"store not found: {db} (create it with `{knockout_command()} import DATA --db {db}`)")
         if root_path and (not root_path.startswith("/") or root_path.endswith("/")):
             raise ConfigError(f"--root-path must start with '/' and not end with it, got '{root_path}'")
         from knockout.web._app import create_app, origin_of

@@ -14,7 +14,7 @@ from typing import Annotated, Any, overload
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from knockout._bounds import JsonObject, Name, NonEmptyText, Number, Selection, Text
-from knockout.errors import InputError
+from knockout.errors import ConfigError, InputError
 
 
 def _positive(v: float) -> float:
@@ -555,6 +555,34 @@ class ItemSet:
         if len(qids) == len(self.questions) and picked == list(range(len(self))):
             return self
         return self._select([self.questions[q] for q in qids], picked)
+
+    def to_dataframe(self) -> Any:
+        """A pandas DataFrame with one row per answer and its question's fields, under the table fields'
+        names (docs/data-formats.md): ``question_id``, ``question``, ``reference``, ``max_points``,
+        ``language``, ``difficulty``, ``exam_id``, ``task``, ``answer_id``, ``examinee``, ``answer``,
+        ``human_score`` (the mean of the answer's human grades; None without any) and one ``human_score:<grader>``
+        column per grader when there are several graders or one not named ``human``.  Needs pandas
+        (``pip install 'knockout[dataframes]'``)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ConfigError("ItemSet.to_dataframe needs pandas: pip install 'knockout[dataframes]'") from None
+        graders = list(dict.fromkeys(g for k in set(self._layout) for g in self._layouts[k]))
+        per_grader = graders != ["human"] and bool(graders)
+        rows = []
+        for a in self.answers:
+            q = self.questions[a.question_id]
+            row: dict[str, Any] = {"question_id": q.id, "question": q.text, "reference": q.reference,
+                                   "max_points": q.max_points, "language": q.language, "difficulty": q.difficulty,
+                                   "exam_id": q.exam_id, "task": q.task, "answer_id": a.id, "examinee": a.examinee,
+                                   "answer": a.text, "human_score": a.human_score}
+            if per_grader:
+                row |= {f"human_score:{g}": a.human_scores.get(g) for g in graders}
+            rows.append(row)
+        columns = ["question_id", "question", "reference", "max_points", "language", "difficulty", "exam_id", "task",
+                   "answer_id", "examinee", "answer", "human_score", *(f"human_score:{g}" for g in graders
+                                                                       if per_grader)]
+        return pd.DataFrame(rows, columns=columns)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able snapshot (stored with every run, so reports need no data file)."""

@@ -32,7 +32,7 @@ from knockout._bounds import (
     Text,
     field_error,
 )
-from knockout.errors import InputError
+from knockout.errors import ConfigError, InputError
 from knockout.judges._base import GenParams
 from knockout.jury._members import MemberSpec, member_from_table, read_toml
 from knockout.meta._parsers import MAX_CRITERIA
@@ -209,6 +209,14 @@ class ExperimentFile:
     @property
     def data_path(self) -> Path:
         return self.resolve(self.exp.data.path)
+
+    def with_judges(self, specs: list[str]) -> ExperimentFile:
+        """The experiment with these judges (``knockout run --judge SPEC``) instead of its ``[[judges]]``: each
+        a spec with its options after ``?``; the file's per-judge options, prompt and params are not kept."""
+        if self.exp.jury is not None and len(specs) < 2:
+            raise ConfigError(f"{self.path}: the file asks for a [jury], which needs at least two judges: give "
+                              "--judge twice or more")
+        return ExperimentFile(self.path, self.exp, [MemberSpec(s) for s in specs])
 
     def store_path(self, override: Path | None = None) -> Path:
         if override is not None:

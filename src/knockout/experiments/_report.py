@@ -63,6 +63,8 @@ def experiment_report(ef: ExperimentFile, parts: list[Part], store: Path) -> dic
         for c in cols:
             comparisons[c] = build_comparison([loaded[(r, c)] for r in order], resamples=cmp.resamples, seed=cmp.seed,
                                               by=cmp.by)
+            # the tables head their rows and columns with the file's method names, not run-id hashes
+            comparisons[c]["names"] = {loaded[(r, c)].run.id: r for r in order}
     return {**head, "layout": layout, "rows": rows, "columns": cols, "baseline": baseline, "cells": cells,
             "comparisons": comparisons, "resamples": cmp.resamples}
 

@@ -18,7 +18,7 @@ from knockout.errors import ConfigError
 from knockout.metrics._agreement import pearson_np
 from knockout.metrics._analysis import Aligned, Row, build_rows, finite_or_none
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, paired_bootstrap
-from knockout.metrics._measures import williams_test
+from knockout.metrics._measures import williams_test, williams_undefined
 
 
 def _common(items: ItemSet, a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]
@@ -53,14 +53,18 @@ def paired_comparison(items: ItemSet, results_a: Iterable[Mapping[str, Any]],
     out["question_level"] = {"delta": pb.delta, "ci": None if pb.low is None else [pb.low, pb.high],
                              "p_bootstrap": pb.p_value}
     r12, r13, r23 = out["pearson_a"], out["pearson_b"], out["pearson_ab"]
-    if None not in (r12, r13, r23) and n > 3:
+    reason = "a correlation is undefined (constant grades)" if None in (r12, r13, r23) else \
+        williams_undefined(r12, r13, r23, n)
+    if reason is None:
         try:
             w = williams_test(r12, r13, r23, n)
             out["question_level"].update({"williams_t": w.t, "williams_df": w.df,
                                           "p_williams_one_sided": w.p_one_sided,
                                           "p_williams_two_sided": w.p_two_sided})
-        except ValueError:
-            pass
+        except ValueError as exc:
+            reason = str(exc).removeprefix("Williams' test is undefined: ")
+    if reason is not None:
+        out["question_level"]["williams_na"] = reason
     if np.any(al.ee >= 0):
         b_al = Aligned(al.rows)  # the same answers, with B's normalised scores as the judge's
         b_al.judge_norm = b_norm

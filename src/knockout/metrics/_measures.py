@@ -90,6 +90,24 @@ class WilliamsResult:
     p_two_sided: float
 
 
+#: a correlation this close to +-1 makes Williams' t meaningless (a zero variance term: t runs off to +-100s)
+WILLIAMS_UNIT = 1e-6
+
+
+def williams_undefined(r12: float, r13: float, r23: float, n: int) -> str | None:
+    """Why Williams' test says nothing for these correlations (None when it applies): fewer than 4 answers
+    (no degree of freedom), a correlation with the humans of +-1 (one run is the humans' ranking exactly),
+    or the two runs correlated +-1 with each other (the same grades up to a linear map)."""
+    if n <= 3:
+        return f"n = {n}, needs n > 3"
+    for name, r in (("run A's Pearson", r12), ("run B's Pearson", r13)):
+        if abs(r) >= 1 - WILLIAMS_UNIT:
+            return f"{name} is {r:+.3f}"
+    if abs(r23) >= 1 - WILLIAMS_UNIT:
+        return f"the two runs correlate {r23:+.3f}"
+    return None
+
+
 def williams_test(r12: float, r13: float, r23: float, n: int) -> WilliamsResult:
     """Williams' t for H0: rho12 = rho13, where variable 1 (human) is shared by both correlations.
 
@@ -97,12 +115,13 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> WilliamsResult:
     K = 1 - r12^2 - r13^2 - r23^2 + 2 r12 r13 r23, with n - 3 degrees of freedom
     (Williams 1959; Steiger 1980 eq. 3; Graham & Baldwin 2014).
     """
-    if n <= 3:
-        raise ValueError("Williams' test needs n > 3")
+    reason = williams_undefined(r12, r13, r23, n)
+    if reason:
+        raise ValueError(f"Williams' test is undefined: {reason}")
     k = 1 - r12**2 - r13**2 - r23**2 + 2 * r12 * r13 * r23
     denom = 2 * k * (n - 1) / (n - 3) + ((r12 + r13) ** 2 / 4) * (1 - r23) ** 3
     if denom <= 0:
-        raise ValueError("Williams' test is undefined for these correlations (degenerate)")
+        raise ValueError("Williams' test is undefined: the correlations are not those of one data set (degenerate)")
     t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23)) / math.sqrt(denom)
     df = n - 3
     one = float(stats.t.sf(abs(t), df))

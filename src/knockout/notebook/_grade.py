@@ -37,12 +37,16 @@ from knockout.judges._base import GenParams, Judge
 from knockout.judges._registry import DEFAULT_JUDGE, make_judge
 from knockout.methods._base import MethodOptions, check_method_name
 from knockout.methods._run import GradeRun, RunConfig, RunReport
+from knockout.notebook._progress import grade_progress
 from knockout.reports._replies import replies_in
 from knockout.runs import execute, execute_async
 from knockout.storage._store import MatchRow, Store
 
 #: the columns :func:`grade` adds (after ``prefix``); ``human_grade`` only when the data has human grades
 ADDED = ("grade", "valid", "explanation", "human_grade")
+#: the run's counts in ``attrs["knockout"]`` (the keys of ``knockout grade --json``; ``stats`` holds every count)
+COUNTS = ("answers", "valid", "invalid", "judge_calls", "cache_hits", "prompt_tokens", "completion_tokens",
+          "failed", "format_retries", "wall_s")
 #: question fields that have a default in :class:`Question` which a table must not fall back on silently
 REQUIRED_FIELDS = {"language": "language='en'", "max_points": "max_points=10"}
 
@@ -95,8 +99,10 @@ class Job:
             for name, column in added.items():
                 column.append(values[name])
         names = {name: self.prefix + name for name in added}
+        summary = report.summary()
         info = {"run_id": report.run_id, "store": None if store_path is None else str(store_path),
                 "method": report.method, "judge": report.judge, "simulated_judge": report.simulated,
+                **{k: summary.get(k, 0) for k in COUNTS},
                 "agreement": report.agreement, "stats": report.stats}
         if self.frame is not None:
             out = self.frame.copy()
@@ -262,7 +268,7 @@ def grade(data: Any, *, judge: str | Judge = DEFAULT_JUDGE, method: str = "indiv
           columns: Mapping[str, str] | str | None = None, language: str | None = None,
           max_points: float | None = None, store: str | Path | Store | None = None, prefix: str = "",
           concurrency: int | None = None, format_retries: int = 2, params: GenParams | None = None,
-          **options: Any) -> Any:
+          progress: bool | str | None = None, **options: Any) -> Any:
     """Grade a table of answers (one row per answer) and return it with the grades added.
 
     ``data``: a pandas DataFrame (returned as a DataFrame: the same index and columns, plus ``grade``,
@@ -276,13 +282,15 @@ def grade(data: Any, *, judge: str | Judge = DEFAULT_JUDGE, method: str = "indiv
     ``method`` and ``**options``: as ``knockout grade --method``, ``--debias``, ``--prompt``,
     ``--reference``, ``--shots`` ... and ``--method-opt key=value``.  ``store``: a path (a rerun is read
     from its cache), a :class:`~knockout.Store`, or None: one temporary store per process.  ``prefix``:
-    put before the added column names.  Works inside a running event loop (Jupyter)."""
+    put before the added column names.  ``progress``: a progress bar (tqdm's when installed, else rich's) with
+    the requests done and the time left: True, False, or None (the default) for one when watched (Jupyter,
+    IPython or a terminal).  Works inside a running event loop (Jupyter)."""
     job = prepare(data, judge=judge, method=method, columns=columns, language=language, max_points=max_points,
                   prefix=prefix, concurrency=concurrency, format_retries=format_retries, params=params,
                   options=options)
     path = _store_path(store)
-    with _opened(store, path) as st:
-        report = execute(job.run, st, close_judges=job.owned)
+    with _opened(store, path) as st, grade_progress(progress, job.run.spec()) as observer:
+        report = execute(job.run, st, close_judges=job.owned, observer=observer)
         return job.table(st, report, path)
 
 
@@ -290,15 +298,15 @@ async def grade_async(data: Any, *, judge: str | Judge = DEFAULT_JUDGE, method: 
                       columns: Mapping[str, str] | str | None = None, language: str | None = None,
                       max_points: float | None = None, store: str | Path | Store | None = None, prefix: str = "",
                       concurrency: int | None = None, format_retries: int = 2, params: GenParams | None = None,
-                      **options: Any) -> Any:
+                      progress: bool | str | None = None, **options: Any) -> Any:
     """:func:`grade` in the caller's event loop (``await knockout.grade_async(df, ...)``)."""
     job = prepare(data, judge=judge, method=method, columns=columns, language=language, max_points=max_points,
                   prefix=prefix, concurrency=concurrency, format_retries=format_retries, params=params,
                   options=options)
     path = _store_path(store)
-    with _opened(store, path) as st:
+    with _opened(store, path) as st, grade_progress(progress, job.run.spec()) as observer:
         try:
-            report = await execute_async(job.run, st)
+            report = await execute_async(job.run, st, observer=observer)
         finally:
             if job.owned:
                 await job.judge.aclose()

@@ -12,6 +12,7 @@ _EXPORTS = {
     "run_cost": "knockout.reports._runs",
     "build_report": "knockout.reports._report",
     "build_comparison": "knockout.reports._report",
+    "comparison_df": "knockout.reports._report",
     "Table": "knockout.reports._tables",
     "analyse_verdicts": "knockout.reports._verdicts",
     "export_run": "knockout.reports._export",
@@ -25,6 +26,7 @@ __all__ = [
     "analyse_verdicts",
     "build_comparison",
     "build_report",
+    "comparison_df",
     "export_rows",
     "export_run",
     "load_run",
@@ -37,7 +39,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from knockout.reports._export import export_rows, export_run
-    from knockout.reports._report import build_comparison, build_report
+    from knockout.reports._report import build_comparison, build_report, comparison_df
     from knockout.reports._runs import LoadedRun, load_run, pick_run, run_cost
     from knockout.reports._tables import Table
     from knockout.reports._tidy import results_df, tidy_rows

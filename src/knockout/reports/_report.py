@@ -246,6 +246,50 @@ def build_comparison(runs: Sequence[LoadedRun], *, resamples: int = DEFAULT_RESA
     return {"runs": rows, "paired": paired, "resamples": resamples, "seed": seed, "by": groups}
 
 
+def comparison_df(cmp: dict[str, Any]) -> Any:
+    """A :func:`build_comparison` result as a pandas DataFrame: one row per run (indexed by run id; the
+    first is the baseline) with its method, judge, label, answers, invalid, the question-level Pearson,
+    Spearman (with their 95% CI bounds), Kendall and RMSE, the exam-level Pearson, requests, tokens and wall
+    time, and its paired test against the baseline (``delta``, its CI, ``p_bootstrap``, ``williams_t``,
+    ``p_williams``, ``williams_na``: why Williams' test was not computed).  Needs pandas."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ConfigError("comparison_df needs pandas: pip install 'knockout[dataframes]'") from None
+
+    def ci(d: dict[str, Any] | None, key: str, i: int) -> Any:
+        bounds = (d or {}).get(f"{key}_ci")
+        return bounds[i] if bounds else None
+
+    paired = {x["run_id"]: x for x in cmp.get("paired", [])}
+    rows = []
+    for r in cmp["runs"]:
+        q, e, c = r["question_level"], r.get("exam_level") or {}, r.get("cost") or {}
+        x = paired.get(r["run_id"], {})
+        ql = x.get("question_level") or {}
+        rows.append({
+            "run_id": r["run_id"], "method": r.get("method"), "judge": r.get("judge"), "label": r.get("label"),
+            "simulated_judge": r.get("simulated_judge"), "answers": r.get("answers"), "invalid": r.get("invalid"),
+            "n": q.get("n"), "pearson": q.get("pearson"), "pearson_low": ci(q, "pearson", 0),
+            "pearson_high": ci(q, "pearson", 1), "spearman": q.get("spearman"),
+            "spearman_low": ci(q, "spearman", 0), "spearman_high": ci(q, "spearman", 1),
+            "kendall": q.get("kendall"), "rmse": q.get("rmse"), "exam_pearson": e.get("pearson"),
+            "requests": c.get("requests"), "tokens": c.get("tokens"), "wall_s": c.get("wall_s"),
+            "baseline": x.get("baseline"), "delta": ql.get("delta"),
+            "delta_low": (ql.get("ci") or [None, None])[0], "delta_high": (ql.get("ci") or [None, None])[1],
+            "p_bootstrap": ql.get("p_bootstrap"), "williams_t": ql.get("williams_t"),
+            "p_williams": ql.get("p_williams_two_sided"), "williams_na": ql.get("williams_na") or x.get("skipped"),
+        })
+    return pd.DataFrame(rows).set_index("run_id")
+
+
+def shown(cmp: dict[str, Any], run_id: str) -> str:
+    """How a run is named in the comparison's tables: its name in ``cmp["names"]`` (an experiment file's
+    method or part) with the run id, else the run id."""
+    name = (cmp.get("names") or {}).get(run_id)
+    return f"{name} ({run_id[:8]})" if name else run_id
+
+
 def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
     priced = any(r.get("money") for r in cmp["runs"])
     t = Table("methods x metrics (question level unless marked exam)",
@@ -258,7 +302,7 @@ def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
     for r in cmp["runs"]:
         q, e, c = r["question_level"], r["exam_level"], r["cost"]
         m = r.get("money")
-        t.rows.append([r["run_id"], r["label"], num(q["n"]), num(r["invalid"]), with_ci(q, "pearson"),
+        t.rows.append([shown(cmp, r["run_id"]), r["label"], num(q["n"]), num(r["invalid"]), with_ci(q, "pearson"),
                        with_ci(q, "spearman"), num(q["kendall"]), num(q["rmse"]), with_ci(e, "pearson"),
                        with_ci(e, "pairwise_accuracy"), num(c["requests"]),
                        f"{num(c['tokens'])} / {num(c.get('scratch_tokens'))}",
@@ -269,11 +313,14 @@ def comparison_tables(cmp: dict[str, Any]) -> list[Table]:
                "exam delta [95% CI]"])
     for x in cmp["paired"]:
         if "skipped" in x:
-            p.rows.append([x["run_id"], x["baseline"], "-", x["skipped"], "-", "-", "-", "-"])
+            p.rows.append([shown(cmp, x["run_id"]), shown(cmp, x["baseline"]), "-", x["skipped"], "-", "-", "-", "-"])
             continue
         ql, el = x["question_level"], x.get("exam_level") or {}
-        p.rows.append([x["run_id"], x["baseline"], num(x["n"]), with_ci({"d": ql["delta"], "d_ci": ql["ci"]}, "d"),
-                       pvalue(ql["p_bootstrap"]), num(ql.get("williams_t")), pvalue(ql.get("p_williams_two_sided")),
+        p.rows.append([shown(cmp, x["run_id"]), shown(cmp, x["baseline"]), num(x["n"]),
+                       with_ci({"d": ql["delta"], "d_ci": ql["ci"]}, "d"),
+                       pvalue(ql["p_bootstrap"]),
+                       f"n/a: {ql['williams_na']}" if ql.get("williams_na") else num(ql.get("williams_t")),
+                       "n/a" if ql.get("williams_na") else pvalue(ql.get("p_williams_two_sided")),
                        with_ci({"d": el.get("delta"), "d_ci": el.get("ci")}, "d")])
     return [t, p, *group_tables(cmp)]
 
@@ -291,14 +338,14 @@ def _money(m: dict[str, Any] | None) -> str:
 def group_tables(cmp: dict[str, Any]) -> list[Table]:
     """One table per ``--by`` key: groups x (each run's Pearson, each run minus the baseline)."""
     runs = cmp["runs"]
-    ids = [r["run_id"] for r in runs]
+    ids = [shown(cmp, r["run_id"]) for r in runs]
     out = []
     for sec in cmp.get("by", []):
         cols = ["group", "answers", *(f"{i} Pearson [95% CI]" for i in ids)]
         for i in ids[1:]:
             cols += [f"{i} - {ids[0]} [95% CI]", "p"]
         t = Table(f"by {sec['key']}: Pearson per group and the difference to the first run", cols,
-                  note="runs: " + "; ".join(f"{r['run_id']} = {r['label']}" for r in runs)
+                  note="runs: " + "; ".join(f"{shown(cmp, r['run_id'])} = {r['label']}" for r in runs)
                        + f". Differences: paired bootstrap over the group's questions ({cmp['resamples']} "
                          "resamples), answers valid in both runs")
         for g in sec["groups"]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,19 @@ GRADER_PREFIX = "human_score:"
 MODEL_FIELD = {"question_id": "id", "question": "text", "answer_id": "id", "answer": "text"}
 
 Row = tuple[str, Mapping[str, Any]]
+
+#: a missing-column error lists at most this many of the columns that are there
+LISTED_COLUMNS = 40
+
+
+def columns_there(names: Sequence[str]) -> str:
+    """``the columns there: 'qid', 'prompt', ...`` for an error about a column that is not there."""
+    names = [n for n in names if not (n.startswith("<") and n.endswith(">"))]  # knockout.grade's own columns
+    if not names:
+        return "there are no columns"
+    shown = ", ".join(repr(str(n)) for n in list(names)[:LISTED_COLUMNS])
+    more = f" and {len(names) - LISTED_COLUMNS} more" if len(names) > LISTED_COLUMNS else ""
+    return f"the columns there: {shown}{more}"
 
 
 def check_field(field: str) -> None:
@@ -185,8 +198,8 @@ def load_rows(rows: Iterable[Row], header: Iterable[str], *, columns: Mapping[st
     for f in (*REQUIRED, *mapping):
         c = mapping.get(f, f)
         if c not in index:
-            raise InputError(f"no column '{c}' (for field '{f}') in {columns_in}", file=str(file),
-                             record=header_where, field=c)
+            raise InputError(f"no column '{c}' (for field '{f}') in {columns_in}; {columns_there(names)}",
+                             file=str(file), record=header_where, field=c)
     qrename = {MODEL_FIELD.get(f, f): col[f] for f in QUESTION_FIELDS}
     arename = {MODEL_FIELD.get(f, f): col[f] for f in ANSWER_FIELDS}
     arename |= {"question_id": col["question_id"], **{f"human_scores.{g}": c for g, c in graders.items()}}

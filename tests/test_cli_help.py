@@ -1,0 +1,45 @@
+"""Help texts as printed: rich markup must not eat the extras' names (``knockout[plots]``)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import typer
+
+#: what rich reads as a markup tag: ``[plots]``, ``[bold]``, ``[/]`` (an escaped ``\[`` is printed as ``[``)
+TAG = re.compile(r"(?<!\\)\[/?[a-z#@][^\[\]]*\]")
+
+
+def texts() -> Iterator[tuple[str, str]]:
+    """(where, text) for every command's help and every option's help."""
+    from knockout.cli import register_extensions
+    from knockout.cli._main import app
+
+    register_extensions(app)
+    root: Any = typer.main.get_command(app)
+    for name, cmd in root.commands.items():
+        yield name, cmd.help or ""
+        groups = [cmd, *getattr(cmd, "commands", {}).values()]
+        for c in groups:
+            yield f"{name} {c.name}", c.help or ""
+            for p in c.params:
+                yield f"{name} {c.name} {p.name}", getattr(p, "help", None) or ""
+
+
+def test_no_help_text_holds_unescaped_markup() -> None:
+    bad = [(where, m.group()) for where, text in texts() for m in TAG.finditer(text)]
+    assert not bad, f"help texts with rich tags that print as nothing (write \\[ for a literal [): {bad}"
+
+
+@pytest.mark.parametrize(("command", "extra"), [("report", "knockout[plots]"), ("leaderboard", "knockout[plots]"),
+                                                ("leaderboard", "knockout[calibration]")])
+def test_help_names_the_extra(command: str, extra: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "knockout.cli", command, "--help"], capture_output=True, text=True,
+                       timeout=120, env={"COLUMNS": "200", "PATH": "", "PYTHONPATH": ":".join(sys.path)})
+    assert r.returncode == 0, r.stderr
+    assert extra in r.stdout, r.stdout
