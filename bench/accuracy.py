@@ -97,6 +97,7 @@ SUITES = {s.name: s for s in (
           "(one grade)", DEMO, extra=True, options={"rubric": "text"}, paired_with="demo-ind", rubrics=DEMO_RUBRICS),
     Suite("saf-ind-noref", "SAF 6 x 8, individual, no reference", SHARED / "saf/unseen_answers/english", "saf",
           limit=6, answers=8, reference=False, extra=True),
+    Suite("demo-ind-noref", "demo exam, individual, no reference", DEMO, reference=False, extra=True),
     Suite("saf-ind-rubric", "SAF 6 x 8, individual, the reference answer as a one-criterion rubric instead of "
           "the reference", SHARED / "saf/unseen_answers/english", "saf", limit=6, answers=8, reference=False,
           extra=True, paired_with="saf-ind", reference_rubric=True),
