@@ -83,6 +83,9 @@ class Completion:
     #: attempts that failed before this completion (HTTP errors, time-outs, dropped connections, malformed
     #: replies), retried by the backend; counted in the run's summary, never stored with the call
     failed_attempts: int = 0
+    #: times the request was sent again because the executor's worker it was on was lost (a Ray actor whose
+    #: node died): counted in the run's summary, never stored with the call
+    resent_after_lost_worker: int = 0
 
 
 def image_digest(path: str) -> str:
