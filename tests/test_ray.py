@@ -1,11 +1,20 @@
 """The Ray executor: a local Ray instance (2 CPUs) whose actors hold the judge; the driver alone writes the
 store (cache, resume and accounting as in process).  The real-judge test uses the 0.5B GGUF, a handful of
-calls; the others use the scripted judge (a simulation) for the run kinds' plumbing."""
+calls; the others use the scripted judge (a simulation) for the run kinds' plumbing, or an OpenAI-compatible
+judge on a loopback fake server.
+
+Every test that starts Ray runs inside a network namespace with only loopback (``tests/_netns.py``): the
+gate test below re-executes this file there (Ray binds the host's own address even when told 127.0.0.1)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +27,9 @@ from knockout.judges import GenParams, make_judge
 from knockout.methods import MethodOptions, RunConfig, run
 from knockout.sbs import SbsConfig, SbsItem, run_sbs
 from knockout.storage import Store
+from tests._netns import loopback_only, non_loopback_listeners, outside_netns, rerun_in_loopback_netns
 from tests.conftest import ROOT, SMALL_MODEL, needs_model
+from tests.fake_server import chat_body, fake_api
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray (knockout[ray])")
 
@@ -55,6 +66,25 @@ def test_executor_specs() -> None:
         parse_executor("dask")
 
 
+@outside_netns
+def test_ray_tests_run_in_a_loopback_only_netns(request: pytest.FixtureRequest) -> None:
+    """The gate: this file's tests that start Ray, re-executed in a network namespace with only ``lo``."""
+    counts = rerun_in_loopback_netns(request.config, str(Path(__file__).relative_to(ROOT)), timeout=420)
+    assert counts.get("passed", 0) >= 4, counts
+
+
+@loopback_only
+def test_ray_listens_on_loopback_only(ray_local: None) -> None:
+    """While a Ray instance runs, nothing listens on a non-loopback address (the namespace has only lo)."""
+    import psutil
+    import ray
+
+    assert ray.is_initialized()
+    assert set(psutil.net_if_addrs()) == {"lo"}
+    assert non_loopback_listeners() == []
+
+
+@loopback_only
 def test_scripted_knockout_and_sbs_on_ray_same_as_in_process(ray_local: None, tmp_path: Path) -> None:
     """Every method and run kind works unchanged: the same results as in process, the store written by the
     driver only, and a rerun is all cache hits."""
@@ -86,6 +116,65 @@ def test_bad_executor_specs_fail_before_the_run_is_written(tmp_path: Path) -> No
             assert s.runs() == []
 
 
+def graded_reply(req: dict[str, object], n: int) -> tuple[int, bytes]:
+    """The fake judge: a grade that depends on the request only (the same on any worker), after 100 ms."""
+    time.sleep(0.1)
+    text = json.dumps(req.get("messages"))
+    return 200, chat_body(f"Score: {sum(map(ord, text)) % 3}/2")
+
+
+def judge_worker_pids() -> list[int]:
+    import psutil
+
+    return [p.pid for p in psutil.process_iter(["cmdline"])
+            if any("_JudgeWorker" in part for part in (p.info["cmdline"] or [])[:1])]
+
+
+@loopback_only
+def test_a_killed_actor_loses_and_fails_nothing(ray_local: None, tmp_path: Path) -> None:
+    """An actor's process killed mid-run (SIGKILL): its requests in flight, and those sent to it before Ray
+    reported it gone, are sent again to the others; none is failed, the grades are those of a local run,
+    and the re-sent requests are counted in the summary."""
+    data = items(10, 12)
+    cfg = RunConfig(format_retries=0)
+    killed: list[int] = []
+
+    def answer(req: dict[str, object], n: int) -> tuple[int, bytes]:
+        if n == 40 and not killed:  # mid-run: one actor's process dies
+            pids = judge_worker_pids()
+            assert pids, "no actor process found"
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+        return graded_reply(req, n)
+
+    with fake_api(answer) as server, Store(tmp_path / "ray.db") as s:
+        spec = f"openai:m?base_url={server.url}"
+        remote = run(data, make_judge(spec), s, cfg, executor="ray?workers=2&cpus=0&per_worker=4")
+    with fake_api(graded_reply) as server, Store(tmp_path / "local.db") as s:
+        local = run(data, make_judge(f"openai:m?base_url={server.url}"), s, RunConfig(format_retries=0,
+                    concurrency=8))
+    assert killed
+    assert remote.stats["failed"] == 0 and remote.stats["judge_calls"] == len(data.answers)
+    assert remote.stats["resent_after_lost_worker"] >= 1
+    assert [(r.answer_id, r.score) for r in remote.results] == [(r.answer_id, r.score) for r in local.results]
+
+
+@loopback_only
+def test_json_summary_stays_one_document_with_ray(tmp_path: Path) -> None:
+    """``--json --executor ray``: stdout is one JSON document (Ray's own output goes to stderr)."""
+    from tests.fake_server import write_exam
+
+    exam = write_exam(tmp_path / "exam.jsonl", 2, 3)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "knockout.cli", "grade", str(exam), "--judge", "scripted",
+                           "--executor", "ray?workers=1&cpus=0", "-o", str(tmp_path / "j.db"), "--json", "-q"],
+                          capture_output=True, text=True, env=env, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["judge_calls"] == 6 and summary["resent_after_lost_worker"] == 0
+
+
+@loopback_only
 @needs_model
 @pytest.mark.model
 def test_gguf_judge_on_two_ray_workers(ray_local: None, small_gguf: Path, tmp_path: Path) -> None:
