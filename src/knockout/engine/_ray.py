@@ -94,6 +94,29 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
+def _ray_messages_to_stderr() -> None:
+    """What the driver prints for the cluster (``(raylet) The node ... has been marked dead``, worker logs) goes
+    to stderr: Ray prints it on stdout, from a thread of its own, whatever ``log_to_driver`` says, and
+    ``--json`` must stay one JSON document on stdout.  (Ray's private printers, wrapped where they exist.)"""
+    with contextlib.suppress(Exception):
+        from ray._private import worker as ray_worker
+
+        original = ray_worker.print_to_stdstream
+        if not getattr(original, "knockout_stderr", False):
+            def to_stderr(data: dict[str, Any], ignore_prefix: bool) -> None:
+                original({**data, "is_err": True}, ignore_prefix=ignore_prefix)
+
+            to_stderr.knockout_stderr = True  # type: ignore[attr-defined]
+            ray_worker.print_to_stdstream = to_stderr
+    with contextlib.suppress(Exception):
+        from ray.util.client import logsclient
+
+        def stdstream(self: Any, level: int, msg: str) -> None:
+            print(msg, file=sys.stderr, end="")
+
+        logsclient.LogstreamClient.stdstream = stdstream  # type: ignore[method-assign]
+
+
 class RayExecutor(Executor):
     """Sends each request to the least busy of ``workers`` Ray actors holding the judge.
 
@@ -122,6 +145,7 @@ class RayExecutor(Executor):
         per_worker = opts.get("per_worker", judge.default_concurrency())
         self.judge = judge
         self.address = address
+        _ray_messages_to_stderr()
         if not ray.is_initialized():
             try:
                 with _stdout_to_stderr():
