@@ -8,6 +8,7 @@ gate test below re-executes this file there (Ray binds the host's own address ev
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -192,3 +194,100 @@ def test_gguf_judge_on_two_ray_workers(ray_local: None, small_gguf: Path, tmp_pa
         assert set(_llamacpp._LOADED) == loaded_before  # the model was loaded by the workers, not here
         again = run(data, make_judge(f"llamacpp:{SMALL_MODEL}?threads=1"), s, cfg, executor="ray?workers=2&cpus=1")
         assert again.stats["judge_calls"] == 0
+
+
+# -- a lost actor, with a stand-in for Ray (no Ray started: the executor's own bookkeeping) ----------------
+class FakeActorError(Exception):
+    """Stands for ray.exceptions.RayActorError."""
+
+
+class FakeActor:
+    """A stand-in for an actor handle: ``method.remote(...)`` is an awaitable; a dead actor raises, an actor
+    that never starts (no room) never answers."""
+
+    def __init__(self, ray: FakeRay, recipe: tuple[object, ...]) -> None:
+        from knockout.engine._ray import _JudgeWorker
+
+        self.ray = ray
+        self.index = len(ray.actors)
+        self.dead = self.index in ray.doomed
+        self.starts = self.index < ray.startable
+        self.body = _JudgeWorker(*recipe) if self.starts else None  # type: ignore[arg-type]
+        ray.actors.append(self)
+
+    def __getattr__(self, name: str) -> object:
+        actor = self
+
+        class Method:
+            @staticmethod
+            async def remote(*args: object) -> object:
+                if not actor.starts:
+                    await asyncio.sleep(3600)
+                await asyncio.sleep(0.01)
+                if actor.dead:
+                    raise FakeActorError(f"actor {actor.index} died")
+                return await getattr(actor.body, name)(*args) if name != "where" else actor.index
+
+        return Method
+
+
+class FakeRay:
+    def __init__(self, doomed: set[int], startable: int) -> None:
+        self.actors: list[FakeActor] = []
+        self.doomed = doomed  # actors (by creation order) that die
+        self.startable = startable  # actors that can be started at all (the cluster's room)
+        self.exceptions = types.SimpleNamespace(RayActorError=FakeActorError)
+        self.killed: list[int] = []
+
+    def is_initialized(self) -> bool:
+        return True
+
+    def cluster_resources(self) -> dict[str, float]:
+        return {"CPU": 2.0}
+
+    def available_resources(self) -> dict[str, float]:
+        return {"CPU": float(self.startable - len(self.actors))}
+
+    def remote(self, **options: object) -> object:
+        ray = self
+
+        def wrap(cls: object) -> object:
+            return types.SimpleNamespace(remote=lambda *recipe: FakeActor(ray, recipe))
+
+        return wrap
+
+    def kill(self, actor: FakeActor, no_restart: bool = True) -> None:
+        self.killed.append(actor.index)
+
+
+def test_requests_of_a_lost_actor_go_to_the_others_and_a_replacement(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """Actor 0 dies: its requests are sent again (counted), none fails, the scores are those of a local run;
+    with room in the cluster a replacement is started and takes requests."""
+    data = items(4, 6)
+    cfg = RunConfig(method="individual", concurrency=4, format_retries=0)
+    with Store(tmp_path / "local.db") as s:
+        local = run(data, make_judge("scripted"), s, cfg)
+    fake = FakeRay(doomed={0}, startable=3)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with Store(tmp_path / "fake.db") as s:
+        remote = run(data, make_judge("scripted"), s, cfg, executor="ray?workers=2&cpus=1&per_worker=2")
+    assert remote.stats["failed"] == 0 and remote.stats["judge_calls"] == len(data.answers)
+    assert remote.stats["resent_after_lost_worker"] >= 1
+    assert [r.score for r in remote.results] == [r.score for r in local.results]
+    assert len(fake.actors) == 3 and 0 in fake.killed  # the lost one killed, a replacement started
+
+
+def test_no_actor_left_stops_the_run_with_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every actor lost and none can be started: WorkersLost stops the run (stored failed; a rerun resumes)
+    instead of failing its requests one by one, and the message says why."""
+    from knockout.engine._ray import RayExecutor, WorkersLost
+
+    monkeypatch.setattr(RayExecutor, "replace_timeout_s", 0.3)
+    fake = FakeRay(doomed={0, 1}, startable=2)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with Store(tmp_path / "fake.db") as s:
+        with pytest.raises(WorkersLost, match="no Ray worker is left"):
+            run(items(2, 3), make_judge("scripted"), s, RunConfig(format_retries=0),
+                executor="ray?workers=2&cpus=1&per_worker=2")
+        assert [r.status for r in s.runs()] == ["failed"]
