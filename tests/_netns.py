@@ -76,6 +76,15 @@ def rerun_in_loopback_netns(config: pytest.Config, *node_ids: str, timeout: floa
     return counts
 
 
+def in_this_netns(pid: int) -> bool:
+    """Process ``pid`` shares this process's network namespace (a test kills only processes of its own
+    namespace: never another user's Ray on the same machine)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net")
+    except OSError:
+        return False
+
+
 def non_loopback_listeners() -> list[str]:
     """The TCP sockets listening in this network namespace on anything but loopback (a wildcard counts)."""
     import ipaddress

@@ -29,7 +29,7 @@ from knockout.judges import GenParams, make_judge
 from knockout.methods import MethodOptions, RunConfig, run
 from knockout.sbs import SbsConfig, SbsItem, run_sbs
 from knockout.storage import Store
-from tests._netns import loopback_only, non_loopback_listeners, outside_netns, rerun_in_loopback_netns
+from tests._netns import in_this_netns, loopback_only, non_loopback_listeners, outside_netns, rerun_in_loopback_netns
 from tests.conftest import ROOT, SMALL_MODEL, needs_model
 from tests.fake_server import chat_body, fake_api
 
@@ -129,7 +129,7 @@ def judge_worker_pids() -> list[int]:
     import psutil
 
     return [p.pid for p in psutil.process_iter(["cmdline"])
-            if any("_JudgeWorker" in part for part in (p.info["cmdline"] or [])[:1])]
+            if any("_JudgeWorker" in part for part in (p.info["cmdline"] or [])[:1]) and in_this_netns(p.pid)]
 
 
 @loopback_only
