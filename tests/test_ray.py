@@ -1,11 +1,22 @@
 """The Ray executor: a local Ray instance (2 CPUs) whose actors hold the judge; the driver alone writes the
 store (cache, resume and accounting as in process).  The real-judge test uses the 0.5B GGUF, a handful of
-calls; the others use the scripted judge (a simulation) for the run kinds' plumbing."""
+calls; the others use the scripted judge (a simulation) for the run kinds' plumbing, or an OpenAI-compatible
+judge on a loopback fake server.
+
+Every test that starts Ray runs inside a network namespace with only loopback (``tests/_netns.py``): the
+gate test below re-executes this file there (Ray binds the host's own address even when told 127.0.0.1)."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
 import os
+import signal
+import subprocess
+import sys
+import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +29,9 @@ from knockout.judges import GenParams, make_judge
 from knockout.methods import MethodOptions, RunConfig, run
 from knockout.sbs import SbsConfig, SbsItem, run_sbs
 from knockout.storage import Store
+from tests._netns import in_this_netns, loopback_only, non_loopback_listeners, outside_netns, rerun_in_loopback_netns
 from tests.conftest import ROOT, SMALL_MODEL, needs_model
+from tests.fake_server import chat_body, fake_api
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray (knockout[ray])")
 
@@ -55,6 +68,25 @@ def test_executor_specs() -> None:
         parse_executor("dask")
 
 
+@outside_netns
+def test_ray_tests_run_in_a_loopback_only_netns(request: pytest.FixtureRequest) -> None:
+    """The gate: this file's tests that start Ray, re-executed in a network namespace with only ``lo``."""
+    counts = rerun_in_loopback_netns(request.config, str(Path(__file__).relative_to(ROOT)), timeout=420)
+    assert counts.get("passed", 0) >= 4, counts
+
+
+@loopback_only
+def test_ray_listens_on_loopback_only(ray_local: None) -> None:
+    """While a Ray instance runs, nothing listens on a non-loopback address (the namespace has only lo)."""
+    import psutil
+    import ray
+
+    assert ray.is_initialized()
+    assert set(psutil.net_if_addrs()) == {"lo"}
+    assert non_loopback_listeners() == []
+
+
+@loopback_only
 def test_scripted_knockout_and_sbs_on_ray_same_as_in_process(ray_local: None, tmp_path: Path) -> None:
     """Every method and run kind works unchanged: the same results as in process, the store written by the
     driver only, and a rerun is all cache hits."""
@@ -86,6 +118,65 @@ def test_bad_executor_specs_fail_before_the_run_is_written(tmp_path: Path) -> No
             assert s.runs() == []
 
 
+def graded_reply(req: dict[str, object], n: int) -> tuple[int, bytes]:
+    """The fake judge: a grade that depends on the request only (the same on any worker), after 100 ms."""
+    time.sleep(0.1)
+    text = json.dumps(req.get("messages"))
+    return 200, chat_body(f"Score: {sum(map(ord, text)) % 3}/2")
+
+
+def judge_worker_pids() -> list[int]:
+    import psutil
+
+    return [p.pid for p in psutil.process_iter(["cmdline"])
+            if any("_JudgeWorker" in part for part in (p.info["cmdline"] or [])[:1]) and in_this_netns(p.pid)]
+
+
+@loopback_only
+def test_a_killed_actor_loses_and_fails_nothing(ray_local: None, tmp_path: Path) -> None:
+    """An actor's process killed mid-run (SIGKILL): its requests in flight, and those sent to it before Ray
+    reported it gone, are sent again to the others; none is failed, the grades are those of a local run,
+    and the re-sent requests are counted in the summary."""
+    data = items(10, 12)
+    cfg = RunConfig(format_retries=0)
+    killed: list[int] = []
+
+    def answer(req: dict[str, object], n: int) -> tuple[int, bytes]:
+        if n == 40 and not killed:  # mid-run: one actor's process dies
+            pids = judge_worker_pids()
+            assert pids, "no actor process found"
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+        return graded_reply(req, n)
+
+    with fake_api(answer) as server, Store(tmp_path / "ray.db") as s:
+        spec = f"openai:m?base_url={server.url}"
+        remote = run(data, make_judge(spec), s, cfg, executor="ray?workers=2&cpus=0&per_worker=4")
+    with fake_api(graded_reply) as server, Store(tmp_path / "local.db") as s:
+        local = run(data, make_judge(f"openai:m?base_url={server.url}"), s, RunConfig(format_retries=0,
+                    concurrency=8))
+    assert killed
+    assert remote.stats["failed"] == 0 and remote.stats["judge_calls"] == len(data.answers)
+    assert remote.stats["resent_after_lost_worker"] >= 1
+    assert [(r.answer_id, r.score) for r in remote.results] == [(r.answer_id, r.score) for r in local.results]
+
+
+@loopback_only
+def test_json_summary_stays_one_document_with_ray(tmp_path: Path) -> None:
+    """``--json --executor ray``: stdout is one JSON document (Ray's own output goes to stderr)."""
+    from tests.fake_server import write_exam
+
+    exam = write_exam(tmp_path / "exam.jsonl", 2, 3)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "knockout.cli", "grade", str(exam), "--judge", "scripted",
+                           "--executor", "ray?workers=1&cpus=0", "-o", str(tmp_path / "j.db"), "--json", "-q"],
+                          capture_output=True, text=True, env=env, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["judge_calls"] == 6 and summary["resent_after_lost_worker"] == 0
+
+
+@loopback_only
 @needs_model
 @pytest.mark.model
 def test_gguf_judge_on_two_ray_workers(ray_local: None, small_gguf: Path, tmp_path: Path) -> None:
@@ -103,3 +194,100 @@ def test_gguf_judge_on_two_ray_workers(ray_local: None, small_gguf: Path, tmp_pa
         assert set(_llamacpp._LOADED) == loaded_before  # the model was loaded by the workers, not here
         again = run(data, make_judge(f"llamacpp:{SMALL_MODEL}?threads=1"), s, cfg, executor="ray?workers=2&cpus=1")
         assert again.stats["judge_calls"] == 0
+
+
+# -- a lost actor, with a stand-in for Ray (no Ray started: the executor's own bookkeeping) ----------------
+class FakeActorError(Exception):
+    """Stands for ray.exceptions.RayActorError."""
+
+
+class FakeActor:
+    """A stand-in for an actor handle: ``method.remote(...)`` is an awaitable; a dead actor raises, an actor
+    that never starts (no room) never answers."""
+
+    def __init__(self, ray: FakeRay, recipe: tuple[object, ...]) -> None:
+        from knockout.engine._ray import _JudgeWorker
+
+        self.ray = ray
+        self.index = len(ray.actors)
+        self.dead = self.index in ray.doomed
+        self.starts = self.index < ray.startable
+        self.body = _JudgeWorker(*recipe) if self.starts else None  # type: ignore[arg-type]
+        ray.actors.append(self)
+
+    def __getattr__(self, name: str) -> object:
+        actor = self
+
+        class Method:
+            @staticmethod
+            async def remote(*args: object) -> object:
+                if not actor.starts:
+                    await asyncio.sleep(3600)
+                await asyncio.sleep(0.01)
+                if actor.dead:
+                    raise FakeActorError(f"actor {actor.index} died")
+                return await getattr(actor.body, name)(*args) if name != "where" else actor.index
+
+        return Method
+
+
+class FakeRay:
+    def __init__(self, doomed: set[int], startable: int) -> None:
+        self.actors: list[FakeActor] = []
+        self.doomed = doomed  # actors (by creation order) that die
+        self.startable = startable  # actors that can be started at all (the cluster's room)
+        self.exceptions = types.SimpleNamespace(RayActorError=FakeActorError)
+        self.killed: list[int] = []
+
+    def is_initialized(self) -> bool:
+        return True
+
+    def cluster_resources(self) -> dict[str, float]:
+        return {"CPU": 2.0}
+
+    def available_resources(self) -> dict[str, float]:
+        return {"CPU": float(self.startable - len(self.actors))}
+
+    def remote(self, **options: object) -> object:
+        ray = self
+
+        def wrap(cls: object) -> object:
+            return types.SimpleNamespace(remote=lambda *recipe: FakeActor(ray, recipe))
+
+        return wrap
+
+    def kill(self, actor: FakeActor, no_restart: bool = True) -> None:
+        self.killed.append(actor.index)
+
+
+def test_requests_of_a_lost_actor_go_to_the_others_and_a_replacement(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """Actor 0 dies: its requests are sent again (counted), none fails, the scores are those of a local run;
+    with room in the cluster a replacement is started and takes requests."""
+    data = items(4, 6)
+    cfg = RunConfig(method="individual", concurrency=4, format_retries=0)
+    with Store(tmp_path / "local.db") as s:
+        local = run(data, make_judge("scripted"), s, cfg)
+    fake = FakeRay(doomed={0}, startable=3)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with Store(tmp_path / "fake.db") as s:
+        remote = run(data, make_judge("scripted"), s, cfg, executor="ray?workers=2&cpus=1&per_worker=2")
+    assert remote.stats["failed"] == 0 and remote.stats["judge_calls"] == len(data.answers)
+    assert remote.stats["resent_after_lost_worker"] >= 1
+    assert [r.score for r in remote.results] == [r.score for r in local.results]
+    assert len(fake.actors) == 3 and 0 in fake.killed  # the lost one killed, a replacement started
+
+
+def test_no_actor_left_stops_the_run_with_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every actor lost and none can be started: WorkersLost stops the run (stored failed; a rerun resumes)
+    instead of failing its requests one by one, and the message says why."""
+    from knockout.engine._ray import RayExecutor, WorkersLost
+
+    monkeypatch.setattr(RayExecutor, "replace_timeout_s", 0.3)
+    fake = FakeRay(doomed={0, 1}, startable=2)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with Store(tmp_path / "fake.db") as s:
+        with pytest.raises(WorkersLost, match="no Ray worker is left"):
+            run(items(2, 3), make_judge("scripted"), s, RunConfig(format_retries=0),
+                executor="ray?workers=2&cpus=1&per_worker=2")
+        assert [r.status for r in s.runs()] == ["failed"]

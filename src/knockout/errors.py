@@ -52,3 +52,5 @@ class JudgeError(KnockoutError):
     exit_code = 1
     #: the attempts that failed before the backend gave up (where the backend counts them)
     failed_attempts = 0
+    #: times the request was sent again after the executor's worker it was on was lost (the Ray executor)
+    resent_after_lost_worker = 0

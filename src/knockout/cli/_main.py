@@ -88,6 +88,9 @@ def print_summary(summary: dict[str, Any]) -> None:
                      + (" (--no-reference)" if refs.get("off") else "")))
     if info.get("figures_left_out"):
         rows.append(("figures left out", f"{info['figures_left_out']} (--figures none)"))
+    if summary.get("resent_after_lost_worker"):
+        rows.append(("re-sent after lost worker", f"{summary['resent_after_lost_worker']} (a Ray worker was lost; "
+                     "possibly paid twice)"))
     if summary.get("images_dropped"):
         rows.append(("images left out", f"{summary['images_dropped']} (text-only judge)"))
     if summary.get("simulated_judge"):

@@ -124,6 +124,8 @@ class Stats:
     latency_s: float = 0.0
     waves: int = 0
     waited: int = 0  # requests answered by another process that was sending them
+    #: requests sent again because the executor's worker they were on was lost (possibly paid twice)
+    resent_after_lost_worker: int = 0
     started: float = field(default_factory=time.perf_counter)
 
     @property
@@ -147,6 +149,7 @@ class Stats:
             "images_dropped": self.images_dropped,
             "waves": self.waves,
             "waited_for_other_process": self.waited,
+            "resent_after_lost_worker": self.resent_after_lost_worker,
             "wall_s": round(wall, 3),
             "calls_per_s": round(self.live_calls / wall, 3) if wall > 0 else 0.0,
             "mean_latency_s": round(self.latency_s / self.live_calls, 3) if self.live_calls else 0.0,
@@ -352,6 +355,7 @@ class Engine:
                                     key, JudgeRequest(messages, self.params, slot, mode if slot else None))
                             except Exception as exc:
                                 self.stats.failed_attempts += getattr(exc, "failed_attempts", 0)
+                                self.stats.resent_after_lost_worker += getattr(exc, "resent_after_lost_worker", 0)
                                 self.cache.log_call(key, self.run_id, started,
                                                     error=f"{type(exc).__name__}: {exc}")
                                 raise
@@ -392,6 +396,7 @@ class Engine:
             s.latency_s += comp.latency_s
             s.images_dropped += comp.images_dropped
             s.failed_attempts += comp.failed_attempts
+            s.resent_after_lost_worker += comp.resent_after_lost_worker
             fut.set_result(record)
             return key, record, False, parsed
         except BaseException as exc:
@@ -454,6 +459,8 @@ class Engine:
                 key, record, cached, live = await self._call(messages, task.subject, known if n == 0 else None,
                                                              task.parse, task)
             except Exception as exc:
+                if getattr(exc, "fatal", False):  # the executor can send nothing more (no worker left)
+                    raise
                 self.stats.failed += 1
                 self._emit_done(task, cached=False, valid=False, failed=True)
                 if self.stats.failed >= 3 and self.stats.live_calls == 0 and self.stats.cached_calls == 0:

@@ -91,6 +91,9 @@ class Completion:
     #: the slot verdict (a request with a slot: :func:`knockout.judges._slot.distribution` or
     #: :func:`~knockout.judges._slot.constrained`), stored with the reply; None for a free-text reply
     verdict: dict[str, Any] | None = None
+    #: times the request was sent again because the executor's worker it was on was lost (a Ray actor whose
+    #: node died): counted in the run's summary, never stored with the call
+    resent_after_lost_worker: int = 0
 
 
 def image_digest(path: str) -> str:

@@ -32,7 +32,8 @@ from knockout.storage._store import ResultRow
 #: engine counters summed over the members (waves: the deepest member; times: the jury's own)
 SUMMED = ("judge_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
           "cached_completion_tokens", "invalid_requests", "failed",
-          "format_retries", "images_dropped", "waited_for_other_process")
+          "format_retries", "images_dropped", "waited_for_other_process",
+          "resent_after_lost_worker")
 
 
 class JuryDetails(BaseModel):

@@ -27,6 +27,8 @@ class CostStats(BaseModel):
     images_dropped: int = 0
     waves: int = 0
     waited_for_other_process: int = 0
+    #: requests sent again because the Ray worker they were on was lost (they may have been paid twice)
+    resent_after_lost_worker: int = 0
     wall_s: float = 0.0
     calls_per_s: float = 0.0
     mean_latency_s: float = 0.0

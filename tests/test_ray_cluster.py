@@ -1,0 +1,199 @@
+"""A real two-node Ray cluster (``ray start`` head + worker, on loopback inside a network namespace): a
+grade against the loopback fake judge (several hundred answers, 100 ms replies, several requests in flight
+per actor) loses its worker node mid-run (the node's raylet and its processes killed), and the run still
+fails nothing, loses nothing, grades as a local run does and reports the re-sent requests.  Both ways a
+driver reaches a cluster: its address (``ray:127.0.0.1:PORT``) and the Ray Client (``ray://127.0.0.1:PORT``,
+where grpcio is installed: ``knockout[ray]``).
+
+The gate re-executes this file in a loopback-only network namespace (``tests/_netns.py``); the cluster
+is started there and every process of it is killed by id at the end (never ``ray stop``: it stops every
+Ray process of the machine)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._netns import in_this_netns, loopback_only, non_loopback_listeners, outside_netns, rerun_in_loopback_netns
+from tests.conftest import ROOT, free_port
+from tests.fake_server import chat_body, fake_api, write_exam
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs ray (knockout[ray])")]
+
+QUESTIONS, ANSWERS = 25, 12  # 300 answers
+KILL_AT = 90  # the worker node dies when the fake judge has been asked this many times
+RAY = [str(Path(sys.executable).parent / "ray")]
+HAS_CLIENT = importlib.util.find_spec("grpc") is not None
+
+
+def reply(req: dict[str, Any], n: int) -> tuple[int, bytes]:
+    """The fake judge: a grade that depends on the request only, after 100 ms."""
+    time.sleep(0.1)
+    return 200, chat_body(f"Score: {sum(map(ord, json.dumps(req.get('messages')))) % 3}/2")
+
+
+class Cluster:
+    """A head and a worker node started with ``ray start`` on 127.0.0.1; every process killed by id."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = {**os.environ, "RAY_health_check_period_ms": "500", "RAY_health_check_timeout_ms": "500",
+                    "RAY_health_check_failure_threshold": "3", "RAY_health_check_initial_delay_ms": "0",
+                    "RAY_USAGE_STATS_ENABLED": "0",
+                    # token authentication (Ray >= 2.52): every node and driver holds the cluster's token
+                    "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+                    "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        self.port = free_port()
+        self.client_port = free_port()
+        self.worker_manager_port = 0
+
+    def ray(self, *args: str) -> None:
+        done = subprocess.run([*RAY, *args], env=self.env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, f"ray {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+
+    def start_head(self) -> None:
+        # the Ray Client server needs grpcio (ray[client], which knockout[ray] brings): without it, no flag
+        client = ["--ray-client-server-port", str(self.client_port)] if HAS_CLIENT else []
+        self.ray("start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(self.port), *client,
+                 "--num-cpus", "1",
+                 "--include-dashboard", "false", "--temp-dir", str(self.root), "--disable-usage-stats",
+                 "--object-store-memory", str(80 * 2**20))
+
+    def start_worker(self) -> None:
+        self.worker_manager_port = free_port()
+        ports = {"--node-manager-port": self.worker_manager_port, "--object-manager-port": free_port(),
+                 "--dashboard-agent-listen-port": free_port(), "--dashboard-agent-grpc-port": free_port(),
+                 "--metrics-export-port": free_port(), "--runtime-env-agent-port": free_port()}
+        self.ray("start", "--address", f"127.0.0.1:{self.port}", "--node-ip-address", "127.0.0.1",
+                 "--num-cpus", "2", "--disable-usage-stats", "--object-store-memory", str(80 * 2**20),
+                 *(x for k, v in ports.items() for x in (k, str(v))))
+
+    def processes(self) -> list[Any]:
+        """This cluster's processes: those whose command line names its temp dir, and their children."""
+        import psutil
+
+        found: dict[int, Any] = {}
+        for p in psutil.process_iter(["cmdline"]):
+            if any(str(self.root) in part for part in p.info["cmdline"] or []) and in_this_netns(p.pid):
+                found[p.pid] = p
+                for c in p.children(recursive=True):
+                    found[c.pid] = c
+        found.pop(os.getpid(), None)
+        return list(found.values())
+
+    def kill_worker_node(self) -> int:
+        """SIGKILL the worker node's raylet and every process under it (a machine lost); the count killed."""
+        import psutil
+
+        raylets = [p for p in psutil.process_iter(["cmdline"])
+                   if any(f"--node_manager_port={self.worker_manager_port}" == part
+                          for part in p.info["cmdline"] or []) and in_this_netns(p.pid)]
+        assert len(raylets) == 1, "the worker node's raylet was not found"
+        victims = [*raylets[0].children(recursive=True), raylets[0]]
+        for p in victims:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.send_signal(signal.SIGKILL)
+        return len(victims)
+
+    def stop(self) -> None:
+        import psutil
+
+        for p in self.processes():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.send_signal(signal.SIGKILL)
+
+
+@pytest.fixture()
+def cluster() -> Iterator[Cluster]:
+    root = Path(tempfile.mkdtemp(prefix="kr", dir="/tmp"))  # short: Ray's socket paths live under it
+    c = Cluster(root)
+    try:
+        c.start_head()
+        c.start_worker()
+        yield c
+    finally:
+        c.stop()
+
+
+def grade(exam: Path, db: Path, judge: str, executor: str | None, env: dict[str, str]) -> dict[str, Any]:
+    """``knockout grade --json`` in a process of its own (the driver); its summary and its grades."""
+    code = ("import json, sys\n"
+            "from knockout.data import load_items\n"
+            "from knockout.judges import make_judge\n"
+            "from knockout.methods import RunConfig, run\n"
+            "from knockout.storage import Store\n"
+            "exam, db, judge, executor = sys.argv[1:5]\n"
+            "with Store(db) as s:\n"
+            "    rep = run(load_items(exam), make_judge(judge), s, RunConfig(format_retries=0, concurrency=12),\n"
+            "              executor=executor or None)\n"
+            "json.dump({'stats': rep.stats, 'grades': {r.answer_id: r.score for r in rep.results}}, sys.stdout)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(exam), str(db), judge, executor or ""], env=env,
+                          capture_output=True, text=True, timeout=150, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+@outside_netns
+def test_ray_cluster_tests_run_in_a_loopback_only_netns(request: pytest.FixtureRequest) -> None:
+    counts = rerun_in_loopback_netns(request.config, str(Path(__file__).relative_to(ROOT)), timeout=300)
+    assert counts.get("passed", 0) >= 1, counts
+
+
+@loopback_only
+def test_losing_a_worker_node_mid_run_fails_nothing(cluster: Cluster, tmp_path: Path) -> None:
+    exam = write_exam(tmp_path / "exam.jsonl", QUESTIONS, ANSWERS)
+    figures: dict[str, Any] = {}
+    with fake_api(reply) as server:
+        judge = f"openai:m?base_url={server.url}"
+        local = grade(exam, tmp_path / "local.db", judge, None, cluster.env)
+    paths = [("address", f"ray:127.0.0.1:{cluster.port}")]
+    if HAS_CLIENT:  # the Ray Client (knockout[ray] brings grpcio)
+        paths.append(("client", f"ray://127.0.0.1:{cluster.client_port}"))
+    for n, (name, address) in enumerate(paths):
+        if n:
+            cluster.start_worker()  # the lost node back for the next driver
+        killed: list[int] = []
+
+        def answer(req: dict[str, Any], hit: int, killed: list[int] = killed) -> tuple[int, bytes]:
+            if hit == KILL_AT:  # in a thread of its own: this reply is not held up
+                threading.Thread(target=lambda: killed.append(cluster.kill_worker_node()), daemon=True).start()
+            return reply(req, hit)
+
+        with fake_api(answer) as server:
+            assert non_loopback_listeners() == []
+            t0 = time.perf_counter()
+            got = grade(exam, tmp_path / f"{name}.db", f"openai:m?base_url={server.url}",
+                        f"{address}?workers=3&cpus=1&per_worker=4", cluster.env)
+            seconds = time.perf_counter() - t0
+        stats = got["stats"]
+        figures[name] = {"answers": len(local["grades"]), "failed": stats["failed"],
+                         "lost": len(local["grades"]) - len(got["grades"]),
+                         "resent": stats.get("resent_after_lost_worker"),
+                         "grades_equal": got["grades"] == local["grades"], "seconds": round(seconds, 1),
+                         "judge_calls": stats["judge_calls"], "fake_judge_hits": server.hits}
+        print(f"KILL-TEST {name}: {json.dumps(figures[name])}")
+        if os.environ.get("KNOCKOUT_RAY_KILL_FIGURES"):  # a file to append the figures to (docs/scale-out.md)
+            with open(os.environ["KNOCKOUT_RAY_KILL_FIGURES"], "a") as f:
+                f.write(json.dumps({"driver": name, **figures[name]}) + "\n")
+        assert killed and killed[0] > 0, "the worker node was not killed"
+        assert stats["failed"] == 0 and stats["invalid_requests"] == 0
+        assert got["grades"] == local["grades"]  # none lost, each the grade of a local run
+        assert all(g is not None for g in local["grades"].values())
+        assert stats["resent_after_lost_worker"] >= 1
+        assert stats["judge_calls"] == len(local["grades"])
