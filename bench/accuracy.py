@@ -188,7 +188,11 @@ def grade_figures(items: ItemSet, scores: dict[str, float | None]) -> dict[str, 
     full = stat(np.arange(len(jn))) if len(jn) else np.array([np.nan] * 3)
     cis = bootstrap(stat, clusters, resamples=RESAMPLES) if len(jn) >= 3 else []
     rmse = float(np.sqrt(np.mean(((jn - hn) * mp) ** 2))) if len(jn) and points else None
-    out: dict[str, Any] = {"n": len(jn), "invalid": invalid, "rmse": rmse}
+    # a constant at the humans' mean (normalised, on the same answers): a grade worse than it is no grade
+    constant = float(np.sqrt(np.mean(((hn.mean() - hn) * mp) ** 2))) if len(jn) and points else None
+    out: dict[str, Any] = {"n": len(jn), "invalid": invalid, "rmse": rmse, "rmse_constant": constant,
+                           "mean_judge": float(np.mean(jn * mp)) if len(jn) else None,
+                           "mean_human": float(np.mean(hn * mp)) if len(jn) else None}
     for i, name in enumerate(("pearson", "spearman", "kappa")):
         v = full[i]
         out[name] = None if not np.isfinite(v) else float(v)
@@ -399,17 +403,18 @@ def print_tables(results: dict[str, Any], base: dict[str, Any]) -> None:
     title = (f"accuracy at {results['commit']} ({results['date']}), judge {results['judge']}"
              + (f", {' '.join(results['set'])}" if results["set"] else ""))
     t = Table(title=title, box=box.MARKDOWN)
-    for c in ("suite", "n", "invalid", "pearson [95% CI]", "spearman", "rmse", "kappa [95% CI]",
-              "requests", "live calls", "wall s"):
+    for c in ("suite", "n", "invalid", "pearson [95% CI]", "spearman", "rmse", "rmse of the humans' mean",
+              "kappa [95% CI]", "requests", "live calls", "wall s"):
         t.add_column(c, justify="left" if c == "suite" else "right")
     for name, e in results["suites"].items():
         f = e["figures"]
         if "accuracy" in f:
             t.add_row(name, str(f["n"]), str(f["invalid"]), "acc " + fmt(f["accuracy"], f["accuracy_ci"]), "-", "-",
-                      fmt(f["kappa"], f["kappa_ci"]), str(f["requests"]), str(f["live_calls"]), str(f["wall_s"]))
+                      "-", fmt(f["kappa"], f["kappa_ci"]), str(f["requests"]), str(f["live_calls"]), str(f["wall_s"]))
         else:
             t.add_row(name, str(f["n"]), str(f["invalid"]), fmt(f["pearson"], f["pearson_ci"]), fmt(f["spearman"]),
-                      fmt(f["rmse"]), fmt(f["kappa"], f["kappa_ci"]), str(f["requests"]), str(f["live_calls"]),
+                      fmt(f["rmse"]), fmt(f.get("rmse_constant")), fmt(f["kappa"], f["kappa_ci"]), str(f["requests"]),
+                      str(f["live_calls"]),
                       str(f["wall_s"]))
     console.print(t)
     if not any("paired" in e for e in results["suites"].values()):
