@@ -204,6 +204,8 @@ def test_the_judges_own_spread_feeds_the_review_queue(tmp_path: Path) -> None:
     assert set(spread) == {a.id for a in items} and all(0 < v < 0.1 for v in spread.values())
     words = reasons({"spread": spread["a2"]}, grade=2, max_points=5, step=0.5, graded=0, answers=6)
     assert words and "unsure between grades" in words[0]
+    used = loaded.header()["used"]["verdict"]  # the report says how the grades were read, and the judge's spread
+    assert used["mode"] == "expected" and used["graded"] == len(items) and 0 < used["mean_spread"] < 0.5
 
 
 def test_a_side_by_side_verdict_comes_from_the_choice_slot(tmp_path: Path) -> None:

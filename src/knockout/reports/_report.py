@@ -142,6 +142,14 @@ def _used_rows(used: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("figures left out", f"{used['figures_left_out']} (--figures none)"))
     if used.get("languages"):
         rows.append(("languages graded", ", ".join(used["languages"])))
+    verdict = used.get("verdict") or {}
+    if verdict.get("mode") == "expected":
+        spread = verdict.get("mean_spread")
+        rows.append(("verdict", "expected grade from the judge's token probabilities (verdict slot)"
+                     + (f"; the judge's own spread: sd {spread:.2f} points on average" if spread is not None else "")))
+    elif verdict.get("mode"):
+        rows.append(("verdict", {"constrained": "the value the judge wrote in the verdict slot",
+                                 "text": "read from the judge's free text"}.get(verdict["mode"], verdict["mode"])))
     return rows
 
 

@@ -65,6 +65,30 @@ class LoadedRun:
         langs = sorted({items.question_at(i).language for i in at})
         if len(langs) > 1 or opts.get("shots"):
             out["languages"] = langs
+        if self.run.kind == "grade" and self.run.method == "individual":
+            out["verdict"] = self.verdict_used(str(opts.get("verdict", "text")))
+        return out
+
+    def verdict_used(self, mode: str) -> dict[str, Any]:
+        """How the grades were read (the run's verdict mode) and, for expected grades, the judge's own spread
+        over the grades (mean standard deviation of its distributions, points) and how many fell back."""
+        from knockout.calibration._review import verdict_spread
+
+        out: dict[str, Any] = {"mode": mode}
+        if mode != "expected":
+            return out
+        items = self.items
+        spreads = []
+        for r in self.results:
+            k = items.find(str(r["item_id"]))
+            if k is None or not r.get("valid"):
+                continue
+            sd = verdict_spread(r.get("details") or {}, float(items.question_at(k).max_points))
+            if sd is not None:
+                spreads.append(sd)
+        out["graded"] = len(spreads)
+        if spreads:
+            out["mean_spread"] = sum(spreads) / len(spreads)
         return out
 
 
