@@ -42,6 +42,20 @@ def grade_cmd(data: Path, db: Path) -> list[str]:
             "-o", str(db), "--json", "-q"]
 
 
+def leased(db: Path) -> bool:
+    """A request is leased: it is being answered."""
+    if not db.exists():
+        return False
+    try:
+        con = sqlite3.connect(db, timeout=1)
+        try:
+            return bool(con.execute("SELECT COUNT(*) FROM inflight").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+
+
 def live_calls(db: Path) -> list[str]:
     con = sqlite3.connect(db)
     try:
@@ -185,3 +199,30 @@ def test_a_signal_stops_the_run_resumably(tmp_path: Path, signame: str, code: in
     listed = subprocess.run([sys.executable, "-m", "knockout.cli", "runs", str(db), "--json"], capture_output=True,
                             text=True, timeout=60)
     assert [r["status"] for r in json.loads(listed.stdout)] == ["complete"]
+
+
+@needs_model
+def test_a_signal_stops_the_embedded_judge_within_a_second(tmp_path: Path) -> None:
+    """SIGTERM while the embedded judge is generating a long reply: the run stops at once (the call's thread is
+    a daemon; the process does not wait for the reply's last token), stored interrupted, exit 143."""
+    data = write_data(tmp_path / "exam.jsonl")
+    db = tmp_path / "k.db"
+    cmd = [sys.executable, "-m", "knockout.cli", "grade", str(data), "--judge", f"llamacpp:{SMALL_MODEL}",
+           "--verdict", "text", "--max-tokens", "1500", "--temperature", "1.5", "-o", str(db), "--json", "-q"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and not leased(db):  # the first request is being answered
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    time.sleep(3)  # into the generation: the prompt is evaluated, tokens are coming
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    took = time.monotonic() - sent
+    assert proc.returncode == 143
+    assert took < 5, f"the run took {took:.1f} s to stop"  # a generous bound for a loaded machine: it is ~0.5 s
+    con = sqlite3.connect(db)
+    try:
+        assert [s for (s,) in con.execute("SELECT status FROM runs")] == ["interrupted"]
+    finally:
+        con.close()

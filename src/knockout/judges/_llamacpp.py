@@ -35,15 +35,20 @@ _LOAD_LOCK = threading.Lock()
 
 @atexit.register
 def _close_all() -> None:
-    """Free the models before the interpreter tears down the modules ``Llama.__del__`` needs."""
+    """Free the models before the interpreter tears down the modules ``Llama.__del__`` needs; a model still
+    answering a call (a run stopped by a signal: its thread is a daemon, see :meth:`LlamaCppJudge._in_thread`) is
+    left to the exit, never freed under it."""
     with _LOAD_LOCK:
         for dec in _DECODERS.values():
             with contextlib.suppress(Exception):  # best effort at exit
                 dec.close()
         _DECODERS.clear()
-        for llm, _ in _LOADED.values():
+        for llm, lock in _LOADED.values():
+            if not lock.acquire(blocking=False):
+                continue
             with contextlib.suppress(Exception):  # best effort at exit
                 llm.close()
+            lock.release()
         _LOADED.clear()
 
 
@@ -219,10 +224,29 @@ class LlamaCppJudge(Judge):
             raise JudgeError(f"the grammar-constrained verdict {value!r} is not an allowed value")
         return value
 
+    @staticmethod
+    async def _in_thread(fn: Any, request: JudgeRequest) -> Completion:
+        """``fn(request)`` in a daemon thread: a run stopped by a signal (its task cancelled) exits at once instead
+        of waiting for the llama.cpp call in progress to finish (up to a long reply's generation), which a
+        worker of the loop's default executor would make it do."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Completion] = loop.create_future()
+
+        def work() -> None:
+            try:
+                done = fn(request)
+            except BaseException as exc:  # handed to the caller
+                _hand(loop, fut, None, exc)
+            else:
+                _hand(loop, fut, done, None)
+
+        threading.Thread(target=work, name="knockout-llama-call", daemon=True).start()
+        return await fut
+
     async def complete(self, request: JudgeRequest) -> Completion:
         if request.slot is not None and request.slot_mode in self.slot_modes:
             async with self._lock:
-                return await asyncio.to_thread(self._run_slot, request)
+                return await self._in_thread(self._run_slot, request)
         if self.options.parallel > 1:
             path = self._path or model_path(self.model)
             decoder = await asyncio.to_thread(_decoder, path, self.n_ctx, self.n_threads, self.options.parallel,
@@ -232,4 +256,20 @@ class LlamaCppJudge(Judge):
             done.latency_s = time.perf_counter() - t0
             return done
         async with self._lock:
-            return await asyncio.to_thread(self._run, request)
+            return await self._in_thread(self._run, request)
+
+
+def _hand(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Completion], done: Completion | None,
+          exc: BaseException | None) -> None:
+    """A call's outcome to its waiting coroutine (nothing when the loop is gone: the run has stopped)."""
+
+    def settle() -> None:
+        if fut.done():
+            return
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(done)  # type: ignore[arg-type]
+
+    with contextlib.suppress(RuntimeError):  # the loop is closed
+        loop.call_soon_threadsafe(settle)
