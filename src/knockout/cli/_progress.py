@@ -132,7 +132,7 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
         with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet) as bar:
             try:
                 return execute(run, store, observer=bar, executor=executor, checked=True,
-                               stop_signals=STOP_SIGNALS)
+                               stop_signals=STOP_SIGNALS, command=resume_command())
             except sqlite3.OperationalError as exc:  # locked by another process past the wait, disk full, ...
                 raise ConfigError(f"{store_path}: cannot write the store ({exc})") from None
     except RunStopped as stop:
