@@ -23,6 +23,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import signal
 import threading
 from abc import ABC, abstractmethod
@@ -158,6 +159,16 @@ def check_run(run: Run[Any], executor: str | None = None) -> None:
     parse_executor(executor or "local")  # a bad executor spec fails here, before the run is written
 
 
+#: option values that are secrets (``api_key=...`` in a judge spec or ``--judge-opt``): never stored
+_SECRET = re.compile(r"((?:api_key|token|password|secret)=)[^&\s'\"]+", re.IGNORECASE)
+
+
+def redact_secrets(command: str) -> str:
+    """``command`` with the values of secret options (``api_key=...``, ``token=``, ``password=``, ``secret=``)
+    replaced by ``REDACTED``: what a run stores of its command line."""
+    return _SECRET.sub(r"\1REDACTED", command)
+
+
 async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None,
                         executor: str | None = None, checked: bool = False, command: str | None = None) -> R:
     """Run ``run`` through the store: the one lifecycle (module doc).
@@ -184,7 +195,7 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         "simulated_judge": any(j.simulated for j in judges.values()),
     }
     if command is not None:
-        config["command"] = {"argv": command, "cwd": os.getcwd()}
+        config["command"] = {"argv": redact_secrets(command), "cwd": os.getcwd()}
     store.start_run(run_id, kind=run.kind, method=run.method, judge=run.spec(), config=config,
                     data_source=run.data_source,
                     data_fingerprint=store.save_items(snapshot) if snapshot is not None else None)
