@@ -48,3 +48,48 @@ def test_exam_page_offers_grade_these_next(tmp_path: Path) -> None:
     assert r.status_code == 303
     after = re.findall(r'href="/exam/demo-en/examinee/(\d+)/q/(\d+)">Examinee', prof.get("/exam/demo-en").text)
     assert (n, k) not in after and len(after) == 5
+
+
+TEACHER = Path(__file__).resolve().parents[1] / "src" / "knockout" / "examples" / "teacher_exam.jsonl"
+
+
+def test_exam_page_counts_the_imported_grades(tmp_path: Path) -> None:
+    """The teacher's file has 6 grades: the exam page says so, beside the user's own (issue 36)."""
+    db = tmp_path / "t.db"
+    cli("grade", str(TEACHER), "--judge", "scripted?inflation=0.2&noise=0.05", "--out", str(db), "--json", "--quiet")
+    cli("import", str(TEACHER), "--db", str(db))
+    cli("users", "add", "prof", "--db", str(db), "--exam", "teach", "--password-stdin", stdin=PASSWORD + "\n")
+    prof = client_for(db, "prof")
+    page = prof.get("/exam/teach").text
+    assert "6 grades imported from the data, 0 by you, of 18 answers" in page
+    assert page.count('class="muted imported">(2 imported)') == 3  # ada, ben and dan: 2 graded answers each
+    # the review queue leaves the imported grades out: 12 answers without an expert grade, calibrated
+    assert 'id="grade-next"' in page and "calibrated, 6 expert grades" in page
+
+
+def test_exam_page_says_why_there_is_no_list_and_how_to_resume(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only an interrupted judge run: no "grade these next" list, a line saying why and (to an organizer) the
+    command that resumes the run -- the one it stored."""
+    import sys
+
+    from knockout.storage import Store
+
+    db = tmp_path / "t.db"
+    args = ["grade", str(TEACHER), "--judge", "scripted", "--out", str(db), "--json", "--quiet"]
+    monkeypatch.setattr(sys, "argv", ["knockout", *args])
+    cli(*args)
+    with Store(db) as store:
+        (run,) = store.runs()
+        store.db.execute("DELETE FROM results WHERE run_id = ?", (run.id,))
+        store.end_run(run.id, "interrupted", "stopped by the user")
+    cli("import", str(TEACHER), "--db", str(db))
+    cli("users", "add", "prof", "--db", str(db), "--exam", "teach", "--password-stdin", stdin=PASSWORD + "\n")
+    cli("users", "add", "boss", "--db", str(db), "--role", "organizer", "--password-stdin", stdin=PASSWORD + "\n")
+    boss = client_for(db, "boss").get("/exam/teach").text
+    assert f"judge run {run.id} (scripted:sim, a simulation, not an LLM) that grades this exam" in boss
+    assert "is interrupted, with 0 of its 18 answers here graded" in boss
+    resume = f"knockout grade {TEACHER} --judge scripted --out {db} --json --quiet"
+    assert f'<code id="resume-command">{resume}</code>' in boss
+    prof = client_for(db, "prof").get("/exam/teach").text
+    assert "is interrupted" in prof and "An organizer can resume it." in prof and "resume-command" not in prof

@@ -98,6 +98,7 @@ _EXPORTS: dict[str, str] = {
     "build_comparison": "knockout.reports._report",
     "comparison_df": "knockout.reports._report",
     "results_df": "knockout.reports._tidy",
+    "gradebook": "knockout.reports._gradebook",
     "paired_comparison": "knockout.metrics._comparison",
 }
 
@@ -138,6 +139,7 @@ __all__ = [
     "get_template",
     "grade",
     "grade_async",
+    "gradebook",
     "load_items",
     "load_run",
     "load_sbs",
@@ -181,6 +183,7 @@ if TYPE_CHECKING:
     from knockout.metrics._comparison import paired_comparison
     from knockout.notebook._grade import grade, grade_async
     from knockout.prompts._templates import get_template, presets
+    from knockout.reports._gradebook import gradebook
     from knockout.reports._report import build_comparison, build_report, comparison_df
     from knockout.reports._runs import load_run
     from knockout.reports._tidy import results_df

@@ -275,13 +275,26 @@ def queue_tables(queue: dict[str, Any], n: int) -> list[Any]:
 
 def exam_queue(store: Any, answer_ids: set[str], n: int = 5, seed: int = 0) -> dict[str, Any] | None:
     """The web app's "grade these next": the review queue of the latest complete grading run in ``store`` that
-    graded answers of an exam (``answer_ids``), restricted to them; None when no run graded them."""
-    from knockout.reports._runs import read_run
+    graded answers of an exam (``answer_ids``), restricted to them; when no complete run did but one that is
+    not complete (interrupted, failed, running) was made for them, ``{"queue": [], "unfinished": {...}}`` with
+    that run's id, status, results and the command that resumes it; None when no run graded them."""
+    from knockout.reports._runs import read_run, resume_hint
     from knockout.runs import kind_of
 
+    unfinished: dict[str, Any] | None = None
     for record in reversed(store.runs()):
         kind = kind_of(kind_of(record.kind).reads_as(record))
-        if not kind.grades_answers or record.status != "complete":
+        if not kind.grades_answers:
+            continue
+        if record.status != "complete":
+            if unfinished is None:
+                items = store.items_for_run(record.id)
+                mine = [a.id for a in items if a.id in answer_ids] if items is not None else []
+                if mine:
+                    done = sum(r["item_id"] in answer_ids for r in store.results(record.id, details=False))
+                    unfinished = {"run_id": record.id, "status": record.status, "judge": record.judge,
+                                  "results": done, "answers": len(mine), "simulated": record.simulated,
+                                  "resume": resume_hint(record) if record.status != "running" else None}
             continue
         results = store.results(record.id, details=False)
         if not any(r["item_id"] in answer_ids for r in results):
@@ -294,5 +307,8 @@ def exam_queue(store: Any, answer_ids: set[str], n: int = 5, seed: int = 0) -> d
         queue["ties"] = tie_note(queue["queue"])
         queue["run_id"] = record.id
         queue["judge"] = record.judge
+        queue["simulated"] = record.simulated
         return queue
+    if unfinished is not None:
+        return {"queue": [], "unfinished": unfinished}
     return None

@@ -15,6 +15,7 @@ EXTENSIONS: list[str] = [
     "knockout.cli._sciex",
     "knockout.cli._experiment",
     "knockout.cli._calibrate",
+    "knockout.cli._gradebook",
 ]
 
 

@@ -227,7 +227,7 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
                                                     slow_hint(run.spec())) as bar:
             try:
                 return execute(run, store, observer=bar, executor=executor, checked=True,
-                               stop_signals=STOP_SIGNALS)
+                               stop_signals=STOP_SIGNALS, command=resume_command())
             except sqlite3.OperationalError as exc:  # locked by another process past the wait, disk full, ...
                 raise ConfigError(f"{store_path}: cannot write the store ({exc})") from None
     except RunStopped as stop:

@@ -95,7 +95,8 @@ def status_warnings(run: dict[str, Any]) -> list[str]:
     warn = []
     if run.get("status") != "complete":
         warn.append(f"run {run['run_id']} is {run.get('status')}: the figures cover only the "
-                    f"{run.get('results', 'written')} results written so far, not the whole run.")
+                    f"{run.get('results', 'written')} results written so far, not the whole run" +
+                    (f"; resume it with: {run['resume']}" if run.get("resume") else "."))
     if run.get("simulated_judge"):
         warn.append("The judge of this run is the scripted SIMULATION, not an LLM.")
     return warn

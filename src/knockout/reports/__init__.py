@@ -1,5 +1,5 @@
 """Reports of stored runs: agreement with humans (``knockout report``), method comparison (``compare``),
-verdicts produced elsewhere (``agreement``), exports, HTML pages and plots."""
+verdicts produced elsewhere (``agreement``), exports, the gradebook (``gradebook``), HTML pages and plots."""
 
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,8 @@ _EXPORTS = {
     "export_run": "knockout.reports._export",
     "export_rows": "knockout.reports._export",
     "results_df": "knockout.reports._tidy",
+    "gradebook": "knockout.reports._gradebook",
+    "resume_hint": "knockout.reports._runs",
     "tidy_rows": "knockout.reports._tidy",
 }
 __all__ = [
@@ -29,9 +31,11 @@ __all__ = [
     "comparison_df",
     "export_rows",
     "export_run",
+    "gradebook",
     "load_run",
     "pick_run",
     "results_df",
+    "resume_hint",
     "run_cost",
     "tidy_rows",
 ]
@@ -39,8 +43,9 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from knockout.reports._export import export_rows, export_run
+    from knockout.reports._gradebook import gradebook
     from knockout.reports._report import build_comparison, build_report, comparison_df
-    from knockout.reports._runs import LoadedRun, load_run, pick_run, run_cost
+    from knockout.reports._runs import LoadedRun, load_run, pick_run, resume_hint, run_cost
     from knockout.reports._tables import Table
     from knockout.reports._tidy import results_df, tidy_rows
     from knockout.reports._verdicts import analyse_verdicts

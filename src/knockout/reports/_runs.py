@@ -46,7 +46,8 @@ class LoadedRun:
                 "method": self.run.method, "judge": self.run.judge, "simulated_judge": self.run.simulated,
                 "data": self.run.data_source, "status": self.run.status, "label": self.label,
                 "options": self.run.config.get("options", {}), "results": len(self.results),
-                "human_grades": self.human_grades, **({"used": used} if (used := self.used()) else {})}
+                "human_grades": self.human_grades, **({"used": used} if (used := self.used()) else {}),
+                **({"resume": resume_hint(self.run)} if self.run.status in ("interrupted", "failed") else {})}
 
     def used(self) -> dict[str, Any]:
         """What the run used where it could differ from what it was asked (few-shot examples per answer,
@@ -90,6 +91,32 @@ class LoadedRun:
         if spreads:
             out["mean_spread"] = sum(spreads) / len(spreads)
         return out
+
+
+def resume_hint(run: RunRecord) -> str:
+    """How to resume ``run``, a run that is not complete: the command line that started it, as the CLI stored
+    it (the same line the run printed when it was stopped; with ``cd FOLDER &&`` when it ran in another
+    folder), or, for a run begun without one (the Python API, an older version), what it was made of."""
+    import shlex
+
+    cmd = run.config.get("command")
+    argv = cmd.get("argv") if isinstance(cmd, dict) else None
+    if isinstance(argv, str) and argv:
+        assert isinstance(cmd, dict)
+        cwd = cmd.get("cwd")
+        if isinstance(cwd, str) and cwd and Path(cwd).resolve() != Path.cwd().resolve():
+            return f"cd {shlex.quote(cwd)} && {argv}"
+        return argv
+    return (f"the command that started it, run again (its data {run.data_source or 'unknown'}, judge {run.judge}, "
+            f"method {run.method}: the store holds no command line for it)")
+
+
+def not_complete(run: RunRecord) -> str:
+    """``; resume it with: COMMAND`` for a run that is interrupted or failed (nothing for one still running or
+    complete): what a command that stops at such a run adds to its message."""
+    if run.status in ("complete", "running"):
+        return ""
+    return f"; resume it with: {resume_hint(run)}"
 
 
 def parse_ref(ref: str) -> tuple[Path, str | None]:
@@ -180,7 +207,7 @@ def read_run(store: Store, run: RunRecord, *, details: bool = True, items_needed
         items = ItemSet([], [])
     results: Sequence[dict[str, Any]] = store.results(run.id) if details else store.result_rows(run.id)
     if not results:
-        raise ConfigError(f"{store.path}: run {run.id} has no results (status {run.status})")
+        raise ConfigError(f"{store.path}: run {run.id} has no results (status {run.status}){not_complete(run)}")
     kind = kind_of(run.kind)
     human: dict[str, Any] = {}
     if web_grades:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import re
 import signal
 import threading
 from abc import ABC, abstractmethod
@@ -157,14 +159,26 @@ def check_run(run: Run[Any], executor: str | None = None) -> None:
     parse_executor(executor or "local")  # a bad executor spec fails here, before the run is written
 
 
+#: option values that are secrets (``api_key=...`` in a judge spec or ``--judge-opt``): never stored
+_SECRET = re.compile(r"((?:api_key|token|password|secret)=)[^&\s'\"]+", re.IGNORECASE)
+
+
+def redact_secrets(command: str) -> str:
+    """``command`` with the values of secret options (``api_key=...``, ``token=``, ``password=``, ``secret=``)
+    replaced by ``REDACTED``: what a run stores of its command line."""
+    return _SECRET.sub(r"\1REDACTED", command)
+
+
 async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None,
-                        executor: str | None = None, checked: bool = False) -> R:
+                        executor: str | None = None, checked: bool = False, command: str | None = None) -> R:
     """Run ``run`` through the store: the one lifecycle (module doc).
 
     ``executor`` says where the engines send the requests the store does not hold (``local``, the
     default; ``ray``, ``ray://HOST:PORT``: Ray actors holding the judge); the store is written here
     alone, whatever the executor.  ``checked``: the caller has just passed ``run`` and ``executor`` through
-    :func:`check_run` (the CLI does, before it opens the store), so it is not checked again."""
+    :func:`check_run` (the CLI does, before it opens the store), so it is not checked again.  ``command``: the
+    command line that runs it (the CLI's), stored with the run with the folder it ran in, so that a command
+    that finds the run unfinished can say how to resume it (:func:`knockout.reports.resume_hint`)."""
     if not checked:
         check_run(run, executor)
     judges = run.judges()
@@ -180,6 +194,8 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         "judge_identity": main.identity(),
         "simulated_judge": any(j.simulated for j in judges.values()),
     }
+    if command is not None:
+        config["command"] = {"argv": redact_secrets(command), "cwd": os.getcwd()}
     store.start_run(run_id, kind=run.kind, method=run.method, judge=run.spec(), config=config,
                     data_source=run.data_source,
                     data_fingerprint=store.save_items(snapshot) if snapshot is not None else None)
@@ -263,7 +279,8 @@ def _cancel_on(signals: Iterable[int], received: list[int]) -> Iterator[None]:
 
 
 def execute(run: Run[R], store: Store, *, observer: Observer | None = None, close_judges: bool = True,
-            executor: str | None = None, checked: bool = False, stop_signals: Iterable[int] = ()) -> R:
+            executor: str | None = None, checked: bool = False, stop_signals: Iterable[int] = (),
+            command: str | None = None) -> R:
     """Synchronous :func:`execute_async`; closes the run's judges afterwards unless told not to.
 
     ``stop_signals`` (e.g. SIGINT, SIGTERM, SIGHUP; honoured in the main thread): each stops the run the
@@ -273,7 +290,8 @@ def execute(run: Run[R], store: Store, *, observer: Observer | None = None, clos
     async def main() -> R:
         with _cancel_on(stop_signals, received):
             try:
-                return await execute_async(run, store, observer=observer, executor=executor, checked=checked)
+                return await execute_async(run, store, observer=observer, executor=executor, checked=checked,
+                                           command=command)
             finally:
                 if close_judges:
                     for j in {id(j): j for j in run.judges().values()}.values():

@@ -227,9 +227,12 @@ def exam_page(request: Request, exam_id: str, ctx: Auth) -> HTMLResponse:
     done = {g["answer_id"] for g in mine}
     flagged = flagged_grades(ctx, exam, None if ctx.user.is_organizer else ctx.user.name)
     rows = [{"number": e.number, "total": len(e.answers), "done": sum(a.id in done for a in e.answers.values()),
+             "imported": sum(bool(a.human_scores) for a in e.answers.values()),
              "flagged": sum(f["n"] == e.number and f["grader"] == ctx.user.name for f in flagged)}
             for e in exam.examinees]
-    return page(request, "exam.html", user=ctx.user, exam=exam, rows=rows, flagged=flagged,
+    counts = {"imported": sum(r["imported"] for r in rows), "mine": len(done), "answers": sum(r["total"] for r in rows),
+              "store": str(ctx.store.path), "data": exam.items.source if exam.items is not None else None}
+    return page(request, "exam.html", user=ctx.user, exam=exam, rows=rows, flagged=flagged, counts=counts,
                 totals=totals_view(ctx, exam, ctx.user.name),
                 all_totals=totals_view(ctx, exam, None) if ctx.user.is_organizer else None,
                 grade_next=grade_next(ctx, exam, done))
