@@ -22,6 +22,17 @@ TEACHER = Path(__file__).resolve().parents[1] / "src" / "knockout" / "examples" 
 LENIENT = "scripted?inflation=0.2&noise=0.05"
 
 
+def launcher() -> str:
+    """How a command line started as ``knockout`` is stored to run again (its full path when that is not on PATH,
+    as under ``make test``)."""
+    from unittest import mock
+
+    from knockout.cli._common import knockout_command
+
+    with mock.patch.object(sys, "argv", ["knockout"]):
+        return knockout_command()
+
+
 def cli(*args: str, code: int = 0) -> tuple[str, str]:
     if not any(c.name == "gradebook" for c in app.registered_commands):
         register_extensions(app)
@@ -185,7 +196,7 @@ def test_python_function_and_refusals(graded: Path) -> None:
         store.end_run(run.id, "interrupted", "stopped by the user")
     _, err = cli("gradebook", str(graded), code=2)
     assert f"run {run.id} is interrupted" in err and "pass --partial" in err
-    assert f"resume it with: knockout grade {TEACHER} --judge" in err  # the command stored with the run
+    assert f"resume it with: {launcher()} grade {TEACHER} --judge" in err  # the command stored with the run
     out, err = cli("gradebook", str(graded), "--partial")
     assert "interrupted: its grades are partial" in err and len(parse_plain(out)) == 6
     cli("gradebook", str(graded), "--format", "xls", code=2)

@@ -64,7 +64,7 @@ def test_exam_page_counts_the_imported_grades(tmp_path: Path) -> None:
     assert "6 grades imported from the data, 0 by you, of 18 answers" in page
     assert page.count('class="muted imported">(2 imported)') == 3  # ada, ben and dan: 2 graded answers each
     # the review queue leaves the imported grades out: 12 answers without an expert grade, calibrated
-    assert 'id="grade-next"' in page and "calibrated, 6 expert grades" in page
+    assert 'id="grade-next"' in page and "calibrated (linear, 6 expert grades)" in page
 
 
 def test_exam_page_says_why_there_is_no_list_and_how_to_resume(tmp_path: Path,
@@ -89,7 +89,12 @@ def test_exam_page_says_why_there_is_no_list_and_how_to_resume(tmp_path: Path,
     boss = client_for(db, "boss").get("/exam/teach").text
     assert f"judge run {run.id} (scripted:sim, a simulation, not an LLM) that grades this exam" in boss
     assert "is interrupted, with 0 of its 18 answers here graded" in boss
-    resume = f"knockout grade {TEACHER} --judge scripted --out {db} --json --quiet"
+    from unittest import mock
+
+    from knockout.cli._common import knockout_command
+
+    with mock.patch.object(sys, "argv", ["knockout"]):
+        resume = f"{knockout_command()} grade {TEACHER} --judge scripted --out {db} --json --quiet"
     assert f'<code id="resume-command">{resume}</code>' in boss
     prof = client_for(db, "prof").get("/exam/teach").text
     assert "is interrupted" in prof and "An organizer can resume it." in prof and "resume-command" not in prof
