@@ -63,9 +63,21 @@ NUM = r"(?<![\w.,])([-+\u2212]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?)(?![\w])"
 _DENOM = r"(?:\s*(?:/|out\s+of|of|von|aus)\s*\[?\s*" + NUM + r"\s*\]?)?"
 #: Characters of context (after squashing) that make a verdict a copy of a shown text.
 CONTEXT = 16
+#: Characters of context (after squashing) that make a verdict a copy when they are all a shown text holds
+#: before (or after) it (:meth:`Copies.copied`).
+EDGE = 8
 #: A knockout marker line (knockout.prompts._render): ``<<<k`` + 11 hex digits, or those + ``>>>``.
 MARKER = re.compile(r"<<<k[0-9a-f]{11}|k[0-9a-f]{11}>>>")
-_ZERO_WIDTH = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad\u034f\u180e]")
+#: Characters a reader does not see, dropped before anything is read or compared: Unicode's
+#: Default_Ignorable_Code_Point (zero-width spaces and joiners, soft hyphen, bidi controls, variation
+#: selectors, tags, Hangul fillers).  NFKC never produces one.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e0fff]"
+)
+#: How many passes :func:`normalise` makes before it drops markup outright (a clean text needs two or three).
+PASSES = 16
 _BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}")
 
 
@@ -103,19 +115,53 @@ def to_float(s: str) -> float:
     return float(s.replace(",", "."))
 
 
+def _markup(text: str) -> str:
+    return _BOXED.sub(r"\1", text.replace("**", "").replace("__", ""))
+
+
+def _fold(text: str) -> str:
+    """One pass of :func:`normalise`: NFKC, then no ignorable characters, then no markup."""
+    return _markup(_IGNORABLE.sub("", unicodedata.normalize("NFKC", text)))
+
+
 def normalise(text: str) -> str:
-    """What a parser reads, and what it compares with the texts shown: NFKC, no zero-width characters,
-    ``\\boxed{x}`` as ``x``, no ``**``/``__`` markup (the same for the reply and for every shown text)."""
-    text = _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", text))
-    text = _BOXED.sub(r"\1", text.replace("**", "").replace("__", ""))
-    return text
+    """What a parser reads, and what it compares with the texts shown: NFKC, no ignorable (zero-width,
+    bidi, variation selector...) characters, ``\\boxed{x}`` as ``x``, no ``**``/``__`` markup (the same for
+    the reply and for every shown text).
+
+    Idempotent: the passes repeat until the text no longer changes (``e``, a zero-width space and a combining
+    acute become ``é``, which one pass leaves as ``e`` + acute; ``\\boxed{\\boxed{1}}`` becomes ``1``), so
+    normalising a normalised text changes nothing.  A text built to need more than :data:`PASSES` passes (no
+    clean one does) loses every ``*``, ``_``, ``{`` and ``}`` instead, which leaves nothing for a further
+    pass to change (NFKC then only recomposes, and composition makes none of them)."""
+    if text.isascii():  # NFKC and the ignorables change nothing: markup only
+        for _ in range(PASSES):
+            new = _markup(text)
+            if new == text:
+                return text
+            text = new
+    else:
+        for _ in range(PASSES):
+            new = _fold(text)
+            if new == text:
+                return text
+            text = new
+    text = _HOSTILE_MARKUP.sub("", _IGNORABLE.sub("", unicodedata.normalize("NFKC", text)))
+    return unicodedata.normalize("NFKC", text)
 
 
+_HOSTILE_MARKUP = re.compile(r"[*_{}]")
 _SQUASHED = re.compile(r"[\s*_`]+")  # the same characters as str.isspace() or "*_`"
 
 
+def _lower_text(text: str) -> str:
+    """``text.lower()`` without its one context rule: a final sigma is lowered as any other (``ς`` and ``σ``
+    compare equal), so that a text lowers the same alone and quoted among other words."""
+    return text.lower().replace("\u03c2", "\u03c3")
+
+
 def _squash(text: str) -> str:
-    return _SQUASHED.sub("", text.lower())
+    return _SQUASHED.sub("", _lower_text(text))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -135,13 +181,17 @@ class Copies:
 
     def __call__(self, fragment: str) -> bool:
         """The fragment's text stands in a shown text (by value)."""
-        f = _squash(normalise(fragment))
+        return self.stands(normalise(fragment))
+
+    def stands(self, fragment: str) -> bool:
+        """A fragment of a normalised text (:func:`own_text`) stands in a shown text (by value)."""
+        f = _squash(fragment)
         return bool(f) and any(f in t for t in self._texts)
 
     def _lower(self, text: str) -> str:
         """``text.lower()``, kept for the reply whose verdicts are being checked."""
         if self._lowered is None or self._lowered[0] is not text:
-            self._lowered = (text, text.lower())
+            self._lowered = (text, _lower_text(text))
         return self._lowered[1]
 
     def _map(self, text: str) -> tuple[str, Callable[[int], int]]:
@@ -166,7 +216,7 @@ class Copies:
                 n = 0
                 for i, ch in enumerate(text):
                     counts[i] = n
-                    kept = _SQUASHED.sub("", ch.lower())
+                    kept = _SQUASHED.sub("", _lower_text(ch))
                     keep.append(kept)
                     n += len(kept)
                 counts[len(text)] = n
@@ -192,7 +242,31 @@ class Copies:
             windows.append(sq[s - CONTEXT:e])
         if len(sq) - e >= CONTEXT:
             windows.append(sq[s:e + CONTEXT])
-        return any(w in t for w in windows for t in self._texts)
+        if any(w in t for w in windows for t in self._texts):
+            return True
+        return self._edge_copy(sq, s, e)
+
+    def _edge_copy(self, sq: str, s: int, e: int) -> bool:
+        """The verdict ``sq[s:e]`` stands within :data:`CONTEXT` characters of a shown text's start (or end)
+        and the reply reproduces everything of that text before (or after) it, at least
+        :data:`EDGE` characters (or the verdict's length, if shorter): a short answer such as ``Score: 0/1
+        Score: 1/1`` quoted at the end of a reply is a copy even though no 16 characters surround the last
+        grade."""
+        verdict = sq[s:e]
+        least = min(len(verdict), EDGE)
+        for t in self._texts:
+            j = t.find(verdict, least, CONTEXT + len(verdict) - 1)
+            while j != -1:
+                if s >= j and sq[s - j:s] == t[:j]:
+                    return True
+                j = t.find(verdict, j + 1, CONTEXT + len(verdict) - 1)
+            j = t.find(verdict, max(0, len(t) - len(verdict) - CONTEXT + 1))
+            while j != -1:
+                after = len(t) - j - len(verdict)
+                if after >= least and sq[e:e + after] == t[j + len(verdict):]:
+                    return True
+                j = t.find(verdict, j + 1)
+        return False
 
     def own(self, matches: Iterable[re.Match[str]]) -> list[re.Match[str]]:
         """The matches that are not copies (by position in the string they were found in), in reply order."""
@@ -212,7 +286,7 @@ class Copies:
         ``span(m)`` gives the (start, end) a match is checked by; ``fresh_only``: no such fallback."""
         spans = [span(m) if span else (m.start(), m.end()) for m in matches]
         own = [(m, sp) for m, sp in zip(matches, spans, strict=True) if not self.copied(m.string, *sp)]
-        fresh = [m for m, sp in own if not self(m.string[sp[0]:sp[1]])]
+        fresh = [m for m, sp in own if not self.stands(m.string[sp[0]:sp[1]])]
         if fresh:
             return fresh[-1]
         if own and not fresh_only and _FINAL.fullmatch(own[-1][0].string, own[-1][1][1]):
@@ -233,18 +307,23 @@ def unecho(text: str, copies: Copies) -> str:
 
 
 def own_text(text: str) -> str:
-    """The reply as the parsers read it: normalised, and with every span quoted between markers (or up to
-    a closing marker the reply echoed) replaced by a line break and a NUL, which no verdict reads across."""
-    text = normalise(text)
+    """The reply as the parsers read it: every span quoted between markers (or up to a closing marker the
+    reply echoed) replaced by a line break and a NUL, which no verdict reads across, and what is left
+    normalised (:func:`normalise`), piece by piece.
+
+    The markers are found in the reply **as written**, never after normalising: a marker is the ASCII
+    line knockout renders, and a look-alike (fullwidth ``＜＜＜``, small ``﹥﹥﹥``, one with a zero-width
+    character or markup inside) is just text, which cannot hide the judge's own verdict or make a quoted
+    one look like the judge's."""
     if "<<<k" not in text and ">>>" not in text:
-        return text
+        return normalise(text)
     out: list[str] = []
     pos = 0
     inside = False
     for m in MARKER.finditer(text):
         opening = m.group(0).startswith("<<<")
         if opening and not inside:
-            out.append(text[pos:m.start()])
+            out.append(normalise(text[pos:m.start()]))
             inside = True
         elif not opening:
             if not inside:  # an echo that began inside a quoted text: everything before is data
@@ -253,7 +332,7 @@ def own_text(text: str) -> str:
         pos = m.end()
         out.append("\n\0\n")
     if not inside:
-        out.append(text[pos:])
+        out.append(normalise(text[pos:]))
     return "".join(out)
 
 
@@ -395,7 +474,7 @@ def parse_pairwise(text: str, max_points: float, shown: Sequence[str] = ()) -> P
 
 
 _CRITERION = re.compile(
-    r"\b(?:criterion|kriterium)\s*(\d+)\s*(?:\(\s*[^)\n]{0,40}\))?\s*[:=]\s*\[?\s*" + NUM + r"\s*\]?" + _DENOM,
+    r"\b(?:criterion|kriterium)\s*(\d{1,6})\s*(?:\(\s*[^)\n]{0,40}\))?\s*[:=]\s*\[?\s*" + NUM + r"\s*\]?" + _DENOM,
     re.I,
 )
 
@@ -412,7 +491,12 @@ def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), crit
     if copies.echo(clean):
         return Parsed(error=ECHO)
     every = list(_CRITERION.finditer(clean))
-    stray = sorted({int(m.group(1)) for m in every} - set(range(1, len(criteria) + 1)))
+    # a verdict for a criterion the rubric lacks makes the reply invalid when the judge wrote it, not when it
+    # quotes it from an answer (copied, or standing in a shown text): an answer cannot void its own grade
+    numbers = {int(m.group(1)) for m in every}
+    stray = sorted(n for n in numbers - set(range(1, len(criteria) + 1))
+                   if any(not copies.copied(m.string, m.start(), m.end()) and not copies.stands(m.group(0))
+                          for m in every if int(m.group(1)) == n))
     if stray:
         return Parsed(error=f"the reply grades criterion {stray[0]}; the rubric has {len(criteria)}")
     awarded: list[float] = []
@@ -430,3 +514,4 @@ def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), crit
     if total > max_points + 1e-9:
         return Parsed(error=f"the criteria add up to {total:g}, above {max_points:g}")
     return Parsed(value={"grade": min(total, max_points), "criteria": awarded})
+
