@@ -165,11 +165,16 @@ def _plain(value: Any) -> bool:
 
 
 def _stored_parse(record: CallRecord, parse: Callable[[str], Parsed]) -> Parsed:
-    """``parse`` of a stored reply: the parse stored with it when the same parse made it (a valid one), else
-    the reply read again."""
+    """``parse`` of a stored reply: the parse stored with it when the same parse made it (a valid one) and it is a
+    value that parse could have made (``stored_value_ok``: exact types, shape, ranges; a store edited to ``99``,
+    ``-5``, ``"2"`` or ``{"grade": 2}`` is not), else the reply read again."""
+    from knockout.prompts._parsers import stored_value_ok
+
     if record.parse_id is not None and record.parse_id == parse_identity(parse):
-        value = record.parsed  # a list or dict is copied: the tasks that share a record own their values
-        return Parsed(value=copy.deepcopy(value) if isinstance(value, list | dict) else value)
+        value = record.parsed
+        if _plain(value) and stored_value_ok(parse, value):
+            # a list or dict is copied: the tasks that share a record own their values
+            return Parsed(value=copy.deepcopy(value) if isinstance(value, list | dict) else value)
     return parse(record.reply)
 
 

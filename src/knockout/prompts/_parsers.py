@@ -515,3 +515,83 @@ def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), crit
         return Parsed(error=f"the criteria add up to {total:g}, above {max_points:g}")
     return Parsed(value={"grade": min(total, max_points), "criteria": awarded})
 
+
+# -- a stored parse is checked like a fresh one (issue 34) ------------------------------------------------
+def _grade(x: Any, low: float, high: float) -> bool:
+    """A grade as a parser makes it: a float (not an int, a bool or a string), finite, within low..high."""
+    return type(x) is float and low <= x <= high + 1e-9
+
+
+def _is_score(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return _grade(v, 0.0, max_points)
+
+
+def _is_pair(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return type(v) is list and len(v) == 2 and all(_grade(x, 0.0, max_points) for x in v)
+
+
+def _is_criteria(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    if type(v) is not dict or set(v) != {"grade", "criteria"}:
+        return False
+    awarded = v["criteria"]
+    if type(awarded) is not list or len(awarded) != len(criteria) or not criteria:
+        return False
+    if not all(_grade(x, 0.0, p) for x, p in zip(awarded, criteria, strict=True)):
+        return False
+    total = sum(awarded)
+    return total <= max_points + 1e-9 and _grade(v["grade"], 0.0, max_points) and v["grade"] == min(total, max_points)
+
+
+def _is_meta_score(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return (type(v) is dict and set(v) == {"score", "own"} and _grade(v["score"], 1.0, max_points)
+            and (v["own"] is None or _grade(v["own"], 1.0, max_points)))
+
+
+def _is_text(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return type(v) is str and bool(v) and v == v.strip()
+
+
+def _is_texts(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return type(v) is list and 1 <= len(v) <= 5 and all(_is_text(x, max_points, criteria) for x in v)
+
+
+def _is_question(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return type(v) is dict and set(v) == {"winner", "question"} and v["winner"] is None and \
+        _is_text(v["question"], max_points, criteria)
+
+
+_Shape = Callable[[Any, float, Sequence[float]], bool]
+#: What each knockout parser's valid value looks like once stored (JSON read back), by the parser's
+#: ``module:name``; a value of a parser not here (side-by-side and meta verdicts hold enum members and are
+#: never stored for reuse; plugins have no parse identity) is never used: the reply is read again.
+STORED_SHAPES: dict[str, _Shape] = {
+    "knockout.prompts._parsers:parse_score": _is_score,
+    "knockout.prompts._parsers:parse_pairwise": _is_pair,
+    "knockout.prompts._parsers:parse_criteria": _is_criteria,
+    "knockout.sciex._parse:parse_sciex_score": _is_score,
+    "knockout.sciex._parse:parse_answer": _is_text,
+    "knockout.meta._parsers:parse_score": _is_meta_score,
+    "knockout.meta._parsers:parse_score_tag": lambda v, m, c: _is_meta_score(v, m, c) and v["own"] is None,
+    "knockout.meta._parsers:parse_criteria": _is_texts,
+    "knockout.meta._parsers:parse_plan": _is_texts,
+    "knockout.meta._parsers:parse_argument": _is_text,
+    "knockout.meta._parsers:parse_debate": _is_question,
+}
+
+
+def stored_value_ok(parse: Any, value: Any) -> bool:
+    """``value``, a request's stored parse read back from the store, is one the request's parse
+    (:class:`knockout.prompts._render.OwnVerdict`) could have made: of its parser's exact types, shape and
+    ranges (:data:`STORED_SHAPES`: a grade a float within ``0..max_points``, not ``"2"``, ``99``, ``-5`` or
+    ``{"grade": 2}``; a pair two of them; criteria one per criterion within its points, adding up to the
+    grade).  False for anything else, and for a parse whose parser has no known shape."""
+    parser = getattr(parse, "parse", None)
+    max_points = getattr(parse, "max_points", None)
+    criteria = getattr(parse, "criteria", ())
+    if parser is None or not isinstance(max_points, int | float) or not math.isfinite(max_points):
+        return False
+    shape = STORED_SHAPES.get(f"{getattr(parser, '__module__', '')}:{getattr(parser, '__qualname__', '')}")
+    try:
+        return shape is not None and bool(shape(value, float(max_points), tuple(criteria)))
+    except (TypeError, ValueError):
+        return False
