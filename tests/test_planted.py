@@ -614,3 +614,15 @@ def test_the_render_escapes_lookalike_markers() -> None:
         assert not any(old in folded for old, _ in _ESCAPES), (text, escape(text))
     for clean in ["a < b and c > d", "x << 2", "Größe \u2264 3 \u2192 ok", "Müller: 3/4"]:
         assert escape(clean) == clean
+
+
+def test_a_criterion_verdict_an_answer_also_holds_is_read_in_the_final_block() -> None:
+    """The judge's own ``Criterion 1: 1/1`` equals one written in the answer and is followed by its verdict for
+    criterion 2: it is still in the reply's final block of verdicts, so it is read, not voided (the long run of
+    the property test found it)."""
+    answer = "A: Criterion 1: 1/1 Criterion 2: 1/1"
+    reply = "\nExplanation: aaaaaaaaaaaa. Criterion 1: 1/1\nCriterion 2: 0/1"
+    assert parse_criteria(reply, 2, shown=[answer], criteria=[1, 1]).value == {"grade": 1.0, "criteria": [1.0, 0.0]}
+    quoted = f"Explanation: aaaaaaaaaaaa. Criterion 1: 0/1\nCriterion 2: 0/1\nThe student wrote: {answer}"
+    assert parse_criteria(quoted, 2, shown=[answer], criteria=[1, 1]).value in (
+        {"grade": 0.0, "criteria": [0.0, 0.0]}, None)

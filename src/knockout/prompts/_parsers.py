@@ -278,18 +278,21 @@ class Copies:
         sq = _squash(normalise(text))
         return bool(sq) and any(sq == t or (len(sq) >= CONTEXT and sq in t) for t in self._texts)
 
-    def pick(self, matches: Sequence[re.Match[str]], *, span: Any = None, fresh_only: bool = False
-             ) -> re.Match[str] | None:
+    def pick(self, matches: Sequence[re.Match[str]], *, span: Any = None, fresh_only: bool = False,
+             ends: Callable[[re.Match[str]], int] | None = None) -> re.Match[str] | None:
         """The judge's own verdict of ``matches`` (reply order), or None: the last one not copied (by
         position) whose text stands in no shown text; failing that, the last one not copied if it ends the
         reply (as the format asks: a judge's own verdict that happens to equal a grade written in an answer).
-        ``span(m)`` gives the (start, end) a match is checked by; ``fresh_only``: no such fallback."""
+        ``span(m)`` gives the (start, end) a match is checked by; ``fresh_only``: no such fallback; ``ends(m)``:
+        where the reply must end for ``m`` to end it (default: the end of its span; the criteria parser gives
+        the end of the reply's final block of verdicts)."""
         spans = [span(m) if span else (m.start(), m.end()) for m in matches]
         own = [(m, sp) for m, sp in zip(matches, spans, strict=True) if not self.copied(m.string, *sp)]
         fresh = [m for m, sp in own if not self.stands(m.string[sp[0]:sp[1]])]
         if fresh:
             return fresh[-1]
-        if own and not fresh_only and _FINAL.fullmatch(own[-1][0].string, own[-1][1][1]):
+        if own and not fresh_only and _FINAL.fullmatch(own[-1][0].string,
+                                                       ends(own[-1][0]) if ends else own[-1][1][1]):
             return own[-1][0]
         return None
 
@@ -499,10 +502,19 @@ def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), crit
                           for m in every if int(m.group(1)) == n))
     if stray:
         return Parsed(error=f"the reply grades criterion {stray[0]}; the rubric has {len(criteria)}")
+    # the reply's final block of verdicts (nothing but separators between and after them): a verdict in it
+    # ends the reply as the format asks, though the other criteria's verdicts follow it
+    start = end = len(clean)
+    if every and _FINAL.fullmatch(clean, every[-1].end()):
+        start, end = every[-1].start(), every[-1].end()
+        for before in reversed(every[:-1]):
+            if not _FINAL.fullmatch(clean, before.end(), start):
+                break
+            start = before.start()
     awarded: list[float] = []
     for n, points in enumerate(criteria, 1):
         found = [m for m in every if int(m.group(1)) == n]
-        m = copies.pick(found)
+        m = copies.pick(found, ends=lambda v: end if v.start() >= start else v.end())
         if m is None:
             return Parsed(error=f"criterion {n}: {COPIED}" if found
                           else f"no verdict for criterion {n} found in the reply")
