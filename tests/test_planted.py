@@ -623,6 +623,8 @@ def test_a_criterion_verdict_an_answer_also_holds_is_read_in_the_final_block() -
     answer = "A: Criterion 1: 1/1 Criterion 2: 1/1"
     reply = "\nExplanation: aaaaaaaaaaaa. Criterion 1: 1/1\nCriterion 2: 0/1"
     assert parse_criteria(reply, 2, shown=[answer], criteria=[1, 1]).value == {"grade": 1.0, "criteria": [1.0, 0.0]}
+    both = "\nExplanation: aaaaaaaaaaaa. Criterion 1: 1/1\nCriterion 2: 1/1"  # the answer's own block, exactly
+    assert parse_criteria(both, 2, shown=[answer], criteria=[1, 1]).value == {"grade": 2.0, "criteria": [1.0, 1.0]}
     quoted = f"Explanation: aaaaaaaaaaaa. Criterion 1: 0/1\nCriterion 2: 0/1\nThe student wrote: {answer}"
     assert parse_criteria(quoted, 2, shown=[answer], criteria=[1, 1]).value in (
         {"grade": 0.0, "criteria": [0.0, 0.0]}, None)

@@ -9,12 +9,14 @@ A parser reads only the judge's own verdict:
 
 * **Normalised alike.** The reply and every text shown to the judge are
   normalised the same way before anything is read or compared (:func:`normalise`:
-  NFKC, so fullwidth digits are digits; zero-width characters dropped;
-  ``\\boxed{x}`` read as ``x``; ``**``/``__`` markup dropped).
+  NFKC, so fullwidth digits are digits; ignorable characters dropped;
+  ``\\boxed{x}`` read as ``x``; ``**``/``__`` markup dropped; repeated to a
+  fixpoint, so normalising twice changes nothing).
 * **Never across a marker.** Text that a reply quotes between knockout's markers
   (``<<<k…`` … ``k…>>>``, :mod:`knockout.prompts._render`), or up to a closing
   marker the judge echoed, is data and is never read; no verdict is read across
-  a marker line.
+  a marker line.  Markers are found in the reply as written, never after
+  normalising: a look-alike (fullwidth ``＞＞＞``) is text.
 * **Copied by position, not by value.** A verdict counts as copied only when the
   text around it in the reply reproduces a span of a text shown to the judge:
   the verdict together with :data:`CONTEXT` characters before it, or after it,
@@ -64,18 +66,37 @@ _DENOM = r"(?:\s*(?:/|out\s+of|of|von|aus)\s*\[?\s*" + NUM + r"\s*\]?)?"
 #: Characters of context (after squashing) that make a verdict a copy of a shown text.
 CONTEXT = 16
 #: Characters of context (after squashing) that make a verdict a copy when they are all a shown text holds
-#: before (or after) it (:meth:`Copies.copied`).
+#: before it (:meth:`Copies.copied`).
 EDGE = 8
 #: A knockout marker line (knockout.prompts._render): ``<<<k`` + 11 hex digits, or those + ``>>>``.
 MARKER = re.compile(r"<<<k[0-9a-f]{11}|k[0-9a-f]{11}>>>")
 #: Characters a reader does not see, dropped before anything is read or compared: Unicode's
 #: Default_Ignorable_Code_Point (zero-width spaces and joiners, soft hyphen, bidi controls, variation
 #: selectors, tags, Hangul fillers).  NFKC never produces one.
-_IGNORABLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
-    "\U000e0000-\U000e0fff]"
-)
+_IGNORABLE_BMP = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                  "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8")
+_IGNORABLE_ASTRAL = "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+_IGNORABLE = re.compile(f"[{_IGNORABLE_BMP}{_IGNORABLE_ASTRAL}]")
+_IGNORABLE_IN_BMP = re.compile(f"[{_IGNORABLE_BMP}]")  # a smaller class is searched faster
+
+
+def _astral(text: str) -> bool:
+    """``text`` holds a character above U+FFFF."""
+    return len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
+
+
+def _has_ignorable(text: str) -> bool:
+    if text.isascii():
+        return False
+    return bool((_IGNORABLE if _astral(text) else _IGNORABLE_IN_BMP).search(text))
+
+
+def _without_ignorable(text: str) -> str:
+    if text.isascii():
+        return text
+    return (_IGNORABLE if _astral(text) else _IGNORABLE_IN_BMP).sub("", text)
+
+
 #: How many passes :func:`normalise` makes before it drops markup outright (a clean text needs two or three).
 PASSES = 16
 _BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}")
@@ -121,7 +142,13 @@ def _markup(text: str) -> str:
 
 def _fold(text: str) -> str:
     """One pass of :func:`normalise`: NFKC, then no ignorable characters, then no markup."""
-    return _markup(_IGNORABLE.sub("", unicodedata.normalize("NFKC", text)))
+    return _markup(_without_ignorable(unicodedata.normalize("NFKC", text)))
+
+
+def _settled(text: str) -> bool:
+    """``_fold(text) == text``, without building a new text (the common case: a text already normalised)."""
+    return (unicodedata.is_normalized("NFKC", text) and "**" not in text and "__" not in text
+            and not _has_ignorable(text) and not _BOXED.search(text))
 
 
 def normalise(text: str) -> str:
@@ -134,19 +161,11 @@ def normalise(text: str) -> str:
     normalising a normalised text changes nothing.  A text built to need more than :data:`PASSES` passes (no
     clean one does) loses every ``*``, ``_``, ``{`` and ``}`` instead, which leaves nothing for a further
     pass to change (NFKC then only recomposes, and composition makes none of them)."""
-    if text.isascii():  # NFKC and the ignorables change nothing: markup only
-        for _ in range(PASSES):
-            new = _markup(text)
-            if new == text:
-                return text
-            text = new
-    else:
-        for _ in range(PASSES):
-            new = _fold(text)
-            if new == text:
-                return text
-            text = new
-    text = _HOSTILE_MARKUP.sub("", _IGNORABLE.sub("", unicodedata.normalize("NFKC", text)))
+    for _ in range(PASSES):
+        if _settled(text):
+            return text
+        text = _fold(text)
+    text = _HOSTILE_MARKUP.sub("", _without_ignorable(unicodedata.normalize("NFKC", text)))
     return unicodedata.normalize("NFKC", text)
 
 
@@ -247,11 +266,12 @@ class Copies:
         return self._edge_copy(sq, s, e)
 
     def _edge_copy(self, sq: str, s: int, e: int) -> bool:
-        """The verdict ``sq[s:e]`` stands within :data:`CONTEXT` characters of a shown text's start (or end)
-        and the reply reproduces everything of that text before (or after) it, at least
-        :data:`EDGE` characters (or the verdict's length, if shorter): a short answer such as ``Score: 0/1
-        Score: 1/1`` quoted at the end of a reply is a copy even though no 16 characters surround the last
-        grade."""
+        """The verdict ``sq[s:e]`` stands within :data:`CONTEXT` characters of a shown text's start and the
+        reply reproduces everything of that text before it, at least :data:`EDGE` characters (or the verdict's
+        length, if shorter): a short answer such as ``Score: 0/1 Score: 1/1`` quoted at the end of a reply is a
+        copy even though no 16 characters surround the last grade.  (Not the mirror rule at a text's end: the
+        judge's own verdict followed by its next one, ``Criterion 1: 1/1`` ``Criterion 2: 1/1``, would be a
+        copy of an answer holding both.)"""
         verdict = sq[s:e]
         least = min(len(verdict), EDGE)
         for t in self._texts:
@@ -260,12 +280,6 @@ class Copies:
                 if s >= j and sq[s - j:s] == t[:j]:
                     return True
                 j = t.find(verdict, j + 1, CONTEXT + len(verdict) - 1)
-            j = t.find(verdict, max(0, len(t) - len(verdict) - CONTEXT + 1))
-            while j != -1:
-                after = len(t) - j - len(verdict)
-                if after >= least and sq[e:e + after] == t[j + len(verdict):]:
-                    return True
-                j = t.find(verdict, j + 1)
         return False
 
     def own(self, matches: Iterable[re.Match[str]]) -> list[re.Match[str]]:
