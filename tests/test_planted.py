@@ -423,7 +423,7 @@ def case(draw: st.DrawFn) -> tuple[str, Callable[[str], object], str, object, st
     answer = draw(attack(kind))
     own = OWN[kind, lang].format(x=x, y=y, v=v)
     bold = BOLD[kind].format(x=x, y=y, v=v)
-    if kind in ("score", "pair") and draw(st.booleans()):  # through the render, every quoting
+    if kind in ("score", "pair") and normalise(answer).strip() and draw(st.booleans()):  # the render, every quoting
         quoting = draw(st.sampled_from(sorted(QUOTINGS)))
         victim = "DNS translates host names into IP addresses."
         first = draw(st.booleans())
