@@ -24,7 +24,9 @@ How the data texts are shown is the **quoting** (:data:`QUOTINGS`, ``--quoting``
 
 In every quoting a data text cannot imitate a marker or a chat-template control token: any ``<<<`` or
 ``>>>`` inside it is written ``‹‹‹``/``›››`` and the ``<|``/``|>`` of ``<|im_start|>`` as ``‹|``/``|›``
-(a clean text contains none of them, so this changes no clean prompt).  The boundary is ``k`` and 11
+(a clean text contains none of them, so this changes no clean prompt); a text that would still hold one once
+normalised as the parsers read it (fullwidth ``＞＞＞``, ``<`` + zero-width space + ``<<``) has every angle
+bracket and look-alike written ``‹``/``›`` (:func:`escape`).  The boundary is ``k`` and 11
 hex digits of a hash of every shown text, re-derived until none of them contains it: it never starts
 with a digit or a sign, so an answer ending in ``Score:`` cannot be completed by the closing marker
 into a grade, and the parsers never read across a marker (:mod:`knockout.prompts._parsers`).  The
