@@ -44,7 +44,6 @@ import functools
 import hashlib
 import inspect
 import itertools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -226,7 +225,7 @@ def escape(text: str) -> str:
     cannot hold any of them: a text that would (fullwidth ``＞＞＞``, ``<`` + zero-width space + ``<<``,
     ``<**<<``) has every angle bracket and look-alike written ``‹``/``›``.  A clean text holds none of them:
     this changes no clean prompt."""
-    if "<" not in text and ">" not in text and (text.isascii() or not _LOOKALIKE.search(text)):
+    if "<" not in text and ">" not in text and (text.isascii() or not any(c in text for c in _LOOKALIKES)):
         return text  # the common case: nothing to replace
     for old, new in _ESCAPES:
         text = text.replace(old, new)
@@ -236,7 +235,8 @@ def escape(text: str) -> str:
     return text
 
 
-_LOOKALIKE = re.compile("[\u226e\u226f\ufe64\ufe65\uff1c\uff1e]")
+#: The look-alikes of :data:`_ANGLES` other than ``<`` and ``>``.
+_LOOKALIKES = "\u226e\u226f\ufe64\ufe65\uff1c\uff1e"
 
 
 def boundary(texts: Sequence[str]) -> str:
