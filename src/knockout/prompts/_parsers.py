@@ -242,9 +242,10 @@ class Copies:
                 self._cache = (text, "".join(keep), counts.__getitem__)
         return self._cache[1], self._cache[2]
 
-    def copied(self, text: str, start: int, end: int) -> bool:
+    def copied(self, text: str, start: int, end: int, edge: Callable[[str], bool] | None = None) -> bool:
         """``text[start:end]`` (a verdict) with :data:`CONTEXT` characters before or after it stands in a shown
-        text: the judge reproduced a span of it."""
+        text: the judge reproduced a span of it (or, :meth:`_edge_copy`, all of a short text before it; ``edge``
+        says for which of those texts' beginnings)."""
         if not self._texts:
             return False
         lowered = self._lower(text)
@@ -263,9 +264,9 @@ class Copies:
             windows.append(sq[s:e + CONTEXT])
         if any(w in t for w in windows for t in self._texts):
             return True
-        return self._edge_copy(sq, s, e)
+        return self._edge_copy(sq, s, e, edge)
 
-    def _edge_copy(self, sq: str, s: int, e: int) -> bool:
+    def _edge_copy(self, sq: str, s: int, e: int, edge: Callable[[str], bool] | None) -> bool:
         """The verdict ``sq[s:e]`` stands within :data:`CONTEXT` characters of a shown text's start and the
         reply reproduces everything of that text before it, at least :data:`EDGE` characters (or the verdict's
         length, if shorter): a short answer such as ``Score: 0/1 Score: 1/1`` quoted at the end of a reply is a
@@ -277,7 +278,7 @@ class Copies:
         for t in self._texts:
             j = t.find(verdict, least, CONTEXT + len(verdict) - 1)
             while j != -1:
-                if s >= j and sq[s - j:s] == t[:j]:
+                if s >= j and sq[s - j:s] == t[:j] and (edge is None or edge(t[:j])):
                     return True
                 j = t.find(verdict, j + 1, CONTEXT + len(verdict) - 1)
         return False
@@ -293,15 +294,17 @@ class Copies:
         return bool(sq) and any(sq == t or (len(sq) >= CONTEXT and sq in t) for t in self._texts)
 
     def pick(self, matches: Sequence[re.Match[str]], *, span: Any = None, fresh_only: bool = False,
-             ends: Callable[[re.Match[str]], int] | None = None) -> re.Match[str] | None:
+             ends: Callable[[re.Match[str]], int] | None = None, edge: Callable[[str], bool] | None = None
+             ) -> re.Match[str] | None:
         """The judge's own verdict of ``matches`` (reply order), or None: the last one not copied (by
         position) whose text stands in no shown text; failing that, the last one not copied if it ends the
         reply (as the format asks: a judge's own verdict that happens to equal a grade written in an answer).
         ``span(m)`` gives the (start, end) a match is checked by; ``fresh_only``: no such fallback; ``ends(m)``:
         where the reply must end for ``m`` to end it (default: the end of its span; the criteria parser gives
-        the end of the reply's final block of verdicts)."""
+        the end of the reply's final block of verdicts); ``edge(context)``: whether the short-answer rule of
+        :meth:`copied` applies, given what the shown text holds before the verdict."""
         spans = [span(m) if span else (m.start(), m.end()) for m in matches]
-        own = [(m, sp) for m, sp in zip(matches, spans, strict=True) if not self.copied(m.string, *sp)]
+        own = [(m, sp) for m, sp in zip(matches, spans, strict=True) if not self.copied(m.string, sp[0], sp[1], edge)]
         fresh = [m for m, sp in own if not self.stands(m.string[sp[0]:sp[1]])]
         if fresh:
             return fresh[-1]
@@ -496,6 +499,12 @@ _CRITERION = re.compile(
 )
 
 
+def _holds_criterion(n: int) -> Callable[[str], bool]:
+    """Whether a (squashed) text holds a verdict label for criterion ``n``."""
+    label = re.compile(rf"(?:criterion|kriterium){n}(?!\d)")
+    return lambda text: label.search(text) is not None
+
+
 @parsers.register("criteria", "one verdict per rubric criterion, 'Criterion N: X/P'; the grade is their sum")
 def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), criteria: Sequence[float] = ()
                    ) -> Parsed:
@@ -528,7 +537,9 @@ def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), crit
     awarded: list[float] = []
     for n, points in enumerate(criteria, 1):
         found = [m for m in every if int(m.group(1)) == n]
-        m = copies.pick(found, ends=lambda v: end if v.start() >= start else v.end())
+        # the short-answer rule only where the answer holds this criterion's verdict before it (the judge's own
+        # verdict for criterion 1 before its criterion 2 is not a copy of an answer holding both)
+        m = copies.pick(found, ends=lambda v: end if v.start() >= start else v.end(), edge=_holds_criterion(n))
         if m is None:
             return Parsed(error=f"criterion {n}: {COPIED}" if found
                           else f"no verdict for criterion {n} found in the reply")
