@@ -141,3 +141,86 @@ def test_only_plain_json_values_are_kept_for_reuse() -> None:
     assert _plain({"winner": "A", "answer": "x", "own": True})
     assert not _plain(Verdict.A) and not _plain((1.0, 2.0)) and not _plain(math.nan) and not _plain({1: 2.0})
     assert not _plain([Verdict.B]) and not _plain(math.inf)
+
+
+# -- issue 34 item 3: a stored parse is checked like a fresh one before it is used ---------------------------
+def _one(store: Store, judge: ReplayJudge) -> float | None:
+    r = run(_items(1), judge, store, RunConfig()).results[0]
+    return r.score if r.valid else None
+
+
+@pytest.mark.parametrize("planted", ["99", "-5", '"2"', '{"grade": 2}', "2", "true", "NaN", "Infinity", "null",
+                                     "[2.0]", '"Score: 2/4"'])
+def test_a_stored_parse_the_parse_could_not_have_made_is_not_used(tmp_path: Path, parse_calls: list[str],
+                                                                   planted: str) -> None:
+    """A store edited so that ``calls.parsed`` holds an out-of-range, negative, string, dict, int, bool or
+    non-finite value (the parse identity left as it was) reads the reply again: the grade is the reply's."""
+    store = Store(tmp_path / "s.db")
+    assert _one(store, ReplayJudge(["Explanation: weak. Score: 1/4"])) == 1.0
+    store.db.execute("UPDATE calls SET parsed = ?", (planted,))
+    parse_calls.clear()
+    assert _one(store, ReplayJudge(["unused"])) == 1.0
+    assert parse_calls == ["Explanation: weak. Score: 1/4"]
+
+
+def test_a_stored_parse_in_range_is_used_without_reading_the_reply(tmp_path: Path, parse_calls: list[str]) -> None:
+    store = Store(tmp_path / "s.db")
+    assert _one(store, ReplayJudge(["Score: 1/4"])) == 1.0
+    parse_calls.clear()
+    assert _one(store, ReplayJudge(["unused"])) == 1.0 and parse_calls == []
+
+
+def test_an_edited_reply_is_read_again(tmp_path: Path, parse_calls: list[str]) -> None:
+    store = Store(tmp_path / "s.db")
+    assert _one(store, ReplayJudge(["Score: 1/4"])) == 1.0
+    store.db.execute("UPDATE calls SET reply = 'Score: 0/4'")
+    assert _one(store, ReplayJudge(["unused"])) == 0.0
+
+
+def test_the_stored_shapes_of_every_parser() -> None:
+    from knockout.meta._parsers import parse_argument, parse_criteria, parse_debate
+    from knockout.meta._parsers import parse_score as meta_score
+    from knockout.prompts._parsers import parse_criteria as criteria
+    from knockout.prompts._parsers import stored_value_ok
+    from knockout.sbs._verdicts import parse_sbs
+    from knockout.sciex._parse import parse_answer, parse_sciex_score
+
+    def ok(parser: object, value: object, max_points: float = 2, crit: tuple[float, ...] = ()) -> bool:
+        return stored_value_ok(own_verdict(parser, max_points, ("shown",), crit), value)  # type: ignore[arg-type]
+
+    assert ok(parse_score, 2.0) and ok(parse_score, 0.0) and ok(parse_score, 1.5)
+    assert not any(ok(parse_score, v) for v in (2, 99.0, -5.0, "2", {"grade": 2.0}, True, math.nan, math.inf, None))
+    assert ok(parse_pairwise, [1.0, 2.0]) and not ok(parse_pairwise, [1.0]) and not ok(parse_pairwise, [3.0, 1.0])
+    assert not ok(parse_pairwise, [1, 2.0]) and not ok(parse_pairwise, {"0": 1.0, "1": 1.0})
+    c = (1.0, 1.0)
+    assert ok(criteria, {"grade": 1.5, "criteria": [1.0, 0.5]}, 2, c)
+    assert not ok(criteria, {"grade": 2.0, "criteria": [1.0, 0.5]}, 2, c)  # not their sum
+    assert not ok(criteria, {"grade": 2.0, "criteria": [2.0, 0.0]}, 2, c)  # above a criterion's points
+    assert not ok(criteria, {"grade": 1.0, "criteria": [1.0]}, 2, c)  # one criterion short
+    assert not ok(criteria, {"grade": 1.0, "criteria": [1.0, 0.0], "x": 1}, 2, c)
+    assert not ok(criteria, 1.0, 2, c)
+    assert ok(parse_sciex_score, 2.0) and not ok(parse_sciex_score, 3.0)
+    assert ok(parse_answer, "It maps names.") and not ok(parse_answer, " x") and not ok(parse_answer, "")
+    assert ok(meta_score, {"score": 2.0, "own": None}, 5) and not ok(meta_score, {"score": 0.0, "own": None}, 5)
+    assert ok(parse_criteria, ["a", "b"]) and not ok(parse_criteria, ["a"] * 6) and not ok(parse_criteria, [])
+    assert ok(parse_argument, "x") and not ok(parse_argument, 1.0)
+    assert ok(parse_debate, {"winner": None, "question": "why?"}) and not ok(parse_debate, {"winner": "A",
+                                                                                             "question": None})
+    assert not ok(parse_sbs, "A")  # side-by-side verdicts are enum members: never stored for reuse
+
+    def plugin(text: str, max_points: float) -> object:
+        return parse_score(text, max_points)
+
+    assert not ok(plugin, 1.0)
+
+
+@pytest.mark.parametrize("planted", ["[5.0, 0.0]", "[4.0]", "[4, 0]", '["4", "0"]', '{"grade": 4}'])
+def test_a_stored_pair_the_parse_could_not_have_made_is_not_used(tmp_path: Path, parse_calls: list[str],
+                                                                  planted: str) -> None:
+    store = Store(tmp_path / "s.db")
+    first = run(_items(4), make_judge("scripted"), store, RunConfig(method="knockout"))
+    store.db.execute("UPDATE calls SET parsed = ?", (planted,))
+    parse_calls.clear()
+    again = run(_items(4), make_judge("scripted"), store, RunConfig(method="knockout"))
+    assert again.stats["judge_calls"] == 0 and len(parse_calls) == first.stats["judge_calls"]
+    assert [(r.answer_id, r.score) for r in again.results] == [(r.answer_id, r.score) for r in first.results]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import math
 import time
 from collections.abc import Callable, Iterable
@@ -162,6 +163,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def stored_parse_id(identity: bytes | None, reply: str) -> bytes | None:
+    """What a reply's parse is stored under: the parse's identity bound to the reply's own text (16 bytes of
+    SHA-256 over both), so a reply edited in the store is read again instead of standing for its old parse."""
+    if identity is None:
+        return None
+    return hashlib.sha256(identity + reply.encode("utf-8", "surrogatepass")).digest()[:16]
+
+
 def parse_identity(parse: Callable[[str], Parsed]) -> bytes | None:
     """What made a parse (``parse_identity`` of :func:`knockout.prompts._render.own_verdict`'s parses: the
     parser's code and arguments), or None for a parse without one (it is always called)."""
@@ -195,11 +204,16 @@ def read_reply(parse: Callable[[str], Parsed], text: str, verdict: dict[str, Any
 
 
 def _stored_parse(record: CallRecord, parse: Callable[[str], Parsed]) -> Parsed:
-    """``parse`` of a stored reply: the parse stored with it when the same parse made it (a valid one), else
-    the reply read again."""
-    if record.parse_id is not None and record.parse_id == parse_identity(parse):
-        value = record.parsed  # a list or dict is copied: the tasks that share a record own their values
-        return Parsed(value=copy.deepcopy(value) if isinstance(value, list | dict) else value)
+    """``parse`` of a stored reply: the parse stored with it when the same parse made it (a valid one) and it is a
+    value that parse could have made (``stored_value_ok``: exact types, shape, ranges; a store edited to ``99``,
+    ``-5``, ``"2"`` or ``{"grade": 2}`` is not), else the reply read again."""
+    from knockout.prompts._parsers import stored_value_ok
+
+    if record.parse_id is not None and record.parse_id == stored_parse_id(parse_identity(parse), record.reply):
+        value = record.parsed
+        if _plain(value) and stored_value_ok(parse, value):
+            # a list or dict is copied: the tasks that share a record own their values
+            return Parsed(value=copy.deepcopy(value) if isinstance(value, list | dict) else value)
     return read_reply(parse, record.reply, record.verdict)
 
 
@@ -378,8 +392,8 @@ class Engine:
                 finish_reason=comp.finish_reason,
                 images_dropped=comp.images_dropped,
                 verdict=comp.verdict,
-                parse_id=parse_identity(parse) if parse is not None and parsed is not None and parsed.ok
-                and _plain(value) else None,
+                parse_id=stored_parse_id(parse_identity(parse), comp.text) if parse is not None
+                and parsed is not None and parsed.ok and _plain(value) else None,
             )
             request: dict[str, Any] = {
                 "messages": [m.model_dump(mode="json") for m in messages],

@@ -9,12 +9,14 @@ A parser reads only the judge's own verdict:
 
 * **Normalised alike.** The reply and every text shown to the judge are
   normalised the same way before anything is read or compared (:func:`normalise`:
-  NFKC, so fullwidth digits are digits; zero-width characters dropped;
-  ``\\boxed{x}`` read as ``x``; ``**``/``__`` markup dropped).
+  NFKC, so fullwidth digits are digits; ignorable characters dropped;
+  ``\\boxed{x}`` read as ``x``; ``**``/``__`` markup dropped; repeated to a
+  fixpoint, so normalising twice changes nothing).
 * **Never across a marker.** Text that a reply quotes between knockout's markers
   (``<<<k…`` … ``k…>>>``, :mod:`knockout.prompts._render`), or up to a closing
   marker the judge echoed, is data and is never read; no verdict is read across
-  a marker line.
+  a marker line.  Markers are found in the reply as written, never after
+  normalising: a look-alike (fullwidth ``＞＞＞``) is text.
 * **Copied by position, not by value.** A verdict counts as copied only when the
   text around it in the reply reproduces a span of a text shown to the judge:
   the verdict together with :data:`CONTEXT` characters before it, or after it,
@@ -63,9 +65,40 @@ NUM = r"(?<![\w.,])([-+\u2212]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?)(?![\w])"
 _DENOM = r"(?:\s*(?:/|out\s+of|of|von|aus)\s*\[?\s*" + NUM + r"\s*\]?)?"
 #: Characters of context (after squashing) that make a verdict a copy of a shown text.
 CONTEXT = 16
+#: Characters of context (after squashing) that make a verdict a copy when they are all a shown text holds
+#: before it (:meth:`Copies.copied`).
+EDGE = 8
 #: A knockout marker line (knockout.prompts._render): ``<<<k`` + 11 hex digits, or those + ``>>>``.
 MARKER = re.compile(r"<<<k[0-9a-f]{11}|k[0-9a-f]{11}>>>")
-_ZERO_WIDTH = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u00ad\u034f\u180e]")
+#: Characters a reader does not see, dropped before anything is read or compared: Unicode's
+#: Default_Ignorable_Code_Point (zero-width spaces and joiners, soft hyphen, bidi controls, variation
+#: selectors, tags, Hangul fillers).  NFKC never produces one.
+_IGNORABLE_BMP = ("\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                  "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8")
+_IGNORABLE_ASTRAL = "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+_IGNORABLE = re.compile(f"[{_IGNORABLE_BMP}{_IGNORABLE_ASTRAL}]")
+_IGNORABLE_IN_BMP = re.compile(f"[{_IGNORABLE_BMP}]")  # a smaller class is searched faster
+
+
+def _astral(text: str) -> bool:
+    """``text`` holds a character above U+FFFF."""
+    return len(text.encode("utf-16-le", "surrogatepass")) != 2 * len(text)
+
+
+def _has_ignorable(text: str) -> bool:
+    if text.isascii():
+        return False
+    return bool((_IGNORABLE if _astral(text) else _IGNORABLE_IN_BMP).search(text))
+
+
+def _without_ignorable(text: str) -> str:
+    if text.isascii():
+        return text
+    return (_IGNORABLE if _astral(text) else _IGNORABLE_IN_BMP).sub("", text)
+
+
+#: How many passes :func:`normalise` makes before it drops markup outright (a clean text needs two or three).
+PASSES = 16
 _BOXED = re.compile(r"\\boxed\s*\{([^{}]*)\}")
 
 
@@ -103,19 +136,51 @@ def to_float(s: str) -> float:
     return float(s.replace(",", "."))
 
 
+def _markup(text: str) -> str:
+    return _BOXED.sub(r"\1", text.replace("**", "").replace("__", ""))
+
+
+def _fold(text: str) -> str:
+    """One pass of :func:`normalise`: NFKC, then no ignorable characters, then no markup."""
+    return _markup(_without_ignorable(unicodedata.normalize("NFKC", text)))
+
+
+def _settled(text: str) -> bool:
+    """``_fold(text) == text``, without building a new text (the common case: a text already normalised)."""
+    return (unicodedata.is_normalized("NFKC", text) and "**" not in text and "__" not in text
+            and not _has_ignorable(text) and not _BOXED.search(text))
+
+
 def normalise(text: str) -> str:
-    """What a parser reads, and what it compares with the texts shown: NFKC, no zero-width characters,
-    ``\\boxed{x}`` as ``x``, no ``**``/``__`` markup (the same for the reply and for every shown text)."""
-    text = _ZERO_WIDTH.sub("", unicodedata.normalize("NFKC", text))
-    text = _BOXED.sub(r"\1", text.replace("**", "").replace("__", ""))
-    return text
+    """What a parser reads, and what it compares with the texts shown: NFKC, no ignorable (zero-width,
+    bidi, variation selector...) characters, ``\\boxed{x}`` as ``x``, no ``**``/``__`` markup (the same for
+    the reply and for every shown text).
+
+    Idempotent: the passes repeat until the text no longer changes (``e``, a zero-width space and a combining
+    acute become ``é``, which one pass leaves as ``e`` + acute; ``\\boxed{\\boxed{1}}`` becomes ``1``), so
+    normalising a normalised text changes nothing.  A text built to need more than :data:`PASSES` passes (no
+    clean one does) loses every ``*``, ``_``, ``{`` and ``}`` instead, which leaves nothing for a further
+    pass to change (NFKC then only recomposes, and composition makes none of them)."""
+    for _ in range(PASSES):
+        if _settled(text):
+            return text
+        text = _fold(text)
+    text = _HOSTILE_MARKUP.sub("", _without_ignorable(unicodedata.normalize("NFKC", text)))
+    return unicodedata.normalize("NFKC", text)
 
 
+_HOSTILE_MARKUP = re.compile(r"[*_{}]")
 _SQUASHED = re.compile(r"[\s*_`]+")  # the same characters as str.isspace() or "*_`"
 
 
+def _lower_text(text: str) -> str:
+    """``text.lower()`` without its one context rule: a final sigma is lowered as any other (``ς`` and ``σ``
+    compare equal), so that a text lowers the same alone and quoted among other words."""
+    return text.lower().replace("\u03c2", "\u03c3")
+
+
 def _squash(text: str) -> str:
-    return _SQUASHED.sub("", text.lower())
+    return _SQUASHED.sub("", _lower_text(text))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -135,13 +200,17 @@ class Copies:
 
     def __call__(self, fragment: str) -> bool:
         """The fragment's text stands in a shown text (by value)."""
-        f = _squash(normalise(fragment))
+        return self.stands(normalise(fragment))
+
+    def stands(self, fragment: str) -> bool:
+        """A fragment of a normalised text (:func:`own_text`) stands in a shown text (by value)."""
+        f = _squash(fragment)
         return bool(f) and any(f in t for t in self._texts)
 
     def _lower(self, text: str) -> str:
         """``text.lower()``, kept for the reply whose verdicts are being checked."""
         if self._lowered is None or self._lowered[0] is not text:
-            self._lowered = (text, text.lower())
+            self._lowered = (text, _lower_text(text))
         return self._lowered[1]
 
     def _map(self, text: str) -> tuple[str, Callable[[int], int]]:
@@ -166,16 +235,17 @@ class Copies:
                 n = 0
                 for i, ch in enumerate(text):
                     counts[i] = n
-                    kept = _SQUASHED.sub("", ch.lower())
+                    kept = _SQUASHED.sub("", _lower_text(ch))
                     keep.append(kept)
                     n += len(kept)
                 counts[len(text)] = n
                 self._cache = (text, "".join(keep), counts.__getitem__)
         return self._cache[1], self._cache[2]
 
-    def copied(self, text: str, start: int, end: int) -> bool:
+    def copied(self, text: str, start: int, end: int, edge: Callable[[str], bool] | None = None) -> bool:
         """``text[start:end]`` (a verdict) with :data:`CONTEXT` characters before or after it stands in a shown
-        text: the judge reproduced a span of it."""
+        text: the judge reproduced a span of it (or, :meth:`_edge_copy`, all of a short text before it; ``edge``
+        says for which of those texts' beginnings)."""
         if not self._texts:
             return False
         lowered = self._lower(text)
@@ -192,7 +262,26 @@ class Copies:
             windows.append(sq[s - CONTEXT:e])
         if len(sq) - e >= CONTEXT:
             windows.append(sq[s:e + CONTEXT])
-        return any(w in t for w in windows for t in self._texts)
+        if any(w in t for w in windows for t in self._texts):
+            return True
+        return self._edge_copy(sq, s, e, edge)
+
+    def _edge_copy(self, sq: str, s: int, e: int, edge: Callable[[str], bool] | None) -> bool:
+        """The verdict ``sq[s:e]`` stands within :data:`CONTEXT` characters of a shown text's start and the
+        reply reproduces everything of that text before it, at least :data:`EDGE` characters (or the verdict's
+        length, if shorter): a short answer such as ``Score: 0/1 Score: 1/1`` quoted at the end of a reply is a
+        copy even though no 16 characters surround the last grade.  (Not the mirror rule at a text's end: the
+        judge's own verdict followed by its next one, ``Criterion 1: 1/1`` ``Criterion 2: 1/1``, would be a
+        copy of an answer holding both.)"""
+        verdict = sq[s:e]
+        least = min(len(verdict), EDGE)
+        for t in self._texts:
+            j = t.find(verdict, least, CONTEXT + len(verdict) - 1)
+            while j != -1:
+                if s >= j and sq[s - j:s] == t[:j] and (edge is None or edge(t[:j])):
+                    return True
+                j = t.find(verdict, j + 1, CONTEXT + len(verdict) - 1)
+        return False
 
     def own(self, matches: Iterable[re.Match[str]]) -> list[re.Match[str]]:
         """The matches that are not copies (by position in the string they were found in), in reply order."""
@@ -204,18 +293,23 @@ class Copies:
         sq = _squash(normalise(text))
         return bool(sq) and any(sq == t or (len(sq) >= CONTEXT and sq in t) for t in self._texts)
 
-    def pick(self, matches: Sequence[re.Match[str]], *, span: Any = None, fresh_only: bool = False
+    def pick(self, matches: Sequence[re.Match[str]], *, span: Any = None, fresh_only: bool = False,
+             ends: Callable[[re.Match[str]], int] | None = None, edge: Callable[[str], bool] | None = None
              ) -> re.Match[str] | None:
         """The judge's own verdict of ``matches`` (reply order), or None: the last one not copied (by
         position) whose text stands in no shown text; failing that, the last one not copied if it ends the
         reply (as the format asks: a judge's own verdict that happens to equal a grade written in an answer).
-        ``span(m)`` gives the (start, end) a match is checked by; ``fresh_only``: no such fallback."""
+        ``span(m)`` gives the (start, end) a match is checked by; ``fresh_only``: no such fallback; ``ends(m)``:
+        where the reply must end for ``m`` to end it (default: the end of its span; the criteria parser gives
+        the end of the reply's final block of verdicts); ``edge(context)``: whether the short-answer rule of
+        :meth:`copied` applies, given what the shown text holds before the verdict."""
         spans = [span(m) if span else (m.start(), m.end()) for m in matches]
-        own = [(m, sp) for m, sp in zip(matches, spans, strict=True) if not self.copied(m.string, *sp)]
-        fresh = [m for m, sp in own if not self(m.string[sp[0]:sp[1]])]
+        own = [(m, sp) for m, sp in zip(matches, spans, strict=True) if not self.copied(m.string, sp[0], sp[1], edge)]
+        fresh = [m for m, sp in own if not self.stands(m.string[sp[0]:sp[1]])]
         if fresh:
             return fresh[-1]
-        if own and not fresh_only and _FINAL.fullmatch(own[-1][0].string, own[-1][1][1]):
+        if own and not fresh_only and _FINAL.fullmatch(own[-1][0].string,
+                                                       ends(own[-1][0]) if ends else own[-1][1][1]):
             return own[-1][0]
         return None
 
@@ -233,18 +327,23 @@ def unecho(text: str, copies: Copies) -> str:
 
 
 def own_text(text: str) -> str:
-    """The reply as the parsers read it: normalised, and with every span quoted between markers (or up to
-    a closing marker the reply echoed) replaced by a line break and a NUL, which no verdict reads across."""
-    text = normalise(text)
+    """The reply as the parsers read it: every span quoted between markers (or up to a closing marker the
+    reply echoed) replaced by a line break and a NUL, which no verdict reads across, and what is left
+    normalised (:func:`normalise`), piece by piece.
+
+    The markers are found in the reply **as written**, never after normalising: a marker is the ASCII
+    line knockout renders, and a look-alike (fullwidth ``＜＜＜``, small ``﹥﹥﹥``, one with a zero-width
+    character or markup inside) is just text, which cannot hide the judge's own verdict or make a quoted
+    one look like the judge's."""
     if "<<<k" not in text and ">>>" not in text:
-        return text
+        return normalise(text)
     out: list[str] = []
     pos = 0
     inside = False
     for m in MARKER.finditer(text):
         opening = m.group(0).startswith("<<<")
         if opening and not inside:
-            out.append(text[pos:m.start()])
+            out.append(normalise(text[pos:m.start()]))
             inside = True
         elif not opening:
             if not inside:  # an echo that began inside a quoted text: everything before is data
@@ -253,7 +352,7 @@ def own_text(text: str) -> str:
         pos = m.end()
         out.append("\n\0\n")
     if not inside:
-        out.append(text[pos:])
+        out.append(normalise(text[pos:]))
     return "".join(out)
 
 
@@ -395,9 +494,15 @@ def parse_pairwise(text: str, max_points: float, shown: Sequence[str] = ()) -> P
 
 
 _CRITERION = re.compile(
-    r"\b(?:criterion|kriterium)\s*(\d+)\s*(?:\(\s*[^)\n]{0,40}\))?\s*[:=]\s*\[?\s*" + NUM + r"\s*\]?" + _DENOM,
+    r"\b(?:criterion|kriterium)\s*(\d{1,6})\s*(?:\(\s*[^)\n]{0,40}\))?\s*[:=]\s*\[?\s*" + NUM + r"\s*\]?" + _DENOM,
     re.I,
 )
+
+
+def _holds_criterion(n: int) -> Callable[[str], bool]:
+    """Whether a (squashed) text holds a verdict label for criterion ``n``."""
+    label = re.compile(rf"(?:criterion|kriterium){n}(?!\d)")
+    return lambda text: label.search(text) is not None
 
 
 @parsers.register("criteria", "one verdict per rubric criterion, 'Criterion N: X/P'; the grade is their sum")
@@ -412,13 +517,29 @@ def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), crit
     if copies.echo(clean):
         return Parsed(error=ECHO)
     every = list(_CRITERION.finditer(clean))
-    stray = sorted({int(m.group(1)) for m in every} - set(range(1, len(criteria) + 1)))
+    # a verdict for a criterion the rubric lacks makes the reply invalid when the judge wrote it, not when it
+    # quotes it from an answer (copied, or standing in a shown text): an answer cannot void its own grade
+    numbers = {int(m.group(1)) for m in every}
+    stray = sorted(n for n in numbers - set(range(1, len(criteria) + 1))
+                   if any(not copies.copied(m.string, m.start(), m.end()) and not copies.stands(m.group(0))
+                          for m in every if int(m.group(1)) == n))
     if stray:
         return Parsed(error=f"the reply grades criterion {stray[0]}; the rubric has {len(criteria)}")
+    # the reply's final block of verdicts (nothing but separators between and after them): a verdict in it
+    # ends the reply as the format asks, though the other criteria's verdicts follow it
+    start = end = len(clean)
+    if every and _FINAL.fullmatch(clean, every[-1].end()):
+        start, end = every[-1].start(), every[-1].end()
+        for before in reversed(every[:-1]):
+            if not _FINAL.fullmatch(clean, before.end(), start):
+                break
+            start = before.start()
     awarded: list[float] = []
     for n, points in enumerate(criteria, 1):
         found = [m for m in every if int(m.group(1)) == n]
-        m = copies.pick(found)
+        # the short-answer rule only where the answer holds this criterion's verdict before it (the judge's own
+        # verdict for criterion 1 before its criterion 2 is not a copy of an answer holding both)
+        m = copies.pick(found, ends=lambda v: end if v.start() >= start else v.end(), edge=_holds_criterion(n))
         if m is None:
             return Parsed(error=f"criterion {n}: {COPIED}" if found
                           else f"no verdict for criterion {n} found in the reply")
@@ -430,3 +551,84 @@ def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), crit
     if total > max_points + 1e-9:
         return Parsed(error=f"the criteria add up to {total:g}, above {max_points:g}")
     return Parsed(value={"grade": min(total, max_points), "criteria": awarded})
+
+
+# -- a stored parse is checked like a fresh one (issue 34) ------------------------------------------------
+def _grade(x: Any, low: float, high: float) -> bool:
+    """A grade as a parser makes it: a float (not an int, a bool or a string), finite, within low..high."""
+    return type(x) is float and low <= x <= high + 1e-9
+
+
+def _is_score(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return _grade(v, 0.0, max_points)
+
+
+def _is_pair(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return type(v) is list and len(v) == 2 and all(_grade(x, 0.0, max_points) for x in v)
+
+
+def _is_criteria(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    if type(v) is not dict or set(v) != {"grade", "criteria"}:
+        return False
+    awarded = v["criteria"]
+    if type(awarded) is not list or len(awarded) != len(criteria) or not criteria:
+        return False
+    if not all(_grade(x, 0.0, p) for x, p in zip(awarded, criteria, strict=True)):
+        return False
+    total = sum(awarded)
+    return total <= max_points + 1e-9 and _grade(v["grade"], 0.0, max_points) and v["grade"] == min(total, max_points)
+
+
+def _is_meta_score(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return (type(v) is dict and set(v) == {"score", "own"} and _grade(v["score"], 1.0, max_points)
+            and (v["own"] is None or _grade(v["own"], 1.0, max_points)))
+
+
+def _is_text(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return type(v) is str and bool(v) and v == v.strip()
+
+
+def _is_texts(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return type(v) is list and 1 <= len(v) <= 5 and all(_is_text(x, max_points, criteria) for x in v)
+
+
+def _is_question(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return type(v) is dict and set(v) == {"winner", "question"} and v["winner"] is None and \
+        _is_text(v["question"], max_points, criteria)
+
+
+_Shape = Callable[[Any, float, Sequence[float]], bool]
+#: What each knockout parser's valid value looks like once stored (JSON read back), by the parser's
+#: ``module:name``; a value of a parser not here (side-by-side and meta verdicts hold enum members and are
+#: never stored for reuse; plugins have no parse identity) is never used: the reply is read again.
+STORED_SHAPES: dict[str, _Shape] = {
+    "knockout.prompts._parsers:parse_score": _is_score,
+    "knockout.prompts._parsers:parse_pairwise": _is_pair,
+    "knockout.prompts._parsers:parse_criteria": _is_criteria,
+    "knockout.sciex._parse:parse_sciex_score": _is_score,
+    "knockout.sciex._parse:parse_answer": _is_text,
+    "knockout.meta._parsers:parse_score": _is_meta_score,
+    "knockout.meta._parsers:parse_score_tag": lambda v, m, c: _is_meta_score(v, m, c) and v["own"] is None,
+    "knockout.meta._parsers:parse_criteria": _is_texts,
+    "knockout.meta._parsers:parse_plan": _is_texts,
+    "knockout.meta._parsers:parse_argument": _is_text,
+    "knockout.meta._parsers:parse_debate": _is_question,
+}
+
+
+def stored_value_ok(parse: Any, value: Any) -> bool:
+    """``value``, a request's stored parse read back from the store, is one the request's parse
+    (:class:`knockout.prompts._render.OwnVerdict`) could have made: of its parser's exact types, shape and
+    ranges (:data:`STORED_SHAPES`: a grade a float within ``0..max_points``, not ``"2"``, ``99``, ``-5`` or
+    ``{"grade": 2}``; a pair two of them; criteria one per criterion within its points, adding up to the
+    grade).  False for anything else, and for a parse whose parser has no known shape."""
+    parser = getattr(parse, "parse", None)
+    max_points = getattr(parse, "max_points", None)
+    criteria = getattr(parse, "criteria", ())
+    if parser is None or not isinstance(max_points, int | float) or not math.isfinite(max_points):
+        return False
+    shape = STORED_SHAPES.get(f"{getattr(parser, '__module__', '')}:{getattr(parser, '__qualname__', '')}")
+    try:
+        return shape is not None and bool(shape(value, float(max_points), tuple(criteria)))
+    except (TypeError, ValueError):
+        return False

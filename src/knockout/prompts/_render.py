@@ -24,7 +24,9 @@ How the data texts are shown is the **quoting** (:data:`QUOTINGS`, ``--quoting``
 
 In every quoting a data text cannot imitate a marker or a chat-template control token: any ``<<<`` or
 ``>>>`` inside it is written ``‹‹‹``/``›››`` and the ``<|``/``|>`` of ``<|im_start|>`` as ``‹|``/``|›``
-(a clean text contains none of them, so this changes no clean prompt).  The boundary is ``k`` and 11
+(a clean text contains none of them, so this changes no clean prompt); a text that would still hold one once
+normalised as the parsers read it (fullwidth ``＞＞＞``, ``<`` + zero-width space + ``<<``) has every angle
+bracket and look-alike written ``‹``/``›`` (:func:`escape`).  The boundary is ``k`` and 11
 hex digits of a hash of every shown text, re-derived until none of them contains it: it never starts
 with a digit or a sign, so an answer ending in ``Score:`` cannot be completed by the closing marker
 into a grade, and the parsers never read across a marker (:mod:`knockout.prompts._parsers`).  The
@@ -49,7 +51,7 @@ from knockout.errors import ConfigError
 from knockout.judges._base import Message
 from knockout.prompts._identity import code_identity
 from knockout.prompts._parsers import MARKER as MARKER
-from knockout.prompts._parsers import Parsed, Parser
+from knockout.prompts._parsers import Parsed, Parser, normalise
 from knockout.prompts._templates import PromptTemplate, placeholders, render
 
 #: Placeholders whose values are data, not the prompt author's words (all shown to the parsers).
@@ -210,15 +212,31 @@ def _inspect_signature(parse: Parser, name: str, any_keyword: bool) -> bool:
 #: What a data text cannot contain: a marker's ``<<<``/``>>>``, and the ``<|``/``|>`` of chat-template
 #: control tokens (``<|im_start|>system``), which a local model's tokenizer would read as a new turn.
 _ESCAPES = (("<<<", "‹‹‹"), (">>>", "›››"), ("<|", "‹|"), ("|>", "|›"))
+#: Every character whose compatibility decomposition holds ``<`` or ``>`` (all of Unicode: ``<``, ``≮``, small
+#: ``﹤``, fullwidth ``＜`` and their ``>`` twins), as the escape writes it in a text that would otherwise fold
+#: into one of :data:`_ESCAPES`.
+_ANGLES = str.maketrans(dict.fromkeys("<\u226e\ufe64\uff1c", "‹") | dict.fromkeys(">\u226f\ufe65\uff1e", "›"))
 
 
 def escape(text: str) -> str:
-    """A data text as shown between markers (see :data:`_ESCAPES`)."""
-    if "<" not in text and ">" not in text:  # the common case: nothing to replace
-        return text
+    """A data text as shown between markers (see :data:`_ESCAPES`).
+
+    Also what the text becomes once normalised as the parsers read (:func:`knockout.prompts._parsers.normalise`)
+    cannot hold any of them: a text that would (fullwidth ``＞＞＞``, ``<`` + zero-width space + ``<<``,
+    ``<**<<``) has every angle bracket and look-alike written ``‹``/``›``.  A clean text holds none of them:
+    this changes no clean prompt."""
+    if "<" not in text and ">" not in text and (text.isascii() or not any(c in text for c in _LOOKALIKES)):
+        return text  # the common case: nothing to replace
     for old, new in _ESCAPES:
         text = text.replace(old, new)
+    folded = normalise(text)
+    if any(old in folded for old, _ in _ESCAPES):
+        text = text.translate(_ANGLES)
     return text
+
+
+#: The look-alikes of :data:`_ANGLES` other than ``<`` and ``>``.
+_LOOKALIKES = "\u226e\u226f\ufe64\ufe65\uff1c\uff1e"
 
 
 def boundary(texts: Sequence[str]) -> str:
