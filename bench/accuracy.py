@@ -373,7 +373,8 @@ def main() -> int:
     if args.record:
         args.baseline.parent.mkdir(parents=True, exist_ok=True)
         old = base["suites"] if args.baseline.exists() else {}
-        kept = {k: {kk: vv for kk, vv in v.items() if kk not in ("paired", "paired_with")}
+        kept = {k: {**{kk: vv for kk, vv in v.items() if kk not in ("paired", "paired_with")},
+                    "commit": results["commit"], "date": results["date"], "set": results["set"]}
                 for k, v in results["suites"].items()}
         merged = {**results, "suites": {**old, **kept}}
         args.baseline.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
