@@ -22,6 +22,8 @@ from knockout.cli._common import (
     JuryOpt,
     TopPOpt,
     err,
+    exit_if_incomplete,
+    forget_incomplete,
     fail,
     fmt,
     gen_params,
@@ -34,17 +36,22 @@ from knockout.cli._common import (
 from knockout.errors import ConfigError, KnockoutError
 
 app = typer.Typer(
+    result_callback=exit_if_incomplete,  # a run stored incomplete: one line and exit code 3 at the end
     name="knockout",
     help="Grade and rank free-form answers with LLM judges, and measure agreement with human experts.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.callback()(forget_incomplete)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    t = Table(title=f"run {summary['run_id']} — {summary['method']} — {summary['judge']}", show_header=False)
+    from knockout._redact import redact
+
+    t = Table(title=escape(f"run {summary['run_id']} — {summary['method']} — {redact(summary['judge'])}"),
+              show_header=False)
     t.add_column("what", style="bold")
     t.add_column("value")
     ag = summary.get("agreement") or {}
@@ -381,6 +388,7 @@ def runs(
     as_json: JsonOpt = False,
 ) -> None:
     """List the runs in a store, with their status (running, complete, interrupted, failed)."""
+    from knockout._redact import redact
     from knockout.runs import kind_of
     from knockout.storage import Store
 
@@ -393,8 +401,9 @@ def runs(
         fail(exc)
         return
     if as_json:
-        print_json([{"run_id": r.id, "kind": r.kind, "method": r.method, "judge": r.judge, "status": r.status,
-                     "error": r.error, "results": counts[r.id], "simulated_judge": r.simulated,
+        print_json([{"run_id": r.id, "kind": r.kind, "method": r.method, "judge": redact(r.judge),
+                     "status": r.status, "error": r.error and redact(r.error), "results": counts[r.id],
+                     "simulated_judge": r.simulated,
                      "summary": r.summary} for r in records])
         return
     t = Table(title=f"runs in {db}")
@@ -402,7 +411,7 @@ def runs(
         t.add_column(col)
     for r in records:
         head = kind_of(r.kind).headline(r)
-        judge = r.judge + (" (SIMULATION)" if r.simulated else "")
+        judge = escape(redact(r.judge)) + (" (SIMULATION)" if r.simulated else "")
         status = r.status if r.complete else f"[bold yellow]{r.status}[/]"
         t.add_row(r.id, r.kind, r.method, judge, status, str(counts[r.id]), fmt(head["invalid"]),
                   fmt(head["pearson"]))
@@ -488,5 +497,7 @@ def main() -> None:
     try:
         app()
     except KnockoutError as exc:  # errors raised outside a command body
-        err.print(f"[bold red]error:[/] {one_line(str(exc))}", highlight=False, soft_wrap=True)
+        from knockout._redact import redact
+
+        err.print(f"[bold red]error:[/] {one_line(redact(str(exc)))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)

@@ -65,14 +65,9 @@ def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
 
 
 def _pick_exportable(store: Store, db: Path, run_id: str | None, partial: bool) -> RunRecord:
-    from knockout.reports._runs import pick_run
+    from knockout.reports._runs import pick_run, refuse_partial
 
-    run = pick_run(store, run_id, "export")
-    if not run.complete and not partial:
-        n = store.count_results(run.id)
-        raise ConfigError(f"{db}: run {run.id} is {run.status} ({n} results written"
-                          f"{'; ' + run.error if run.error else ''}); pass --partial to export it anyway")
-    return run
+    return refuse_partial(store, pick_run(store, run_id, "export"), partial, "export")
 
 
 def export_to(db: Path, run_id: str | None, fmt: str, out: TextIO, *, partial: bool = False) -> tuple[RunRecord, int]:
