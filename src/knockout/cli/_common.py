@@ -143,7 +143,7 @@ def resume_command() -> str:
     """This command line, to run again (``knockout`` and the arguments it was given), secrets redacted."""
     from knockout._redact import redact
 
-    return redact(shlex.join(["knockout", *sys.argv[1:]]))
+    return shlex.join(["knockout", *(redact(arg) for arg in sys.argv[1:])])  # quoted after: ``***`` no glob
 
 
 #: The exit code of a command whose run ran to its end with judge requests that failed for good (stored

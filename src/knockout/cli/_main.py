@@ -23,9 +23,9 @@ from knockout.cli._common import (
     TopPOpt,
     err,
     exit_if_incomplete,
-    forget_incomplete,
     fail,
     fmt,
+    forget_incomplete,
     gen_params,
     one_line,
     options,
@@ -348,8 +348,8 @@ def export(
                                               "judgements (meta); parquet's default: the run kind's main "
                                               "table")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-O", help="file (default: stdout)")] = None,
-    partial: Annotated[bool, typer.Option("--partial", help="export a run that is not complete (interrupted, "
-                                          "failed or still running); its rows say so")] = False,
+    partial: Annotated[bool, typer.Option("--partial", help="export a run that is not complete (incomplete, "
+                                          "interrupted, failed or still running); its rows say so")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary (needs --output)")] = False,
 ) -> None:
     """Export one run's per-item results with every raw reply (any kind of run) as CSV or JSONL, or a tidy
@@ -387,7 +387,7 @@ def runs(
     db: Annotated[Path, typer.Argument(help="the SQLite store")],
     as_json: JsonOpt = False,
 ) -> None:
-    """List the runs in a store, with their status (running, complete, interrupted, failed)."""
+    """List the runs in a store, with their status (running, complete, incomplete, interrupted, failed)."""
     from knockout._redact import redact
     from knockout.runs import kind_of
     from knockout.storage import Store
