@@ -225,3 +225,35 @@ def test_a_request_that_fails_for_good_leaves_the_run_incomplete(tmp_path: Path,
     assert done["valid"] == 3 and done["judge_calls"] == 1 and done["cache_hits"] == 2, done
     listed = json.loads(runner.invoke(app, ["runs", str(db), "--json"]).stdout)
     assert [x["status"] for x in listed] == ["complete"], listed
+
+
+def test_the_python_api_says_incomplete(tmp_path: Path) -> None:
+    """Through ``knockout.runs.execute``: the report of a run with a request that failed for good says
+    ``incomplete`` (its ``status`` and its summary), as the store does; once the server answers, running it
+    again sends that request only and the run is ``complete``."""
+    from knockout.data import load_items
+    from knockout.methods._run import GradeRun, RunConfig
+    from knockout.runs import execute
+    from knockout.storage import Store
+
+    items = load_items(write_exam(tmp_path / "exam.jsonl", 1, 3), "jsonl")
+    broken = [True]
+
+    def answer(body: dict[str, Any], n: int) -> Reply:
+        if broken[0] and "Answer 2 to" in json.dumps(body.get("messages")):
+            return 500, b'{"error": {"message": "internal error"}}'
+        return 200, chat_body("Score: 2/2")
+
+    with fake_api(answer) as server, Store(tmp_path / "k.db") as store:
+        spec = f"openai:fake-model?base_url={server.url}&retries=0&backoff=0"
+        report = execute(GradeRun(items, make_judge(spec), RunConfig()), store)
+        assert report.status == "incomplete" and report.summary()["status"] == "incomplete"
+        assert report.summary()["failed"] == 1
+        run = store.get_run(report.run_id)
+        assert run is not None and run.status == "incomplete" and not run.complete
+        broken[0] = False
+        hits = server.hits
+        again = execute(GradeRun(items, make_judge(spec), RunConfig()), store)
+        assert again.status == "complete" and again.summary()["failed"] == 0 and server.hits - hits == 1
+        run = store.get_run(report.run_id)
+        assert run is not None and run.status == "complete"
