@@ -105,6 +105,16 @@ def good_store(path: Path) -> None:
     assert r.exit_code == 0, r.output
 
 
+def write_parquet_scores(path: Path, scores: dict[str, float]) -> None:
+    """A Parquet table of one answer whose ``human_scores`` struct holds ``scores`` as written (NaN kept)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"question_id": ["q1"], "question": ["What does DNS do?"], "max_points": [2],
+                             "examinee": ["alice"], "answer": ["It maps names."],
+                             "human_scores": pa.array([scores], from_pandas=False)}), path)
+
+
 def make_fifo(d: Path, name: str = "fifo") -> None:
     os.mkfifo(d / name)
 
@@ -551,6 +561,34 @@ CASES: list[Case] = [
                             + "x" * 1000 + '"\n'}),
     Case("data-file-name-not-utf8", grade("\udcff.jsonl"), ("not valid UTF-8",), {"\udcff.jsonl": jsonl(Q, A)}),
     ocase("prompt-too-long-for-a-path", "--prompt", "y" * 1000 + ".toml", expect=("prompt",)),
+    # issue 35: bad input, round four
+    gcase("jsonl-max-points-5000-digits", jsonl({**Q, "max_points": "@@"}, A).replace('"@@"', "1" * 5000),
+          ("line 1", "max_points", "finite")),
+    Case("parquet-human-scores-nan", grade("t.parquet"), ("t.parquet", "row 1", "human_scores.g2", "NaN"), {},
+         lambda d: write_parquet_scores(d / "t.parquet", {"g1": 1.0, "g2": float("nan")})),
+    Case("sciex-answers-folder-loop", grade("exam", "--format", "sciex"), ("answers/sub", "loop"),
+         {"exam/exam_en.json": json.dumps({"Questions": [{"Index": "1", "Description": "Q?"}]}),
+          "exam/additional_info.json": json.dumps({"Questions": [{"Index": "1", "MaximumPoints": 2}]}),
+          "exam/answers/s1.json": json.dumps({"Questions": [{"Index": "1", "Answer": "A."}]})},
+         lambda d: (d / "exam/answers/sub").symlink_to("sub")),
+    Case("sciex-description-object", grade("exam", "--format", "sciex"), ("exam_en.json", "Index 1", "Description"),
+         {"exam/exam_en.json": json.dumps({"Questions": [{"Index": "1", "Description": {"en": {"text": "Q?"}}}]}),
+          "exam/additional_info.json": json.dumps({"Questions": [{"Index": "1", "MaximumPoints": 2}]}),
+          "exam/answers/s1.json": json.dumps({"Questions": [{"Index": "1", "Answer": "A."}]})}),
+    Case("import-exam-path-like", ["import", "{d}/exam.jsonl", "--db", "{d}/k.db", "--exam", "x/examinee/1"],
+         ("--exam", "examinee"), dict(GOOD)),
+    Case("import-exam-control-character", ["import", "{d}/exam.jsonl", "--db", "{d}/k.db", "--exam", "a\x07b"],
+         ("--exam", "control", "\\x07"), dict(GOOD)),
+    Case("import-exam-id-path-like", ["import", "{d}/bad.jsonl", "--db", "{d}/k.db"],
+         ("bad.jsonl", "line 1", "exam_id"), {"bad.jsonl": jsonl({**Q, "exam_id": "x/examinee/1"}, A)}),
+    gcase("jsonl-exam-id-control-character", jsonl({**Q, "exam_id": "a\x1bb"}, A), ("line 1", "exam_id")),
+    Case("agreement-verdict-infinity", ["agreement", "{d}/v.jsonl", "--human", "human"],
+         ("v.jsonl", "line 1", "verdict", "Infinity"),
+         {"v.jsonl": '{"id": "x1", "verdict": Infinity, "human": 1}\n' + jsonl({**VERDICT, "id": "x2"})}),
+    Case("agreement-human-nan", ["agreement", "{d}/v.jsonl", "--human", "human"], ("v.jsonl", "line 2", "human"),
+         {"v.jsonl": jsonl(VERDICT) + '{"id": "x2", "verdict": 1, "human": NaN}\n'}),
+    Case("experiment-store-folder", ["run", "{d}/e.toml"], ("e.toml", "store", "folder"),
+         {**GOOD, "e.toml": 'store = "."\n' + EXP}),
     *store_cases(),
 ]
 
@@ -635,3 +673,40 @@ def test_bad_input(case: Case, tmp_path: Path) -> None:
 def test_corpus_size() -> None:
     assert len(CASES) >= 100
     assert len({c.id for c in CASES}) == len(CASES)
+
+
+# -- accepted, counted and shown: what a reader is told rather than refused -----------------------------------
+def test_expert_grades_that_are_not_grades_are_counted_and_shown(tmp_path: Path) -> None:
+    """The web app's grade table of a store written by hand holds a text, an infinity, -3 and 99 (above the
+    maximum 2): ``calibrate`` and ``report --calibrate`` neither crash nor drop them without a word; each is
+    left out and counted by reason (``not a number``, ``out of range``), in the table and in ``--json``."""
+    import time
+
+    rows: list[Any] = []
+    for q in range(3):
+        rows += [{**Q, "id": f"q{q}", "text": f"What {q}?"},
+                 *({**A, "id": f"a{q}{i}", "question_id": f"q{q}", "examinee": f"e{i}", "text": f"answer {i}",
+                    "human_score": (q + i) % 3} for i in range(6))]
+    (tmp_path / "exam.jsonl").write_text(jsonl(*rows))
+    db = str(tmp_path / "k.db")
+    runner = CliRunner()
+    assert runner.invoke(app, ["import", str(tmp_path / "exam.jsonl"), "--db", db]).exit_code == 0
+    assert runner.invoke(app, ["grade", str(tmp_path / "exam.jsonl"), "--judge", "scripted", "-o", db,
+                               "-q"]).exit_code == 0
+    con = sqlite3.connect(db)
+    now = time.time()
+    for aid, score in (("a00", "a lot"), ("a01", float("inf")), ("a02", -3.0), ("a03", 99.0), ("a04", 1.0)):
+        con.execute("INSERT INTO human_grades (answer_id, grader, question_id, exam_id, score, version, created, "
+                    "updated) VALUES (?, 'bob', 'q0', 'exam', ?, 1, ?, ?)", (aid, score, now, now))
+    con.commit()
+    con.close()
+    r = runner.invoke(app, ["calibrate", db, "--resamples", "0", "--json"])
+    assert r.exit_code == 0, r.output + r.stderr
+    assert json.loads(r.stdout)["expert_grades_left_out"] == {"not a number": 2, "out of range": 2}
+    r = runner.invoke(app, ["calibrate", db, "--resamples", "0"])
+    assert r.exit_code == 0 and "2 not a number, 2 out of range" in " ".join(r.stdout.split()), r.stdout
+    r = runner.invoke(app, ["report", db, "--calibrate", "--resamples", "0", "--json"])
+    assert r.exit_code == 0, r.output + r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["run"]["human_grades"]["web_skipped"] == {"not a number": 2, "out of range": 2}, rep["run"]
+    assert rep["run"]["human_grades"]["web_grades"] == 1

@@ -86,10 +86,10 @@ def test_a_run_without_a_stored_command_says_what_it_was(tmp_path: Path) -> None
 
 
 def test_a_stored_command_keeps_no_secret() -> None:
-    from knockout.runs._run import redact_secrets
+    from knockout._redact import redact as redact_secrets
 
     cmd = "knockout grade x.jsonl --judge 'openai:m?api_key=sk-123&timeout=5' --judge-opt api_key=sk-456 -o s.db"
     got = redact_secrets(cmd)
     assert "sk-123" not in got and "sk-456" not in got
-    assert got == ("knockout grade x.jsonl --judge 'openai:m?api_key=REDACTED&timeout=5' "
-                   "--judge-opt api_key=REDACTED -o s.db")
+    assert got == ("knockout grade x.jsonl --judge 'openai:m?api_key=***&timeout=5' "
+                   "--judge-opt api_key=*** -o s.db")

@@ -10,7 +10,9 @@ import asyncio
 import hashlib
 import json
 import random
+import shlex
 import sqlite3
+import sys
 import threading
 import time
 from collections import Counter
@@ -150,9 +152,10 @@ def test_trickled_request_is_recorded_failed(tmp_path: Path) -> None:
             "--temperature", "0", "-o", str(db), "--json", "-q",
         ])
         elapsed = time.monotonic() - t0
-    assert r.exit_code == 0, r.output + r.stderr
+    assert r.exit_code == 3, r.output + r.stderr  # a request failed for good: the run is incomplete
     summary = json.loads(r.stdout)
     assert summary["answers"] == 2 and summary["valid"] == 1 and summary["failed"] == 1, summary
+    assert summary["status"] == "incomplete", summary
     assert elapsed < 10, elapsed
     con = sqlite3.connect(db)
     try:
@@ -160,3 +163,97 @@ def test_trickled_request_is_recorded_failed(tmp_path: Path) -> None:
     finally:
         con.close()
     assert rows[0][0] == "q0/a0" and not rows[0][1] and rows[0][2] is None, rows
+
+
+def test_a_request_that_fails_for_good_leaves_the_run_incomplete(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server answers HTTP 500 to every attempt for one answer of three: the run is stored
+    ``incomplete``, the command exits 3 with one line naming the failed request and the command that retries
+    it (its secret redacted), ``runs`` shows the status, ``export`` and ``calibrate`` refuse it without
+    ``--partial``; the printed command, once the server answers, asks that one request only and ends
+    ``complete`` with exit 0."""
+    data = write_exam(tmp_path / "exam.jsonl", 1, 3)
+    db = tmp_path / "k.db"
+    broken = [True]
+
+    def answer(body: dict[str, Any], n: int) -> Reply:
+        if broken[0] and "Answer 1 to" in json.dumps(body.get("messages")):
+            return 500, b'{"error": {"message": "internal error"}}'
+        return 200, chat_body("Score: 1/2")
+
+    runner = CliRunner()
+    with fake_api(answer) as server:
+        args = ["grade", str(data), "--judge", f"openai:fake-model?base_url={server.url}&api_key=sk-secret-1",
+                "--judge-opt", "retries=1", "--judge-opt", "backoff=0.01", "--judge-opt", "api_key=tk-secret-2",
+                "--temperature", "0", "-o", str(db), "--json", "-q"]
+        monkeypatch.setattr(sys, "argv", ["knockout", *args])
+        r = runner.invoke(app, args)
+        assert r.exit_code == 3, r.output + r.stderr
+        summary = json.loads(r.stdout)
+        assert summary["status"] == "incomplete" and summary["failed"] == 1 and summary["valid"] == 2, summary
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1, r.stderr
+        assert "1 judge request failed for good" in lines[0] and summary["run_id"] in lines[0], lines[0]
+        assert "sk-secret-1" not in r.stderr and "tk-secret-2" not in r.stderr, r.stderr
+        command = lines[0].split("retry only those with: ", 1)[1]
+        assert command == shlex.join(["knockout", *(a.replace("sk-secret-1", "***").replace("tk-secret-2", "***")
+                                                     for a in args)])
+        listed = json.loads(runner.invoke(app, ["runs", str(db), "--json"]).stdout)
+        assert [x["status"] for x in listed] == ["incomplete"], listed
+        table = runner.invoke(app, ["runs", str(db)])
+        assert "incomp" in table.stdout, table.stdout  # a narrow terminal cuts the word
+        refused = runner.invoke(app, ["export", str(db)])
+        assert refused.exit_code == 2 and "is incomplete" in refused.stderr and "--partial" in refused.stderr
+        assert runner.invoke(app, ["export", str(db), "--partial"]).exit_code == 0
+        from knockout.cli import register_extensions
+
+        register_extensions(app)
+        refused = runner.invoke(app, ["calibrate", str(db)])
+        assert refused.exit_code == 2 and "is incomplete" in refused.stderr, refused.stderr
+        reported = runner.invoke(app, ["report", str(db), "--resamples", "0", "--json"])
+        assert reported.exit_code == 0 and json.loads(reported.stdout)["run"]["status"] == "incomplete"
+        # the printed command, run again once the server answers: only the failed request is sent
+        broken[0] = False
+        before = server.hits
+        again = shlex.split(command)[1:]
+        monkeypatch.setattr(sys, "argv", ["knockout", *again])
+        r2 = runner.invoke(app, again)
+        assert r2.exit_code == 0, r2.output + r2.stderr
+        assert server.hits - before == 1, server.hits - before
+    done = json.loads(r2.stdout)
+    assert done["run_id"] == summary["run_id"] and done["status"] == "complete" and done["failed"] == 0
+    assert done["valid"] == 3 and done["judge_calls"] == 1 and done["cache_hits"] == 2, done
+    listed = json.loads(runner.invoke(app, ["runs", str(db), "--json"]).stdout)
+    assert [x["status"] for x in listed] == ["complete"], listed
+
+
+def test_the_python_api_says_incomplete(tmp_path: Path) -> None:
+    """Through ``knockout.runs.execute``: the report of a run with a request that failed for good says
+    ``incomplete`` (its ``status`` and its summary), as the store does; once the server answers, running it
+    again sends that request only and the run is ``complete``."""
+    from knockout.data import load_items
+    from knockout.methods._run import GradeRun, RunConfig
+    from knockout.runs import execute
+    from knockout.storage import Store
+
+    items = load_items(write_exam(tmp_path / "exam.jsonl", 1, 3), "jsonl")
+    broken = [True]
+
+    def answer(body: dict[str, Any], n: int) -> Reply:
+        if broken[0] and "Answer 2 to" in json.dumps(body.get("messages")):
+            return 500, b'{"error": {"message": "internal error"}}'
+        return 200, chat_body("Score: 2/2")
+
+    with fake_api(answer) as server, Store(tmp_path / "k.db") as store:
+        spec = f"openai:fake-model?base_url={server.url}&retries=0&backoff=0"
+        report = execute(GradeRun(items, make_judge(spec), RunConfig()), store)
+        assert report.status == "incomplete" and report.summary()["status"] == "incomplete"
+        assert report.summary()["failed"] == 1
+        run = store.get_run(report.run_id)
+        assert run is not None and run.status == "incomplete" and not run.complete
+        broken[0] = False
+        hits = server.hits
+        again = execute(GradeRun(items, make_judge(spec), RunConfig()), store)
+        assert again.status == "complete" and again.summary()["failed"] == 0 and server.hits - hits == 1
+        run = store.get_run(report.run_id)
+        assert run is not None and run.status == "complete"

@@ -118,6 +118,31 @@ Text = Annotated[str, AfterValidator(valid_unicode)]
 NonEmptyText = Annotated[str, AfterValidator(valid_unicode), AfterValidator(_non_empty)]
 #: an id or a name: valid Unicode, 1..MAX_NAME characters, not blank
 Name = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(valid_unicode), AfterValidator(_non_empty)]
+
+
+#: the words of the web app's addresses after an exam's name (``/exam/<exam>/examinee/<n>/q/<k>/info``)
+_ROUTE_WORDS = frozenset({"examinee", "q", "info"})
+
+
+def _exam_name(s: str) -> str:
+    if not s.isprintable():
+        c = next(c for c in s if not c.isprintable())
+        raise ValueError(f"must not hold a control or invisible character ({c!a} at character {s.index(c)})")
+    if "/" in s:
+        parts = s.split("/")
+        bad = next((p for p in parts if p in ("", ".", "..") or p in _ROUTE_WORDS), None)
+        if bad is not None:
+            raise ValueError(f"a path-like name: its part {bad!r} between '/' would be read as part of the web "
+                             "app's address (an exam name may hold '/', not an empty part, '.', '..', "
+                             f"{', '.join(sorted(_ROUTE_WORDS))})")
+    return s
+
+
+#: an exam's name (``exam_id``, ``import --exam``): a :data:`Name` of printable characters whose parts between
+#: ``/`` are not empty, ``.``, ``..`` or a word of the web app's addresses (``nlp/2023`` is fine,
+#: ``x/examinee/1`` is not: ``/exam/x/examinee/1`` is exam ``x``'s first examinee)
+ExamName = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(valid_unicode), AfterValidator(_non_empty),
+                     AfterValidator(_exam_name)]
 #: a prompt name, a template path, a judge spec
 Spec = Annotated[str, Field(min_length=1, max_length=MAX_SPEC), AfterValidator(valid_unicode)]
 #: a finite number (true/false refused)
@@ -142,12 +167,13 @@ def field_error(exc: Any) -> tuple[str, str]:
     return loc, msg
 
 
-def check_name(value: str, what: str) -> str:
-    """``value`` as a :data:`Name`, or a ConfigError naming ``what`` (an option such as ``--exam``)."""
+def check_name(value: str, what: str, kind: Any = None) -> str:
+    """``value`` as a :data:`Name` (or ``kind``, e.g. :data:`ExamName`), or a ConfigError naming ``what`` (an
+    option such as ``--exam``)."""
     from pydantic import TypeAdapter, ValidationError
 
     try:
-        return TypeAdapter(Name).validate_python(value)
+        return str(TypeAdapter(kind or Name).validate_python(value))
     except ValidationError as exc:
         raise ConfigError(f"{what}: {field_error(exc)[1]}") from None
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from knockout._bounds import MAX_NAME, check_name
+from knockout._bounds import MAX_NAME, ExamName, check_name
 from knockout.annotations._common import check_version
 from knockout.annotations._files import ImageFiles, ImportedImages
 from knockout.data._records import Answer, ItemSet, Question
@@ -98,7 +98,7 @@ class ExamGrades:
         are copied only from inside ``root`` (the data folder; default: the folder of ``items.source``
         when that exists)."""
         if default_exam is not None:
-            check_name(default_exam, "exam")
+            check_name(default_exam, "exam", ExamName)
         fp = self.store.save_items(items)
         fallback_name = default_exam or Path(items.source).stem[:MAX_NAME] or "exam"
         exams = {q.exam_id for q in items.questions.values() if q.exam_id}

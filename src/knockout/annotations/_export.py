@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from typing import Any
 
 from knockout.annotations._exams import EPS, ExamGrades
@@ -46,7 +47,8 @@ def add_web_grades(store: Store, items: ItemSet) -> tuple[ItemSet, dict[str, Any
 
     Web grades are left out (and counted by reason) where they are not on the run's scale: the question's
     human grades are not points (``other scale``), an organizer changed the question's maximum in the app
-    (``max points changed``: the grades are on another scale than the judge's), or a grade lies outside
+    (``max points changed``: the grades are on another scale than the judge's), a grade is not a finite
+    number (``not a number``: text, NaN or an infinity in a store written by hand), or a grade lies outside
     ``0..max_points`` (``out of range``)."""
     file_graders = sorted(items.graders())
     web = human_grades(store)
@@ -59,6 +61,7 @@ def add_web_grades(store: Store, items: ItemSet) -> tuple[ItemSet, dict[str, Any
         for grader, score in web[aid].items():
             why = ("other scale" if q.human_scale != "points" else
                    "max points changed" if abs(changed_max.get(q.id, q.max_points) - q.max_points) > EPS else
+                   "not a number" if not math.isfinite(score) else
                    "out of range" if not 0 <= score <= q.max_points + EPS else None)
             if why:
                 skipped[why] = skipped.get(why, 0) + 1

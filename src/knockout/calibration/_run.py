@@ -56,6 +56,8 @@ def calibrate_loaded(run: LoadedRun, *, per_question: int | None = None, seed: i
     section["fit_ids"] = sorted(fit) if fit is not None else None
     section["expert_graded"] = sum(1 for r in rows if r.expert is not None)
     section["answers"] = len(rows)
+    # the web app's grades not used, by reason (not a number, out of range, ...): counted and shown
+    section["expert_grades_left_out"] = dict((run.human_grades or {}).get("web_skipped") or {})
     return section
 
 
@@ -79,6 +81,8 @@ def calibration_tables(section: dict[str, Any]) -> list[Table]:
         ("map chosen by cross-validation", f"{section['map']}: {section['description']}"),
         ("cross-validated RMSE of each map (share of max)", cv),
         ("figures computed on", f"{f['n']} held-out answers of {f['questions']} questions: {held}"),
+        *([("expert grades left out (web app)", ", ".join(f"{n} {why}" for why, n in sorted(left.items())))]
+          if (left := section.get("expert_grades_left_out")) else []),
     ], note + "the grades are labelled as such everywhere they are shown: " + section["label"] +
         "; a map never reverses the judge's order (a linear slope is at least 0)")
     flat = ""

@@ -15,13 +15,17 @@ PerQuestion = Annotated[int | None, typer.Option(
     "compute the figures on the other expert-graded answers: what experts who graded only these would get")]
 
 
-def _loaded(ref: str, details: bool = False) -> Any:
-    from knockout.reports._runs import parse_ref, pick_run, read_run
+PartialOpt = Annotated[bool, typer.Option("--partial", help="read a run that is not complete (incomplete, "
+                                          "interrupted, failed or still running): its results so far")]
+
+
+def _loaded(ref: str, details: bool = False, *, partial: bool, what: str) -> Any:
+    from knockout.reports._runs import parse_ref, pick_run, read_run, refuse_partial
     from knockout.storage import Store
 
     path, run_id = parse_ref(ref)
     with Store.open_existing(path) as store:
-        record = pick_run(store, run_id, "grades")
+        record = refuse_partial(store, pick_run(store, run_id, "grades"), partial, what)
         return read_run(store, record, details=details, web_grades=True)
 
 
@@ -29,7 +33,8 @@ def after_grade(store: Path, run_id: str) -> dict[str, Any]:
     """``grade --calibrate``: the calibration of the run just made, or why there is none."""
     from knockout.calibration._run import section_or_refusal
 
-    return section_or_refusal(_loaded(f"{store}:{run_id}"), resamples=1000)
+    # the run just made: an incomplete one (its command exits 3) is calibrated on what it has
+    return section_or_refusal(_loaded(f"{store}:{run_id}", partial=True, what="calibrate"), resamples=1000)
 
 
 def calibrate(
@@ -40,6 +45,7 @@ def calibrate(
     resamples: Annotated[int, typer.Option("--resamples", min=0, max=100_000, help="bootstrap resamples for the "
                                            "95% CIs (0: none)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the folds, the draw of --per-question and the bootstrap")] = 0,
+    partial: PartialOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Fit a map from the judge's grades to the expert grades (the data file's human grades and the web app's),
@@ -48,7 +54,7 @@ def calibrate(
     from knockout.calibration._run import calibrate_loaded, calibrated_rows, calibration_tables
 
     try:
-        loaded = _loaded(run)
+        loaded = _loaded(run, partial=partial, what="calibrate")
         section = calibrate_loaded(loaded, per_question=per_question, seed=seed, resamples=resamples)
         if output is not None:
             _write(output, calibrated_rows(section, _rows(loaded), "answer_id"))
@@ -98,6 +104,7 @@ def review(
     run: Annotated[str, typer.Argument(help="the SQLite store (STORE or STORE:RUN_ID; default: its latest grade run)")],
     next_n: Annotated[int, typer.Option("--next", min=1, max=10_000, help="how many answers to list")] = 10,
     seed: Annotated[int, typer.Option(help="seed of the calibration's refits")] = 0,
+    partial: PartialOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """The answers an expert should grade next: ranked by how much an expert grade would help (the calibrated
@@ -106,7 +113,7 @@ def review(
     from knockout.calibration._review import queue_tables, review_loaded
 
     try:
-        loaded = _loaded(run, details=True)
+        loaded = _loaded(run, details=True, partial=partial, what="review")
         queue = review_loaded(loaded, seed=seed)
     except KnockoutError as exc:
         fail(exc)

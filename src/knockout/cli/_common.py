@@ -4,6 +4,7 @@ and tables printed with rich."""
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -66,7 +67,10 @@ def one_line(text: str) -> str:
 
 
 def fail(exc: KnockoutError) -> None:
-    err.print(f"[bold red]error:[/] {one_line(str(exc))}", highlight=False, soft_wrap=True)
+    """One line on stderr (secrets redacted) and the error's exit code."""
+    from knockout._redact import redact
+
+    err.print(f"[bold red]error:[/] {one_line(redact(str(exc)))}", highlight=False, soft_wrap=True)
     raise typer.Exit(exc.exit_code)
 
 
@@ -153,3 +157,45 @@ def write_html(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output(path, newline=None) as f:
         f.write(text)
+
+
+def resume_command() -> str:
+    """This command line, to run again (``knockout``, or its full path when that is not on PATH, and the
+    arguments it was given), secrets redacted."""
+    from knockout._redact import redact
+
+    # quoted after the redaction: ``***`` is no glob
+    return " ".join([knockout_command(), *(shlex.quote(redact(arg)) for arg in sys.argv[1:])])
+
+
+#: The exit code of a command whose run ran to its end with judge requests that failed for good (stored
+#: ``incomplete``); beside 2 (refused input), 1 (an error) and 128 + a signal (stopped).
+EXIT_INCOMPLETE = 3
+#: The runs of this command stored ``incomplete`` (store, run id, failed requests), until the command ends.
+_NOTED: list[tuple[str, str, int]] = []
+
+
+def note_incomplete(store_path: Path, run_id: str, failed: int) -> None:
+    """Remember, for the end of this command (:func:`exit_if_incomplete`), a run stored ``incomplete``."""
+    _NOTED.append((str(store_path), run_id, failed))
+
+
+def forget_incomplete() -> None:
+    # the app's callback, before every command: no note of an earlier command in this process (tests)
+    _NOTED.clear()
+
+
+def exit_if_incomplete(*_: object, **__: object) -> None:
+    """The ``knockout`` app's result callback: after a command that ran to its end, a run of it that is
+    stored ``incomplete`` gets one line on stderr (the failed requests, the command that retries only them:
+    the same command, whose other requests the store answers) and exit code :data:`EXIT_INCOMPLETE`."""
+    noted = list(_NOTED)
+    _NOTED.clear()
+    if not noted:
+        return
+    failed = sum(n for _, _, n in noted)
+    runs = ", ".join(f"run {run_id} in {store} ({n})" for store, run_id, n in noted)
+    sys.stderr.write(one_line(f"knockout: {failed} judge request{'s' if failed != 1 else ''} failed for good; "
+                              f"stored as incomplete: {runs}; retry only those with: {resume_command()}") + "\n")
+    sys.stderr.flush()
+    raise typer.Exit(EXIT_INCOMPLETE)

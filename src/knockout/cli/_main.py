@@ -22,8 +22,10 @@ from knockout.cli._common import (
     JuryOpt,
     TopPOpt,
     err,
+    exit_if_incomplete,
     fail,
     fmt,
+    forget_incomplete,
     gen_params,
     knockout_command,
     one_line,
@@ -35,12 +37,14 @@ from knockout.cli._common import (
 from knockout.errors import ConfigError, KnockoutError
 
 app = typer.Typer(
+    result_callback=exit_if_incomplete,  # a run stored incomplete: one line and exit code 3 at the end
     name="knockout",
     help="Grade and rank free-form answers with LLM judges, and measure agreement with human experts.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.callback()(forget_incomplete)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -53,7 +57,10 @@ VERDICT_WORDS = {
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    t = Table(title=f"run {summary['run_id']} — {summary['method']} — {summary['judge']}", show_header=False)
+    from knockout._redact import redact
+
+    t = Table(title=escape(f"run {summary['run_id']} — {summary['method']} — {redact(summary['judge'])}"),
+              show_header=False)
     t.add_column("what", style="bold")
     t.add_column("value")
     ag = summary.get("agreement") or {}
@@ -387,8 +394,8 @@ def export(
                                               "judgements (meta); parquet's default: the run kind's main "
                                               "table")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-O", help="file (default: stdout)")] = None,
-    partial: Annotated[bool, typer.Option("--partial", help="export a run that is not complete (interrupted, "
-                                          "failed or still running); its rows say so")] = False,
+    partial: Annotated[bool, typer.Option("--partial", help="export a run that is not complete (incomplete, "
+                                          "interrupted, failed or still running); its rows say so")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary (needs --output)")] = False,
 ) -> None:
     """Export one run's per-item results with every raw reply (any kind of run) as CSV or JSONL, or a tidy
@@ -426,7 +433,8 @@ def runs(
     db: Annotated[Path, typer.Argument(help="the SQLite store")],
     as_json: JsonOpt = False,
 ) -> None:
-    """List the runs in a store, with their status (running, complete, interrupted, failed)."""
+    """List the runs in a store, with their status (running, complete, incomplete, interrupted, failed)."""
+    from knockout._redact import redact
     from knockout.runs import kind_of
     from knockout.storage import Store
 
@@ -439,8 +447,9 @@ def runs(
         fail(exc)
         return
     if as_json:
-        print_json([{"run_id": r.id, "kind": r.kind, "method": r.method, "judge": r.judge, "status": r.status,
-                     "error": r.error, "results": counts[r.id], "simulated_judge": r.simulated,
+        print_json([{"run_id": r.id, "kind": r.kind, "method": r.method, "judge": redact(r.judge),
+                     "status": r.status, "error": r.error and redact(r.error), "results": counts[r.id],
+                     "simulated_judge": r.simulated,
                      "summary": r.summary} for r in records])
         return
     t = Table(title=f"runs in {db}")
@@ -448,7 +457,7 @@ def runs(
         t.add_column(col)
     for r in records:
         head = kind_of(r.kind).headline(r)
-        judge = r.judge + (" (SIMULATION)" if r.simulated else "")
+        judge = escape(redact(r.judge)) + (" (SIMULATION)" if r.simulated else "")
         status = r.status if r.complete else f"[bold yellow]{r.status}[/]"
         t.add_row(r.id, r.kind, r.method, judge, status, str(counts[r.id]), fmt(head["invalid"]),
                   fmt(head["pearson"]))
@@ -534,5 +543,7 @@ def main() -> None:
     try:
         app()
     except KnockoutError as exc:  # errors raised outside a command body
-        err.print(f"[bold red]error:[/] {one_line(str(exc))}", highlight=False, soft_wrap=True)
+        from knockout._redact import redact
+
+        err.print(f"[bold red]error:[/] {one_line(redact(str(exc)))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import signal
 import sqlite3
 import sys
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -27,6 +27,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from knockout.cli._common import note_incomplete, resume_command
 from knockout.engine import Done, Event, Observer, Planned, Queued
 from knockout.errors import ConfigError
 
@@ -203,31 +204,31 @@ def freeze_heap() -> None:
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
-def resume_command() -> str:
-    """This command line, to run again (``knockout``, or its full path when that is not on PATH, and the
-    arguments it was given)."""
-    from knockout.cli._common import knockout_command
-
-    return " ".join([knockout_command(), *map(shlex.quote, sys.argv[1:])])
-
-
 def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging",
                      executor: str | None = None) -> R:
     """Open the store, run ``run`` through the one lifecycle with a progress bar, close the store.
 
     SIGINT, SIGTERM and SIGHUP stop the run: it is stored ``interrupted``, one line on stderr names it and
-    the command that resumes it, and the command exits with 128 + the signal's number (130, 143, 129)."""
-    from knockout.runs import RunStopped, check_run, execute
+    the command that resumes it, and the command exits with 128 + the signal's number (130, 143, 129).  A
+    run stored ``incomplete`` (judge requests failed for good) is noted: the command ends with one line and
+    exit code 3 after its output (:func:`exit_if_incomplete`)."""
+    from knockout._redact import redact
+    from knockout.runs import INCOMPLETE, RunStopped, check_run, execute
+    from knockout.runs._run import failed_requests
     from knockout.storage import Store
 
     check_run(run, executor)  # bad options and prompts fail before the store is created or touched
     freeze_heap()
     try:
-        with Store(store_path) as store, progress_bar(f"{label} ({run.spec()})", not quiet,
+        with Store(store_path) as store, progress_bar(escape(f"{label} ({redact(run.spec())})"), not quiet,
                                                     slow_hint(run.spec())) as bar:
             try:
-                return execute(run, store, observer=bar, executor=executor, checked=True,
-                               stop_signals=STOP_SIGNALS, command=resume_command())
+                report = execute(run, store, observer=bar, executor=executor, checked=True,
+                                 stop_signals=STOP_SIGNALS, command=resume_command())
+                record = store.get_run(report.run_id)
+                if record is not None and record.status == INCOMPLETE:
+                    note_incomplete(store_path, record.id, failed_requests(record.summary or {}))
+                return report
             except sqlite3.OperationalError as exc:  # locked by another process past the wait, disk full, ...
                 raise ConfigError(f"{store_path}: cannot write the store ({exc})") from None
     except RunStopped as stop:

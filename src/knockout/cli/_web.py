@@ -154,7 +154,7 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Load exams (for grading) or pairs (for side-by-side annotation) into a store."""
-    from knockout._bounds import check_name
+    from knockout._bounds import MAX_NAME, ExamName, check_name
     from knockout.annotations import ExamGrades, PairAnnotations, check_overlap
     from knockout.data import is_pair_file, load_item_sets, read_pairs
 
@@ -166,9 +166,9 @@ def import_(
             raise ConfigError(f"--kind must be auto, items or pairs, got '{kind}'")
         as_pairs = kind == "pairs" or (kind == "auto" and fmt_ in ("auto", "metaeval") and is_pair_file(data))
         check_overlap(overlap)
-        for option, value in (("--exam", exam), ("--pairset", pairset)):
+        for option, value, rule in (("--exam", exam, ExamName), ("--pairset", pairset, None)):
             if value is not None:
-                check_name(value, option)
+                check_name(value, option, rule)
         if as_pairs:
             pairs = read_pairs(data)
             from knockout.annotations import check_pairs
@@ -183,6 +183,10 @@ def import_(
             message = f"pair set {name}: {len(pairs)} pairs ({new} new), overlap {used}"
         else:
             items = load_item_sets(paths, fmt_, **parse_kv(data_opt, "--data-opt"))
+            if exam is None and any(q.exam_id is None for q in items.questions.values()):
+                # the file's stem names the exam: refused here, before the store is opened, like --exam
+                check_name(Path(items.source).stem[:MAX_NAME] or "exam", "--exam (default: the file's stem)",
+                           ExamName)
             root = Path(os.path.commonpath([os.path.realpath(p if p.is_dir() else p.parent) for p in paths]))
             with opened(db, must_exist=False) as store:
                 imported = ExamGrades(store).import_items(items, default_exam=exam, root=root)

@@ -197,7 +197,11 @@ def list_folder(folder: Path, pattern: str) -> list[Path]:
         found = list(folder.glob(pattern))
     except OSError as e:
         raise InputError(f"cannot list the folder: {e.strerror}", file=str(folder)) from None
-    for p in found:
+    try:  # every entry of the folder, matched or not: a loop or dangling link is refused, never skipped
+        entries = [*folder.iterdir(), *found]
+    except OSError as e:
+        raise InputError(f"cannot list the folder: {e.strerror}", file=str(folder)) from None
+    for p in entries:
         if p.is_symlink() and not p.exists():
             raise InputError("a symlink loop or a dangling link", file=str(p))
     return found
@@ -260,12 +264,27 @@ def read_text(path: Path) -> str:
         raise InputError(f"not UTF-8 text (byte {e.start}: {e.reason})", file=str(path)) from None
 
 
+def _long_int(digits: str) -> int | float:
+    """An integer of a JSON text: as written, or infinite past the digits Python converts."""
+    return int(digits) if len(digits) <= _INT_DIGITS else float(digits)
+
+
+_INT_DIGITS = 4000  # below sys.get_int_max_str_digits()'s default 4,300
+
+
 def loads(text: str | bytes, *, file: Path | str, record: str | int | None = None) -> Any:
     """``json.loads`` that cannot crash on hostile input: malformed JSON, nesting deeper than the parser's
     recursion bound (``[[[[...``) and NaN/Infinity are one :class:`InputError` naming ``file`` and ``record``
-    (malformed JSON reports its line when ``record`` is not given)."""
+    (malformed JSON reports its line when ``record`` is not given).  An integer written with more digits than
+    Python converts (4,300) is read as a float, infinite: the record's model then refuses it, naming its field
+    (as it refuses ``1e999``)."""
     try:
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            if isinstance(e, json.JSONDecodeError) or "digits" not in str(e):
+                raise
+            return json.loads(text, parse_int=_long_int)  # read again only when a number was too long
     except json.JSONDecodeError as e:
         raise InputError(
             f"malformed JSON: {e.msg} (column {e.colno})", file=str(file),

@@ -13,7 +13,7 @@ from typing import Annotated, Any, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from knockout._bounds import JsonObject, Name, NonEmptyText, Number, Selection, Text
+from knockout._bounds import ExamName, JsonObject, Name, NonEmptyText, Number, Selection, Text
 from knockout.errors import ConfigError, InputError
 
 
@@ -52,7 +52,7 @@ class Question(BaseModel):
     max_points: Positive = 1.0
     language: Name = "en"
     difficulty: Name | None = None
-    exam_id: Name | None = None
+    exam_id: ExamName | None = None
     images: list[Text] = Field(default_factory=list)
     # "points": human scores are on 0..max_points (RMSE is meaningful);
     # anything else (e.g. "mqm") means another scale: only correlations apply.

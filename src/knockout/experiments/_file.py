@@ -219,10 +219,16 @@ class ExperimentFile:
         return ExperimentFile(self.path, self.exp, [MemberSpec(s) for s in specs])
 
     def store_path(self, override: Path | None = None) -> Path:
+        """``--out``, else the file's ``store`` (an existing folder is refused here, naming the field, before
+        any part runs), else ``<file stem>.db``."""
         if override is not None:
             return override
         if self.exp.store:
-            return self.resolve(self.exp.store)
+            store = self.resolve(self.exp.store)
+            if store.is_dir():
+                raise InputError(f"'{self.exp.store}' is a folder, not a store file", file=str(self.path),
+                                 field="store")
+            return store
         return Path(f"{self.path.stem}.db")
 
 

@@ -97,6 +97,8 @@ class JuryReport:
     body: dict[str, Any] = field(default_factory=dict)
     #: grading juries: the jury's per-answer results (``AnswerResult``)
     results: list[Any] = field(default_factory=list)
+    #: ``complete``, or ``incomplete`` when judge requests failed for good (set by the lifecycle)
+    status: str = "complete"
 
     def summary(self) -> dict[str, Any]:
         members = []
@@ -112,7 +114,7 @@ class JuryReport:
                 m["mpcc"] = (met.get("mpcc") or {}).get("mean")
             members.append(m)
         return JurySummary(run_id=self.run_id, kind="jury", method=self.method, judge=self.judge,
-                           simulated_judge=self.simulated, data=self.data_source, of=self.of,
+                           simulated_judge=self.simulated, data=self.data_source, status=self.status, of=self.of,
                            aggregate=self.aggregate, members=members, **self.stats, **self.body,
                            ).model_dump(mode="json", exclude_none=True)
 

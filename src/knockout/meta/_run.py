@@ -85,13 +85,15 @@ class MetaReport:
     stats: dict[str, Any]
     analysis: dict[str, Any]
     prompts: str = "own"
+    #: ``complete``, or ``incomplete`` when judge requests failed for good (set by the lifecycle)
+    status: str = "complete"
 
     def summary(self) -> dict[str, Any]:
         """The ``knockout meta --json`` object (keys documented in docs/meta-evaluation.md)."""
         s = MetaSummary(
             run_id=self.run_id, kind="meta", method=self.framework, framework=self.framework, judge=self.judge,
             prompts=self.prompts, debater=self.debater, simulated_judge=self.simulated, data=self.data_source,
-            verdict_kind=self.vs.kind,
+            status=self.status, verdict_kind=self.vs.kind,
             evaluators=self.vs.evaluators, items=len(self.vs.items), judgements=len(self.judgements),
             valid=sum(j.valid for j in self.judgements), invalid=sum(not j.valid for j in self.judgements),
             **self.stats, **self.analysis,

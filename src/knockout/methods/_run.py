@@ -87,12 +87,14 @@ class RunReport:
     results: list[AnswerResult]
     info: dict[str, Any] = field(default_factory=dict)
     verdict: str = "text"
+    #: ``complete``, or ``incomplete`` when judge requests failed for good (set by the lifecycle)
+    status: str = "complete"
 
     def summary(self) -> dict[str, Any]:
         """The machine-readable summary printed by ``--json`` (keys documented in the README)."""
         s = GradeSummary(
             run_id=self.run_id, kind="grade", method=self.method, judge=self.judge, simulated_judge=self.simulated,
-            data=self.data_source, questions=self.n_questions, answers=self.n_answers,
+            data=self.data_source, status=self.status, questions=self.n_questions, answers=self.n_answers,
             valid=sum(r.valid for r in self.results), invalid=sum(not r.valid for r in self.results),
             **self.stats, agreement=self.agreement, info=self.info or None, verdict=self.verdict,
         )

@@ -103,6 +103,7 @@ class Job:
         info = {"run_id": report.run_id, "store": None if store_path is None else str(store_path),
                 "method": report.method, "judge": report.judge, "simulated_judge": report.simulated,
                 **{k: summary.get(k, 0) for k in COUNTS},
+                "status": report.status,
                 "agreement": report.agreement, "stats": report.stats}
         if self.frame is not None:
             out = self.frame.copy()
@@ -273,7 +274,8 @@ def grade(data: Any, *, judge: str | Judge = DEFAULT_JUDGE, method: str = "indiv
 
     ``data``: a pandas DataFrame (returned as a DataFrame: the same index and columns, plus ``grade``,
     ``valid``, ``explanation`` and ``human_grade``; ``.attrs["knockout"]`` holds the run id, the store, the
-    judge and the agreement with the human grades) or a list of dicts (returned as a list of dicts).
+    judge, the run's status (``incomplete`` when judge requests failed for good) and the agreement with the
+    human grades) or a list of dicts (returned as a list of dicts).
     ``columns``: our field -> your column (``question_id``, ``question``, ``answer``, ``reference``,
     ``max_points``, ``language``, ``examinee``, ``human_score``, ``human_score:<grader>``, ...; see
     docs/data-formats.md).  ``language`` / ``max_points``: for data without such a column (given in both

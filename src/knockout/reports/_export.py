@@ -65,21 +65,9 @@ def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
 
 
 def _pick_exportable(store: Store, db: Path, run_id: str | None, partial: bool) -> RunRecord:
-    return pick_complete(store, db, run_id, partial, "export")
+    from knockout.reports._runs import pick_run, refuse_partial
 
-
-def pick_complete(store: Store, db: Path, run_id: str | None, partial: bool, hook: str) -> RunRecord:
-    """The run ``run_id`` (default: the latest that ``hook`` reads); one that is not complete is refused, with
-    the command that resumes it, unless ``partial``."""
-    from knockout.reports._runs import not_complete, pick_run
-
-    run = pick_run(store, run_id, hook)
-    if not run.complete and not partial:
-        n = store.count_results(run.id)
-        raise ConfigError(f"{db}: run {run.id} is {run.status} ({n} results written"
-                          f"{'; ' + run.error if run.error else ''}){not_complete(run)}; pass --partial to "
-                          f"{'export' if hook == 'export' else 'use'} it anyway")
-    return run
+    return refuse_partial(store, pick_run(store, run_id, "export"), partial, "export")
 
 
 def export_to(db: Path, run_id: str | None, fmt: str, out: TextIO, *, partial: bool = False) -> tuple[RunRecord, int]:

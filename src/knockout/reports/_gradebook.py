@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO
 
 from knockout.data._records import Question
@@ -138,11 +137,10 @@ def gradebook(store: Any, run_id: str | None = None, *, id_column: str = "examin
     """The gradebook of the grading run ``run_id`` of ``store`` (a path or an open Store; default: its latest
     grading run).  A run that is not complete is refused, with the command that resumes it, unless
     ``partial``."""
-    from knockout.reports._export import pick_complete
-    from knockout.reports._runs import read_run, reading
+    from knockout.reports._runs import pick_run, read_run, reading, refuse_partial
 
     with reading(store) as st:
-        record = pick_complete(st, Path(st.path), run_id, partial, "grades")
+        record = refuse_partial(st, pick_run(st, run_id, "grades"), partial, "use")
         loaded = read_run(st, record, details=False, web_grades=True)
     return build(loaded, id_column=id_column, seed=seed)
 

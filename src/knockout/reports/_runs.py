@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knockout._redact import redact
 from knockout.annotations import add_web_grades
 from knockout.data._records import ItemSet
 from knockout.errors import ConfigError
@@ -39,11 +40,11 @@ class LoadedRun:
     def label(self) -> str:
         extra = self.run.config.get("options", {}).get("extra") or {}
         opts = ",".join(f"{k}={v}" for k, v in sorted(extra.items()))
-        return f"{self.run.method} · {self.run.judge}" + (f" · {opts}" if opts else "")
+        return redact(f"{self.run.method} · {self.run.judge}" + (f" · {opts}" if opts else ""))
 
     def header(self) -> dict[str, Any]:
         return {"run_id": self.run.id, "kind": self.run.kind, "store": str(self.store_path),
-                "method": self.run.method, "judge": self.run.judge, "simulated_judge": self.run.simulated,
+                "method": self.run.method, "judge": redact(self.run.judge), "simulated_judge": self.run.simulated,
                 "data": self.run.data_source, "status": self.run.status, "label": self.label,
                 "options": self.run.config.get("options", {}), "results": len(self.results),
                 "human_grades": self.human_grades, **({"used": used} if (used := self.used()) else {}),
@@ -187,6 +188,19 @@ def pick_run(store: Store, run_id: str | None, hook: str) -> RunRecord:
             latest = of_kind[-1]
             return jury_of.get(latest.id, latest)
     raise ConfigError(f"{store.path}: no {' or '.join(k.title or k.name for k in kinds)} runs")
+
+
+def refuse_partial(store: Store, run: RunRecord, partial: bool, what: str) -> RunRecord:
+    """``run``, unless it is not complete (``incomplete``: judge requests failed for good; ``interrupted``,
+    ``failed``, ``running``) and ``partial`` is not given: then a one-line refusal naming its status, the
+    results written, the command that resumes it (:func:`not_complete`) and ``--partial`` (what ``export``,
+    ``calibrate``, ``review`` and ``gradebook`` do)."""
+    if not run.complete and not partial:
+        n = store.count_results(run.id)
+        raise ConfigError(f"{store.path}: run {run.id} is {run.status} ({n} results written"
+                          f"{'; ' + run.error if run.error else ''}){not_complete(run)}; pass --partial to {what} "
+                          "it anyway")
+    return run
 
 
 def find_run(path: Store | str | Path, run_id: str | None = None, hook: str = "report") -> RunRecord:

@@ -128,6 +128,10 @@ def analyse_file(path: Path, human_field: str, verdict_field: str | None = None,
     verdicts: list[Any] = []
     labels: list[Any] = []
     for ref, r in records:
+        for fld in (verdict_field, human_field):  # JSON's NaN / Infinity: a broken file, not a judge's verdict
+            if isinstance(r.get(fld), float) and not math.isfinite(r[fld]):
+                raise InputError(f"{r[fld]!r} is not a number a verdict file may hold (NaN or Infinity)",
+                                 file=str(path), record=ref, field=fld)
         h = as_label(r.get(human_field)) if kind == "pairwise" else as_number(r.get(human_field))
         if h is None:
             without_human += 1

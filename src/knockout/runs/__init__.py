@@ -10,6 +10,7 @@ from knockout._registry import Registry
 from knockout.runs._kind import Column, ReportOptions, ReportPage, RunKind, kind_of, kinds_with
 from knockout.runs._models import CostStats, RunSummary
 from knockout.runs._run import (
+    INCOMPLETE,
     Oracle,
     Report,
     Run,
@@ -31,6 +32,7 @@ run_kinds.add("solve", "knockout.sciex._kind:SolveKind", "SciEx: a model answers
 run_kinds.add("jury", "knockout.jury._kind:JuryKind", "several judges (grade or sbs runs) and their aggregate")
 
 __all__ = [
+    "INCOMPLETE",
     "Column",
     "CostStats",
     "Oracle",

@@ -10,8 +10,10 @@ through the :class:`RunContext`.  :func:`execute_async` does the rest, the same 
 2. hash the identity into the run id; snapshot the data; ``start_run`` (status ``running``);
 3. build one engine per judge role over the store (the cache), with the observer for progress;
 4. ``execute``: the kind asks the engines and writes results (one transaction per batch);
-5. ``finish_run`` with the kind's typed summary (status ``complete``) — or, when the run stops early,
-   ``interrupted`` (Ctrl-C, cancelled) or ``failed`` (with the error), never ``complete``.
+5. ``finish_run`` with the kind's typed summary (status ``complete``; ``incomplete`` when judge requests
+   failed for good — no reply after the backend's retries —, which running it again asks, and only those)
+   — or, when the run stops early, ``interrupted`` (Ctrl-C, cancelled) or ``failed`` (with the error),
+   never ``complete``.
 
 :func:`execute` is the synchronous entry; it also works inside a running event loop (Jupyter) by running
 the run on a fresh loop in a worker thread.
@@ -23,7 +25,6 @@ import asyncio
 import hashlib
 import json
 import os
-import re
 import signal
 import threading
 from abc import ABC, abstractmethod
@@ -33,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from knockout._redact import redact
 from knockout.data._records import ItemSet
 from knockout.engine import Engine, Observer, Planned, Subject
 from knockout.engine._choose import make_executor
@@ -54,6 +56,18 @@ class Report(Protocol):
 
 
 R = TypeVar("R", bound=Report)
+
+#: The status of a run that ran to its end with judge requests that failed for good (:func:`failed_requests`).
+INCOMPLETE = "incomplete"
+
+
+def failed_requests(summary: dict[str, Any], engines: Iterable[Engine] = ()) -> int:
+    """The judge requests of a finished run that got no reply (the backend failed after its retries): the
+    summary's ``failed`` (a jury's adds up its members'), else its engines' count."""
+    counted = summary.get("failed")
+    if isinstance(counted, int) and not isinstance(counted, bool):
+        return counted
+    return sum(e.stats.failed for e in engines)
 
 
 def run_id_for(payload: dict[str, Any]) -> str:
@@ -159,16 +173,6 @@ def check_run(run: Run[Any], executor: str | None = None) -> None:
     parse_executor(executor or "local")  # a bad executor spec fails here, before the run is written
 
 
-#: option values that are secrets (``api_key=...`` in a judge spec or ``--judge-opt``): never stored
-_SECRET = re.compile(r"((?:api_key|token|password|secret)=)[^&\s'\"]+", re.IGNORECASE)
-
-
-def redact_secrets(command: str) -> str:
-    """``command`` with the values of secret options (``api_key=...``, ``token=``, ``password=``, ``secret=``)
-    replaced by ``REDACTED``: what a run stores of its command line."""
-    return _SECRET.sub(r"\1REDACTED", command)
-
-
 async def execute_async(run: Run[R], store: Store, *, observer: Observer | None = None,
                         executor: str | None = None, checked: bool = False, command: str | None = None) -> R:
     """Run ``run`` through the store: the one lifecycle (module doc).
@@ -195,7 +199,7 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         "simulated_judge": any(j.simulated for j in judges.values()),
     }
     if command is not None:
-        config["command"] = {"argv": redact_secrets(command), "cwd": os.getcwd()}
+        config["command"] = {"argv": redact(command), "cwd": os.getcwd()}
     store.start_run(run_id, kind=run.kind, method=run.method, judge=run.spec(), config=config,
                     data_source=run.data_source,
                     data_fingerprint=store.save_items(snapshot) if snapshot is not None else None)
@@ -207,12 +211,18 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
                                    executor=make_executor(executor, j, store, run_id))
         ctx = RunContext(run_id, store, engines, observer, executor)
         report = await run.execute(ctx)
-        store.finish_run(run_id, report.summary())
+        summary = report.summary()
+        status = INCOMPLETE if failed_requests(summary, engines.values()) else "complete"
+        if status == INCOMPLETE:
+            if hasattr(report, "status"):  # every kind's own report: its summary() says so too
+                report.status = INCOMPLETE
+            summary["status"] = INCOMPLETE
+        store.finish_run(run_id, summary, status)
     except (KeyboardInterrupt, asyncio.CancelledError):
         store.end_run(run_id, "interrupted", "stopped by the user")
         raise
     except BaseException as exc:
-        store.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
+        store.end_run(run_id, "failed", redact(f"{type(exc).__name__}: {exc}"))
         raise
     finally:
         for e in engines.values():

@@ -144,12 +144,14 @@ class SbsReport:
     metrics: dict[str, Any]
     human_agreement: dict[str, Any]
     items: list[ItemVerdicts]
+    #: ``complete``, or ``incomplete`` when judge requests failed for good (set by the lifecycle)
+    status: str = "complete"
 
     def summary(self) -> dict[str, Any]:
         """The ``knockout sbs --json`` object (keys in docs/side-by-side.md)."""
         return SbsSummary(
             run_id=self.run_id, kind="sbs", method=self.method, judge=self.judge, simulated_judge=self.simulated,
-            data=self.data_source, prompt=self.prompt, debate=self.debate, items=len(self.items),
+            data=self.data_source, status=self.status, prompt=self.prompt, debate=self.debate, items=len(self.items),
             orders_valid=sum(o.valid for it in self.items for o in it.orders),
             orders_invalid=sum(not o.valid for it in self.items for o in it.orders),
             **self.stats, metrics=self.metrics, human_agreement=self.human_agreement,

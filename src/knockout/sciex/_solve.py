@@ -125,12 +125,14 @@ class SolveReport:
     answers: list[Answer]  # the answers obtained (empty replies as EMPTY_ANSWER with meta.empty)
     results: list[ResultRow]
     questions: int
+    #: ``complete``, or ``incomplete`` when judge requests failed for good (set by the lifecycle)
+    status: str = "complete"
 
     def summary(self) -> dict[str, Any]:
         details = [r.details for r in self.results]
         s = SolveSummary(
             run_id=self.run_id, kind="solve", method="solve", judge=self.model, simulated_judge=self.simulated,
-            data=self.data_source, **self.stats, examinee=self.examinee, questions=self.questions,
+            data=self.data_source, status=self.status, **self.stats, examinee=self.examinee, questions=self.questions,
             answered=sum(1 for a in self.answers if not a.meta.get("empty")),
             empty=sum(1 for a in self.answers if a.meta.get("empty")),
             failed_answers=sum(1 for d in details if d.get("failed")),

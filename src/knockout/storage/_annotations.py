@@ -20,6 +20,7 @@ validation of what is saved (scores, choices, names, permissions) is the caller'
 
 from __future__ import annotations
 
+import math
 import secrets
 import sqlite3
 from collections.abc import Callable
@@ -27,6 +28,15 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from knockout._verdict import Verdict
+
+
+def _number(value: Any) -> float:
+    """A stored grade as a float; NaN for one that is not a number (a store written by hand: text, a blob),
+    which readers leave out and count (:func:`knockout.annotations.add_web_grades`)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
 
 
 class StaleWrite(Exception):
@@ -191,7 +201,7 @@ class AnnotationTables:
 
     def grade_scores(self) -> list[tuple[str, str, float]]:
         """(answer id, grader, score) of every current grade, by answer and grader."""
-        return [(r[0], r[1], float(r[2])) for r in self.db.execute(
+        return [(r[0], r[1], _number(r[2])) for r in self.db.execute(
             "SELECT answer_id, grader, score FROM human_grades ORDER BY answer_id, grader")]
 
     def grades_stamp(self) -> tuple[Any, ...]:

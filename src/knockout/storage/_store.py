@@ -56,9 +56,10 @@ from knockout.storage._owner import is_gone, owner
 from knockout.storage._snapshots import pack_items, unpack_items
 
 #: A run's states: ``running`` while an invocation works on it; ``complete`` when every result is written;
-#: ``interrupted`` when the invocation was stopped (Ctrl-C, cancelled); ``failed`` when it ended with an
-#: error.  Only a complete run's results are the whole run.
-RUN_STATES = ("running", "complete", "interrupted", "failed")
+#: ``incomplete`` when it ran to its end but judge requests failed for good (no reply after the backend's
+#: retries: running it again asks only those); ``interrupted`` when the invocation was stopped (Ctrl-C,
+#: cancelled); ``failed`` when it ended with an error.  Only a complete run's results are the whole run.
+RUN_STATES = ("running", "complete", "incomplete", "interrupted", "failed")
 
 
 @dataclass
@@ -595,6 +596,10 @@ class Store:
         )
 
     def finish_run(self, run_id: str, summary: dict[str, Any], status: str = "complete") -> None:
+        """Mark a run that ran to its end (``complete``, or ``incomplete``: judge requests failed) with its
+        summary."""
+        if status not in ("complete", "incomplete"):
+            raise ValueError(f"not an end state for a finished run: {status}")
         self.db.execute(
             "UPDATE runs SET status = ?, updated = ?, summary = ?, error = NULL WHERE id = ?",
             (status, time.time(), json.dumps(summary, ensure_ascii=False), run_id),

@@ -219,6 +219,10 @@ def read_exam(exam_file: Path, info_file: Path, *, exam: str, lang: str, answer_
     questions: dict[str, Question] = {}
     for q in _questions(exam_file, read_json(exam_file)):
         idx, where = q["Index"], f"Index {q['Index']}"
+        desc = q.get("Description")
+        if not (_is_none(desc) or isinstance(desc, str)):  # the question's text: an object is not one
+            raise InputError(f"expected text, got {type(desc).__name__} {shorten(repr(desc))}",
+                             file=str(exam_file), record=where, field="Description")
         info = infos.get(idx, {})
         if _is_none(info.get("MaximumPoints")):
             raise InputError(

@@ -170,6 +170,9 @@ def _grades(value: Any, *, file: Path, record: str, field: str) -> dict[str, flo
                          record=record, field=field)
     out: dict[str, float] = {}
     for grader, score in value.items():
+        if isinstance(plain(score), float) and math.isnan(plain(score)):  # a missing grade is null or absent
+            raise InputError("a grade that is NaN (leave the grader out, or write null, for no grade)",
+                             file=str(file), record=record, field=f"{field}.{grader}")
         x = as_number(score, file=file, record=record, field=f"{field}.{grader}")
         if x is not None:
             out[str(grader)] = x
