@@ -179,9 +179,11 @@ def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
     jury: dict[str, float] = {}
     samples: dict[str, float] = {}
     spread: dict[str, float] = {}
+    from knockout.judges._slot import verdict_spread
+
     for r in loaded.results:
         d, mx = r.get("details") or {}, maxp.get(r["item_id"], 1.0)
-        sd = verdict_spread(d, mx)
+        sd = verdict_spread(d, mx)  # the judge's own distribution (knockout.judges._slot)
         if sd is not None:
             spread[r["item_id"]] = min(1.0, sd / mx)
         if isinstance(d.get("spread"), int | float):
@@ -208,23 +210,6 @@ def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
             flipped[aid] = flipped.get(aid, 0) + (len(winners) > 1)
     flips = {aid: flipped[aid] / n for aid, n in played.items() if n}
     return {"jury": jury, "flips": flips, "samples": samples, "spread": spread}
-
-
-def verdict_spread(details: Mapping[str, Any], max_points: float) -> float | None:
-    """The standard deviation (points) of the judge's distribution over the grades behind an individual grade
-    read from a verdict slot's token probabilities (its last attempt's ``verdict``); None without one."""
-    from knockout.judges._slot import Slot, read_verdict, score_values
-
-    attempts = details.get("attempts") or []
-    verdict = attempts[-1].get("verdict") if attempts and isinstance(attempts[-1], dict) else None
-    if not isinstance(verdict, dict) or verdict.get("mode") != "expected":
-        return None
-    values = score_values(max_points)
-    chosen = verdict.get("chosen")
-    if isinstance(chosen, list) and chosen and isinstance(chosen[0], str) and "," in chosen[0]:
-        values = tuple(v.replace(".", ",") for v in values)
-    read = read_verdict(Slot("score", ("",), values), verdict)
-    return None if read.error is not None or read.fallback else read.spread[0]
 
 
 def review_loaded(loaded: Any, *, seed: int = 0, weights: Mapping[str, float] | None = None) -> dict[str, Any]:

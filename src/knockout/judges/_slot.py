@@ -203,3 +203,18 @@ def read_verdict(slot: Slot, verdict: Any) -> SlotVerdict:
         values.append(mean)
         spread.append(math.sqrt(max(var, 0.0)))
     return SlotVerdict(tuple(values), tuple(spread), tuple(mass), fallback)
+
+
+def verdict_spread(details: dict[str, Any], max_points: float) -> float | None:
+    """The standard deviation (points) of the judge's distribution over the grades behind an individual grade
+    read from a verdict slot's token probabilities (its last attempt's ``verdict``); None without one."""
+    attempts = details.get("attempts") or []
+    verdict = attempts[-1].get("verdict") if attempts and isinstance(attempts[-1], dict) else None
+    if not isinstance(verdict, dict) or verdict.get("mode") != "expected":
+        return None
+    values = score_values(max_points)
+    chosen = verdict.get("chosen")
+    if isinstance(chosen, list) and chosen and isinstance(chosen[0], str) and "," in chosen[0]:
+        values = tuple(v.replace(".", ",") for v in values)
+    read = read_verdict(Slot("score", ("",), values), verdict)
+    return None if read.error is not None or read.fallback else read.spread[0]

@@ -67,14 +67,14 @@ class LoadedRun:
         langs = sorted({items.question_at(i).language for i in at})
         if len(langs) > 1 or opts.get("shots"):
             out["languages"] = langs
-        if self.run.kind == "grade" and self.run.method == "individual":
+        if opts:  # a run with prompt options: how its verdicts were read
             out["verdict"] = self.verdict_used(str(opts.get("verdict", "text")))
         return out
 
     def verdict_used(self, mode: str) -> dict[str, Any]:
         """How the grades were read (the run's verdict mode) and, for expected grades, the judge's own spread
         over the grades (mean standard deviation of its distributions, points) and how many fell back."""
-        from knockout.calibration._review import verdict_spread
+        from knockout.judges._slot import verdict_spread
 
         out: dict[str, Any] = {"mode": mode}
         if mode != "expected":
