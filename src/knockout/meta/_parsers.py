@@ -28,9 +28,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from knockout._verdict import Verdict
-from knockout.prompts._parsers import COPIED, NUM, Copies, Parsed, own_text, to_float
+from knockout.prompts._parsers import (
+    COPIED,
+    NUM,
+    Copies,
+    Parsed,
+    _grade,
+    _is_text,
+    _is_texts,
+    own_text,
+    stored_shape,
+    to_float,
+)
 
 MAX_CRITERIA = 5
 _PLACEHOLDER = re.compile(r"^\(?\s*(?:your|choose|assign|give)\b", re.I)
@@ -179,3 +191,22 @@ def parse_score_tag(text: str, max_points: float = 5, shown: Sequence[str] = ())
                else f"must hold a score from 1 to {max_points:g}")
         return Parsed(error=f"<Score> {why}, got {raw[:40]!r}")
     return Parsed(value={"score": score, "own": None})
+
+
+# -- what each parser's valid value looks like once stored (knockout.prompts._parsers.STORED_SHAPES) --------
+def _is_meta_score(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return (type(v) is dict and set(v) == {"score", "own"} and _grade(v["score"], 1.0, max_points)
+            and (v["own"] is None or _grade(v["own"], 1.0, max_points)))
+
+
+def _is_question(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return type(v) is dict and set(v) == {"winner", "question"} and v["winner"] is None and \
+        _is_text(v["question"], max_points, criteria)
+
+
+stored_shape(parse_score, _is_meta_score)
+stored_shape(parse_score_tag, lambda v, m, c: _is_meta_score(v, m, c) and v["own"] is None)
+stored_shape(parse_criteria, _is_texts)
+stored_shape(parse_plan, _is_texts)
+stored_shape(parse_argument, _is_text)
+stored_shape(parse_debate, _is_question)

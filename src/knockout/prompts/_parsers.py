@@ -579,11 +579,6 @@ def _is_criteria(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
     return total <= max_points + 1e-9 and _grade(v["grade"], 0.0, max_points) and v["grade"] == min(total, max_points)
 
 
-def _is_meta_score(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
-    return (type(v) is dict and set(v) == {"score", "own"} and _grade(v["score"], 1.0, max_points)
-            and (v["own"] is None or _grade(v["own"], 1.0, max_points)))
-
-
 def _is_text(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
     return type(v) is str and bool(v) and v == v.strip()
 
@@ -592,28 +587,22 @@ def _is_texts(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
     return type(v) is list and 1 <= len(v) <= 5 and all(_is_text(x, max_points, criteria) for x in v)
 
 
-def _is_question(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
-    return type(v) is dict and set(v) == {"winner", "question"} and v["winner"] is None and \
-        _is_text(v["question"], max_points, criteria)
-
-
 _Shape = Callable[[Any, float, Sequence[float]], bool]
 #: What each knockout parser's valid value looks like once stored (JSON read back), by the parser's
-#: ``module:name``; a value of a parser not here (side-by-side and meta verdicts hold enum members and are
-#: never stored for reuse; plugins have no parse identity) is never used: the reply is read again.
+#: ``module:name`` (other features add theirs with :func:`stored_shape`); a value of a parser not here
+#: (side-by-side verdicts hold enum members and are never stored for reuse; plugins have no parse identity) is
+#: never used: the reply is read again.
 STORED_SHAPES: dict[str, _Shape] = {
     "knockout.prompts._parsers:parse_score": _is_score,
     "knockout.prompts._parsers:parse_pairwise": _is_pair,
     "knockout.prompts._parsers:parse_criteria": _is_criteria,
-    "knockout.sciex._parse:parse_sciex_score": _is_score,
-    "knockout.sciex._parse:parse_answer": _is_text,
-    "knockout.meta._parsers:parse_score": _is_meta_score,
-    "knockout.meta._parsers:parse_score_tag": lambda v, m, c: _is_meta_score(v, m, c) and v["own"] is None,
-    "knockout.meta._parsers:parse_criteria": _is_texts,
-    "knockout.meta._parsers:parse_plan": _is_texts,
-    "knockout.meta._parsers:parse_argument": _is_text,
-    "knockout.meta._parsers:parse_debate": _is_question,
 }
+
+
+def stored_shape(parser: Callable[..., Any], shape: _Shape) -> None:
+    """Declare what a parser's valid value looks like once stored (:data:`STORED_SHAPES`): the features that own
+    parsers (SciEx, meta-evaluation) declare theirs beside them."""
+    STORED_SHAPES[f"{parser.__module__}:{parser.__qualname__}"] = shape
 
 
 def stored_value_ok(parse: Any, value: Any) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from knockout.prompts._parsers import Parsed
+from knockout.prompts._parsers import Parsed, _is_score, _is_text, stored_shape
 
 _GRADE = re.compile(r"\[grade\]\s*(\d+(?:[.,]\d+)?)")  # the authors' first pattern (case-sensitive, as theirs)
 _NUMBER = re.compile(r"(\d+(?:[.,]\d+)?)")
@@ -53,3 +53,7 @@ def parse_answer(text: str, max_points: float, shown: Sequence[str] = ()) -> Par
     """An examinee's answer (knockout solve): any non-empty reply, stripped."""
     answer = text.strip()
     return Parsed(value=answer) if answer else Parsed(error="the reply is empty")
+
+
+stored_shape(parse_sciex_score, _is_score)
+stored_shape(parse_answer, _is_text)
