@@ -72,7 +72,8 @@ class PromptSpec(BaseModel):
     model_config = Strict
 
     prompt: Spec = "auto"
-    reference: bool = False
+    #: show each question's reference answer where the data has one (as `knockout grade` does by default)
+    reference: bool = True
     shots: int = Field(default=0, ge=0, le=MAX_SHOTS)
     shot_source: Name = "same-question"
     seed: Int = 0

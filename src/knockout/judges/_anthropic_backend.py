@@ -95,7 +95,7 @@ class AnthropicJudge(ServerJudge):
     backend = "anthropic"
     supports_images = True
     #: a verdict slot is a forced tool call whose typed input is the verdict
-    slot_modes = ("constrained",)
+    slot_modes: tuple[str, ...] = ("constrained",)
     unsupported_params = ("frequency_penalty",)  # the Messages API has no such parameter
     Options = AnthropicOptions
     options: AnthropicOptions

@@ -50,6 +50,9 @@ BatchResult = Completion | str
 class BatchJudge(Judge):
     """A judge whose requests go to a provider's batch API (through the engine's batch executor)."""
 
+    #: batch result lines are read as free text (no verdict slot: ``--verdict auto`` reads text)
+    slot_modes: tuple[str, ...] = ()
+
     #: the provider ("openai", "anthropic"): tells the engine to use its batch executor
     batch_api: ClassVar[str]
     #: the live backend whose replies a batch's replies are (its cache identity)

@@ -99,7 +99,7 @@ class LlamaCppJudge(Judge):
     backend = "llamacpp"
     supports_images = False
     #: the verdict slot read from the model's token probabilities, or written under a grammar
-    slot_modes = ("expected", "constrained")
+    slot_modes: tuple[str, ...] = ("expected", "constrained")
     Options = LlamaCppOptions
     options: LlamaCppOptions
 

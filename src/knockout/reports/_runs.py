@@ -67,8 +67,8 @@ class LoadedRun:
         langs = sorted({items.question_at(i).language for i in at})
         if len(langs) > 1 or opts.get("shots"):
             out["languages"] = langs
-        if opts:  # a run with prompt options: how its verdicts were read
-            out["verdict"] = self.verdict_used(str(opts.get("verdict", "text")))
+        if opts.get("verdict") in ("expected", "constrained"):  # read from a verdict slot: said, with its spread
+            out["verdict"] = self.verdict_used(str(opts["verdict"]))
         return out
 
     def verdict_used(self, mode: str) -> dict[str, Any]:
