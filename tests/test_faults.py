@@ -196,8 +196,10 @@ def test_a_request_that_fails_for_good_leaves_the_run_incomplete(tmp_path: Path,
         assert "1 judge request failed for good" in lines[0] and summary["run_id"] in lines[0], lines[0]
         assert "sk-secret-1" not in r.stderr and "tk-secret-2" not in r.stderr, r.stderr
         command = lines[0].split("retry only those with: ", 1)[1]
-        assert command == shlex.join(["knockout", *(a.replace("sk-secret-1", "***").replace("tk-secret-2", "***")
-                                                     for a in args)])
+        from knockout.cli._common import knockout_command  # the launcher: its full path when not on PATH
+
+        assert command == " ".join([knockout_command(), shlex.join(
+            a.replace("sk-secret-1", "***").replace("tk-secret-2", "***") for a in args)])
         listed = json.loads(runner.invoke(app, ["runs", str(db), "--json"]).stdout)
         assert [x["status"] for x in listed] == ["incomplete"], listed
         table = runner.invoke(app, ["runs", str(db)])
