@@ -125,7 +125,7 @@ class SlotReader:
         llm = self.llm
         base = tokens_of(llm, text, added_special)
         seqs = [tokens_of(llm, text + v, added_special) for v in values]
-        start = min(_common(base, s) for s in seqs)
+        start = min(common_prefix(base, s) for s in seqs)
         start = min(start, *(len(s) - 1 for s in seqs))  # each value keeps at least one token of its own
         if start <= 0:
             raise JudgeError("the verdict slot cannot be read: the prompt and its values share no tokens")
@@ -157,7 +157,8 @@ class SlotReader:
             self._walk(seqs, group, depth + 1, [*prefix, tok], step, probs, continues, prompt)
 
 
-def _common(a: Sequence[int], b: Sequence[int]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """The length of the common prefix of two token lists."""
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:

@@ -142,9 +142,7 @@ class LlamaCppJudge(Judge):
 
     def _run(self, request: JudgeRequest) -> Completion:
         llm, lock = self._llm()
-        dropped = sum(len(m.images) for m in request.messages)
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        p = request.params
+        dropped, messages, p = _chat_parts(request)
         with lock:
             t0 = time.perf_counter()
             out = llm.create_chat_completion(
@@ -177,9 +175,7 @@ class LlamaCppJudge(Judge):
         slot, mode = request.slot, request.slot_mode
         assert slot is not None
         llm, lock = self._llm()
-        dropped = sum(len(m.images) for m in request.messages)
-        messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        p = request.params
+        dropped, messages, p = _chat_parts(request)
         with lock:
             t0 = time.perf_counter()
             prompt, stop, special = chat_prompt(llm, messages)
@@ -257,6 +253,13 @@ class LlamaCppJudge(Judge):
             return done
         async with self._lock:
             return await self._in_thread(self._run, request)
+
+
+def _chat_parts(request: JudgeRequest) -> tuple[int, list[dict[str, str]], Any]:
+    """A request as llama-cpp-python takes it: the images left out (their count), the chat messages, the
+    generation parameters (a text-only model)."""
+    return (sum(len(m.images) for m in request.messages),
+            [{"role": m.role, "content": m.content} for m in request.messages], request.params)
 
 
 def _hand(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[Completion], done: Completion | None,

@@ -24,6 +24,7 @@ from typing import Any
 
 from knockout.errors import JudgeError
 from knockout.judges._base import Completion, JudgeRequest
+from knockout.judges._chat import chat_prompt, common_prefix, tokens_of
 
 #: a prefix shorter than this is evaluated again rather than shared or waited for
 MIN_SHARED = 16
@@ -85,28 +86,10 @@ class ParallelDecoder:
         self.thread.start()
 
     # -- the caller's side ---------------------------------------------------------------------------
-    def _formatter(self) -> Any:
-        """The GGUF's own chat template (as llama-cpp-python builds it for create_chat_completion)."""
-        if getattr(self, "_format", None) is None:
-            from llama_cpp import llama_chat_format
-
-            llm = self.llm
-            template = llm.metadata.get("tokenizer.chat_template")
-            if not template:
-                raise JudgeError("parallel sequences need a GGUF with a chat template")
-            eos, bos = llm.token_eos(), llm.token_bos()
-            self._format = llama_chat_format.Jinja2ChatFormatter(
-                template=template, eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
-                bos_token=llm._model.token_get_text(bos) if bos != -1 else "", stop_token_ids=[eos])
-        return self._format
-
     def prompt_tokens(self, messages: list[dict[str, str]]) -> tuple[list[int], list[str]]:
         """The chat-formatted prompt's tokens and the format's own stop strings (as create_chat_completion)."""
-        result = self._formatter()(messages=messages)
-        tokens = self.llm.tokenize(result.prompt.encode("utf-8"), add_bos=not getattr(result, "added_special", False),
-                                   special=True)
-        stop = result.stop if isinstance(result.stop, list) else [result.stop] if result.stop else []
-        return list(tokens), [s for s in stop if s]
+        prompt, stop, special = chat_prompt(self.llm, messages)
+        return tokens_of(self.llm, prompt, special), stop
 
     async def complete(self, request: JudgeRequest) -> Completion:
         p = request.params
@@ -161,13 +144,13 @@ class ParallelDecoder:
             if not free:
                 return
             job = self.queue[0]
-            src, best = max(((s, _common(s.cached, job.tokens)) for s in self.slots), key=lambda x: x[1])
-            if any(s.job is not None and s.pending and _common(s.cached + s.pending, job.tokens) > best + MIN_SHARED
-                   for s in self.slots):
+            src, best = max(((s, common_prefix(s.cached, job.tokens)) for s in self.slots), key=lambda x: x[1])
+            if any(s.job is not None and s.pending
+                   and common_prefix(s.cached + s.pending, job.tokens) > best + MIN_SHARED for s in self.slots):
                 return  # the next step evaluates that prefix; this request takes it then
             self.queue.popleft()
-            slot = max(free, key=lambda s: _common(s.cached, job.tokens))
-            keep = min(_common(slot.cached, job.tokens), len(job.tokens) - 1)  # one token evaluated, for logits
+            slot = max(free, key=lambda s: common_prefix(s.cached, job.tokens))
+            keep = min(common_prefix(slot.cached, job.tokens), len(job.tokens) - 1)  # one token evaluated, for logits
             shared = min(best, len(job.tokens) - 1)
             if src is not slot and shared > keep + MIN_SHARED:
                 self.C.llama_memory_seq_rm(self.mem, slot.seq, -1, -1)
@@ -273,16 +256,6 @@ class ParallelDecoder:
         if slot.sampler is not None:
             self.C.llama_sampler_free(slot.sampler)
         slot.job, slot.sampler, slot.pending, slot.generated = None, None, [], []
-
-
-def _common(a: list[int], b: list[int]) -> int:
-    """The length of the common prefix of two token lists."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _set_result(fut: asyncio.Future[Completion], value: Completion) -> None:

@@ -38,12 +38,20 @@ Row = tuple[str, Mapping[str, Any]]
 LISTED_COLUMNS = 40
 
 
+#: characters of a column name an error shows (a header can hold a name of any length)
+SHOWN_NAME = 60
+
+
+def _cut(name: str) -> str:
+    return name if len(name) <= SHOWN_NAME else f"{name[:SHOWN_NAME]}... ({len(name)} characters)"
+
+
 def columns_there(names: Sequence[str]) -> str:
     """``the columns there: 'qid', 'prompt', ...`` for an error about a column that is not there."""
     names = [n for n in names if not (n.startswith("<") and n.endswith(">"))]  # knockout.grade's own columns
     if not names:
         return "there are no columns"
-    shown = ", ".join(repr(str(n)) for n in list(names)[:LISTED_COLUMNS])
+    shown = ", ".join(repr(_cut(str(n))) for n in list(names)[:LISTED_COLUMNS])
     more = f" and {len(names) - LISTED_COLUMNS} more" if len(names) > LISTED_COLUMNS else ""
     return f"the columns there: {shown}{more}"
 
