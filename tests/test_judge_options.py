@@ -178,16 +178,16 @@ def _exam(path: Path) -> Path:
     return path
 
 
-def _grade(data: Path, store: Path, spec: str) -> dict[str, Any]:
+def _grade(data: Path, store: Path, spec: str, code: int = 0) -> dict[str, Any]:
     res = knockout("grade", str(data), "--judge", spec, "-o", str(store), "--json", "--quiet",
                    "--max-tokens", "48", env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == code, res.stderr
     summary: dict[str, Any] = json.loads(res.stdout)
     return summary
 
 
 def _results(store: Path, run_id: str) -> list[float | None]:
-    res = knockout("export", str(store), "--run", run_id, "--format", "jsonl")
+    res = knockout("export", str(store), "--run", run_id, "--format", "jsonl", "--partial")
     return [json.loads(line)["score"] for line in res.stdout.splitlines() if line.strip()]
 
 
@@ -289,7 +289,9 @@ def test_malformed_replies_in_a_run_are_failures_not_grades(tmp_path: Path) -> N
         return (200, b'{"choices": []}') if "Routes packets." in json.dumps(body) else (200, chat_body("Score: 1/2"))
 
     with fake_api(answer) as fake:
-        summary = _grade(data, store, f"openai:m?base_url={fake.url}&retries=1&backoff=0")
+        # a request that failed for good: the run is incomplete, exit 3 (issue 35)
+        summary = _grade(data, store, f"openai:m?base_url={fake.url}&retries=1&backoff=0", code=3)
+        assert summary["status"] == "incomplete"
         assert (summary["valid"], summary["invalid"], summary["failed"], fake.hits) == (2, 1, 1, 4)
         assert _results(store, summary["run_id"]) == [1.0, None, 1.0]
 
