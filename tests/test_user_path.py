@@ -174,7 +174,9 @@ def test_no_valid_grade_names_the_export_command_that_runs(tmp_path: Path) -> No
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_demo_ends_with_the_activate_line() -> None:
     """`make demo` installs into .venv and says how to put `knockout` on PATH (README's set-up shows it)."""
-    r = subprocess.run(["make", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}  # under make test
+    r = subprocess.run(["make", "--no-print-directory", "-n", "demo"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.rstrip().endswith('echo "    source .venv/bin/activate"'), r.stdout
     assert "source .venv/bin/activate" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import sys
@@ -237,4 +238,8 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
                 else "stopped before the run was stored")
         sys.stderr.write(f"knockout: {name}: {what}; resume it with: {resume_command()}\n")
         sys.stderr.flush()
+        llama = sys.modules.get("knockout.judges._llamacpp")
+        if llama is not None and llama.calls_in_flight():  # the store is closed and the run stored interrupted:
+            sys.stdout.flush()  # exit now, never tear the interpreter down under a llama.cpp call
+            os._exit(128 + stop.signum)
         raise typer.Exit(128 + stop.signum) from None

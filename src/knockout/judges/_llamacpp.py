@@ -229,12 +229,15 @@ class LlamaCppJudge(Judge):
         fut: asyncio.Future[Completion] = loop.create_future()
 
         def work() -> None:
+            _IN_FLIGHT.append(1)
             try:
                 done = fn(request)
             except BaseException as exc:  # handed to the caller
                 _hand(loop, fut, None, exc)
             else:
                 _hand(loop, fut, done, None)
+            finally:
+                _IN_FLIGHT.pop()
 
         threading.Thread(target=work, name="knockout-llama-call", daemon=True).start()
         return await fut
@@ -253,6 +256,16 @@ class LlamaCppJudge(Judge):
             return done
         async with self._lock:
             return await self._in_thread(self._run, request)
+
+
+#: one entry per llama.cpp call running in its daemon thread
+_IN_FLIGHT: list[int] = []
+
+
+def calls_in_flight() -> int:
+    """llama.cpp calls still running (a command stopped by a signal exits at once when there are: the
+    interpreter's shutdown would free the model under them)."""
+    return len(_IN_FLIGHT)
 
 
 def _chat_parts(request: JudgeRequest) -> tuple[int, list[dict[str, str]], Any]:
