@@ -816,7 +816,7 @@ def test_fuzz_judge_replies(fake_judge: Any, replies: list[tuple[str, str | None
         assert summary["answers"] == len(replies), shown
         if r.exit_code == 3:
             (line,) = [ln for ln in r.stderr.splitlines() if ln.strip()]
-            assert "failed for good" in line and "retry only those with: knockout " in line, shown
+            assert "failed for good" in line and "retry only those with: " in line, shown  # launcher: any path
     else:  # the run failed, or no answer got a valid grade (its status says whether requests failed)
         assert status == "failed" or (status in ("complete", "incomplete") and valid == 0), shown
 
