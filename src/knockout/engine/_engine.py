@@ -40,7 +40,7 @@ from knockout.engine._events import Done, Observer, Queued
 from knockout.engine._executors import Executor, LocalExecutor
 from knockout.errors import JudgeError
 from knockout.judges._base import GenParams, Judge, JudgeRequest, Message, Subject, current_subject
-from knockout.judges._slot import Slot
+from knockout.judges._slot import MIN_MASS, Slot
 from knockout.prompts._parsers import Parsed
 
 
@@ -457,8 +457,6 @@ class Engine:
     def _count_fallback(self, record: CallRecord) -> None:
         v = record.verdict
         if isinstance(v, dict) and v.get("mode") == "expected":
-            from knockout.judges._slot import MIN_MASS
-
             probs = v.get("probs")
             if isinstance(probs, list) and any(isinstance(ps, list) and sum(ps) < MIN_MASS for ps in probs):
                 self.stats.slot_fallbacks += 1
