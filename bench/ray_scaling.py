@@ -7,13 +7,17 @@ for comparison, one thread), each Ray worker gets one core (``threads=1``, ``cpu
 the model.  ``scripted`` (a
 SIMULATION, 50 ms per call) measures the executor's own overhead.  Each mode grades the same ``--n``
 answers into a fresh store (no cache hits) through the one run lifecycle; the table shows wall time,
-calls/s and the ratio to in process.  A local Ray instance is started with 2 CPUs.
+calls/s and the ratio to in process.  A local Ray instance is started with 2 CPUs, only inside a network
+namespace whose one interface is loopback: Ray binds the host's own address even when told 127.0.0.1, so the
+bench re-executes itself under ``unshare -n`` (root, or user namespaces) and refuses to start Ray otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,12 +53,31 @@ def one(mode: str, spec: str, n: int, max_tokens: int) -> tuple[float, int]:
     return wall, int(rep.stats["judge_calls"])
 
 
+def only_loopback() -> bool:
+    """This process's network namespace has no interface but ``lo``."""
+    lines = Path("/proc/self/net/dev").read_text().splitlines()[2:]  # per namespace, unlike /sys/class/net
+    return {line.split(":", 1)[0].strip() for line in lines} <= {"lo"}
+
+
+def into_loopback_namespace() -> None:
+    """Re-execute this bench in a new network namespace with only ``lo`` (brought up), or refuse."""
+    if only_loopback():
+        return
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        raise SystemExit("ray_scaling: Ray would listen on this host's address; needs unshare and ip (util-linux, "
+                         "iproute2) to run in a loopback-only network namespace")
+    argv = [sys.executable, *sys.argv]
+    done = subprocess.run(["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *argv], check=False)
+    raise SystemExit(done.returncode)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=8)
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--judge", choices=["gguf", "scripted"], default="gguf")
     a = ap.parse_args()
+    into_loopback_namespace()
     sys.path.insert(0, str(ROOT / "src"))
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])
     import ray
