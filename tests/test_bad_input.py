@@ -564,6 +564,10 @@ CASES: list[Case] = [
     # issue 35: bad input, round four
     gcase("jsonl-max-points-5000-digits", jsonl({**Q, "max_points": "@@"}, A).replace('"@@"', "1" * 5000),
           ("line 1", "max_points", "finite")),
+    # the long fuzz run of issue 35 (seed 35): 2**63 points passed as a number, then no grade could be read
+    gcase("csv-max-points-2-63", "question_id,question,max_points,examinee,answer,human_score\r\n"
+          "q1,What?,9223372036854775808,e0,It.,1\r\n", ("line 2", "max_points", "10000"), "bad.csv"),
+    gcase("jsonl-max-points-above-bound", jsonl({**Q, "max_points": 10001}, A), ("line 1", "max_points", "10000")),
     Case("parquet-human-scores-nan", grade("t.parquet"), ("t.parquet", "row 1", "human_scores.g2", "NaN"), {},
          lambda d: write_parquet_scores(d / "t.parquet", {"g1": 1.0, "g2": float("nan")})),
     Case("sciex-answers-folder-loop", grade("exam", "--format", "sciex"), ("answers/sub", "loop"),

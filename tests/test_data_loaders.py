@@ -112,7 +112,7 @@ def test_jsonl_loads_fixture() -> None:
             ],
             ["line 2", "field 'human_scores.g'", "valid number"],
         ),
-        ([json.dumps({**Q1, "max_points": 0})], ["line 1", "field 'max_points'", "> 0"]),
+        ([json.dumps({**Q1, "max_points": 0})], ["line 1", "field 'max_points'", "in (0, 10000]"]),
         ([json.dumps({**Q1, "max_points": -3})], ["line 1", "field 'max_points'"]),
         ([json.dumps(Q1), json.dumps({**A1, "text": "  "})], ["line 2", "field 'text'", "must not be empty"]),
         ([json.dumps({**Q1, "type": "quiz"})], ["line 1", "field 'type'", "unknown record type 'quiz'"]),

@@ -33,6 +33,8 @@ MAX_CONCURRENCY = 4096
 MAX_RETRIES = 100
 #: a sampling temperature at most
 MAX_TEMPERATURE = 10.0
+#: a question's maximum points at most (a grade scale, not a count: the judge is shown every allowed grade)
+MAX_POINTS = 10_000.0
 #: a count that bounds work: rounds, draws, shots, windows, resamples, shuffles (at most)
 MAX_COUNT = 1_000_000
 #: few-shot examples per prompt at most

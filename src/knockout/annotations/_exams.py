@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from knockout._bounds import MAX_NAME, ExamName, check_name
+from knockout._bounds import MAX_NAME, MAX_POINTS, ExamName, check_name
 from knockout.annotations._common import check_version
 from knockout.annotations._files import ImageFiles, ImportedImages
 from knockout.data._records import Answer, ItemSet, Question
@@ -33,8 +33,8 @@ from knockout.errors import InputError
 from knockout.storage._store import Store
 
 DIFFICULTIES = ("easy", "medium", "hard")
-#: The largest maximum points an organizer may set for a question.
-MAX_POINTS_LIMIT = 10_000.0
+#: The largest maximum points an organizer may set for a question (the records' bound).
+MAX_POINTS_LIMIT = MAX_POINTS
 #: Tolerance when comparing a grade with the maximum.
 EPS = 1e-9
 
