@@ -97,6 +97,21 @@ def test_sbs_experiment_prints_the_side_by_side_table(tmp_path: Path) -> None:
     assert "experts (human" in res.stdout and "MPCC-Consistency" in res.stdout and "sbs-II" in res.stdout
 
 
+def test_sbs_experiment_of_one_run_prints_its_figures(tmp_path: Path) -> None:
+    """One judge and one prompt: the paper's figures of that run (the long fuzz run of issue 35 found it ran the
+    part and then refused, exit 2 with the store written: "compare needs at least two runs")."""
+    data = tmp_path / "p.jsonl"
+    data.write_text("".join(json.dumps(i.model_dump()) + "\n" for i in synthetic(8)))
+    f = tmp_path / "sbs.toml"
+    f.write_text('kind = "sbs"\n[data]\npath = "p.jsonl"\n[prompt]\n[compare]\n[[judges]]\njudge = "scripted"\n'
+                 '"params" = {  }\n[[prompts]]\n')
+    res = cli("run", str(f), "-q", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "experts (human" in res.stdout and "MPCC-Consistency" in res.stdout
+    one = cli("compare", str(tmp_path / "sbs.db"), cwd=tmp_path)
+    assert one.returncode == 2 and "compare needs at least two runs" in one.stderr
+
+
 def test_meta_experiment(tmp_path: Path) -> None:
     from tests.test_meta import write_verdicts
 

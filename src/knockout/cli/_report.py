@@ -143,6 +143,8 @@ def compare(
                 if key not in stores:
                     stores[key] = stack.enter_context(Store.open_existing(path))
                 refs.append((stores[key], pick_run(stores[key], ref_id, "compare")))
+            if len(refs) < 2:
+                raise ConfigError("compare needs at least two runs")
             kinds = {reads_as(rec) for _, rec in refs}
             if len(kinds) > 1:
                 raise ConfigError("compare reads runs of one kind: all grading runs or all side-by-side runs "

@@ -35,9 +35,10 @@ def _name(rec: RunRecord) -> tuple[str, str]:
 
 def build_sbs_comparison(refs: Sequence[tuple[Store, RunRecord]], *, resamples: int = DEFAULT_RESAMPLES,
                          seed: int = 0) -> dict[str, Any]:
-    """Runs x the paper's figures (module doc), with the human row and paired kappa differences."""
-    if len(refs) < 2:
-        raise ConfigError("compare needs at least two runs")
+    """Runs x the paper's figures (module doc), with the human row and paired kappa differences against the
+    first run (none for one run: an experiment of one judge and one prompt gets the figures alone)."""
+    if not refs:
+        raise ConfigError("compare needs at least one run")
     rows: list[dict[str, Any]] = []
     lists: list[tuple[dict[str, list[str]], list[str | None]]] = []
     for store, rec in refs:
