@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 ROOT = Path(__file__).resolve().parents[1] / "src" / "knockout" / "examples" / "sciex"
 EXAMS = ("cs-basics-en", "cs-basics-de")
