@@ -18,7 +18,6 @@ from knockout.annotations._assignments import Assignments, Kind
 from knockout.annotations._common import MAX_VERSION, StaleWrite
 from knockout.annotations._exams import (
     DIFFICULTIES,
-    MAX_POINTS_LIMIT,
     Exam,
     ExamGrades,
     Examinee,
@@ -55,7 +54,6 @@ __all__ = [
     "DIFFICULTIES",
     "EXPORTS",
     "MAX_OVERLAP",
-    "MAX_POINTS_LIMIT",
     "MAX_VERSION",
     "SHOWN",
     "VERDICTS",

@@ -33,8 +33,6 @@ from knockout.errors import InputError
 from knockout.storage._store import Store
 
 DIFFICULTIES = ("easy", "medium", "hard")
-#: The largest maximum points an organizer may set for a question (the records' bound).
-MAX_POINTS_LIMIT = MAX_POINTS
 #: Tolerance when comparing a grade with the maximum.
 EPS = 1e-9
 
@@ -174,8 +172,8 @@ class ExamGrades:
         """Store the question's information (decided by an organizer; the caller checks the role).
 
         Returns how many grades of the question are now above the new maximum (out of range)."""
-        if not math.isfinite(max_points) or not 0 < max_points <= MAX_POINTS_LIMIT:
-            raise InputError(f"must be a number in (0, {MAX_POINTS_LIMIT:g}]", field="max_points")
+        if not math.isfinite(max_points) or not 0 < max_points <= MAX_POINTS:
+            raise InputError(f"must be a number in (0, {MAX_POINTS:g}]", field="max_points")
         if student_average is not None and (not math.isfinite(student_average) or not
                                             0 <= student_average <= max_points):
             raise InputError(f"must be within 0..{max_points:g}", field="student_average")

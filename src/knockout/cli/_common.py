@@ -66,11 +66,16 @@ def one_line(text: str) -> str:
     return escape(text)
 
 
-def fail(exc: KnockoutError) -> None:
-    """One line on stderr (secrets redacted) and the error's exit code."""
+def print_error(exc: KnockoutError) -> None:
+    """The error as one line on stderr, secrets redacted."""
     from knockout._redact import redact
 
     err.print(f"[bold red]error:[/] {one_line(redact(str(exc)))}", highlight=False, soft_wrap=True)
+
+
+def fail(exc: KnockoutError) -> None:
+    """One line on stderr (:func:`print_error`) and the error's exit code."""
+    print_error(exc)
     raise typer.Exit(exc.exit_code)
 
 

@@ -28,10 +28,10 @@ from knockout.cli._common import (
     forget_incomplete,
     gen_params,
     knockout_command,
-    one_line,
     options,
     out,
     parse_kv,
+    print_error,
     print_json,
 )
 from knockout.errors import ConfigError, KnockoutError
@@ -543,7 +543,5 @@ def main() -> None:
     try:
         app()
     except KnockoutError as exc:  # errors raised outside a command body
-        from knockout._redact import redact
-
-        err.print(f"[bold red]error:[/] {one_line(redact(str(exc)))}", highlight=False, soft_wrap=True)
+        print_error(exc)
         sys.exit(exc.exit_code)

@@ -36,9 +36,9 @@ from knockout.prompts._parsers import (
     NUM,
     Copies,
     Parsed,
-    _grade,
-    _is_text,
-    _is_texts,
+    is_grade,
+    is_text,
+    is_texts,
     own_text,
     stored_shape,
     to_float,
@@ -195,18 +195,18 @@ def parse_score_tag(text: str, max_points: float = 5, shown: Sequence[str] = ())
 
 # -- what each parser's valid value looks like once stored (knockout.prompts._parsers.STORED_SHAPES) --------
 def _is_meta_score(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
-    return (type(v) is dict and set(v) == {"score", "own"} and _grade(v["score"], 1.0, max_points)
-            and (v["own"] is None or _grade(v["own"], 1.0, max_points)))
+    return (type(v) is dict and set(v) == {"score", "own"} and is_grade(v["score"], 1.0, max_points)
+            and (v["own"] is None or is_grade(v["own"], 1.0, max_points)))
 
 
 def _is_question(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
     return type(v) is dict and set(v) == {"winner", "question"} and v["winner"] is None and \
-        _is_text(v["question"], max_points, criteria)
+        is_text(v["question"], max_points, criteria)
 
 
 stored_shape(parse_score, _is_meta_score)
 stored_shape(parse_score_tag, lambda v, m, c: _is_meta_score(v, m, c) and v["own"] is None)
-stored_shape(parse_criteria, _is_texts)
-stored_shape(parse_plan, _is_texts)
-stored_shape(parse_argument, _is_text)
+stored_shape(parse_criteria, is_texts)
+stored_shape(parse_plan, is_texts)
+stored_shape(parse_argument, is_text)
 stored_shape(parse_debate, _is_question)

@@ -554,17 +554,17 @@ def parse_criteria(text: str, max_points: float, shown: Sequence[str] = (), crit
 
 
 # -- a stored parse is checked like a fresh one (issue 34) ------------------------------------------------
-def _grade(x: Any, low: float, high: float) -> bool:
+def is_grade(x: Any, low: float, high: float) -> bool:
     """A grade as a parser makes it: a float (not an int, a bool or a string), finite, within low..high."""
     return type(x) is float and low <= x <= high + 1e-9
 
 
-def _is_score(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
-    return _grade(v, 0.0, max_points)
+def is_score(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return is_grade(v, 0.0, max_points)
 
 
 def _is_pair(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
-    return type(v) is list and len(v) == 2 and all(_grade(x, 0.0, max_points) for x in v)
+    return type(v) is list and len(v) == 2 and all(is_grade(x, 0.0, max_points) for x in v)
 
 
 def _is_criteria(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
@@ -573,18 +573,18 @@ def _is_criteria(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
     awarded = v["criteria"]
     if type(awarded) is not list or len(awarded) != len(criteria) or not criteria:
         return False
-    if not all(_grade(x, 0.0, p) for x, p in zip(awarded, criteria, strict=True)):
+    if not all(is_grade(x, 0.0, p) for x, p in zip(awarded, criteria, strict=True)):
         return False
     total = sum(awarded)
-    return total <= max_points + 1e-9 and _grade(v["grade"], 0.0, max_points) and v["grade"] == min(total, max_points)
+    return total <= max_points + 1e-9 and is_grade(v["grade"], 0.0, max_points) and v["grade"] == min(total, max_points)
 
 
-def _is_text(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+def is_text(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
     return type(v) is str and bool(v) and v == v.strip()
 
 
-def _is_texts(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
-    return type(v) is list and 1 <= len(v) <= 5 and all(_is_text(x, max_points, criteria) for x in v)
+def is_texts(v: Any, max_points: float, criteria: Sequence[float]) -> bool:
+    return type(v) is list and 1 <= len(v) <= 5 and all(is_text(x, max_points, criteria) for x in v)
 
 
 _Shape = Callable[[Any, float, Sequence[float]], bool]
@@ -593,7 +593,7 @@ _Shape = Callable[[Any, float, Sequence[float]], bool]
 #: (side-by-side verdicts hold enum members and are never stored for reuse; plugins have no parse identity) is
 #: never used: the reply is read again.
 STORED_SHAPES: dict[str, _Shape] = {
-    "knockout.prompts._parsers:parse_score": _is_score,
+    "knockout.prompts._parsers:parse_score": is_score,
     "knockout.prompts._parsers:parse_pairwise": _is_pair,
     "knockout.prompts._parsers:parse_criteria": _is_criteria,
 }

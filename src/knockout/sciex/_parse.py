@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from knockout.prompts._parsers import Parsed, _is_score, _is_text, stored_shape
+from knockout.prompts._parsers import Parsed, is_score, is_text, stored_shape
 
 _GRADE = re.compile(r"\[grade\]\s*(\d+(?:[.,]\d+)?)")  # the authors' first pattern (case-sensitive, as theirs)
 _NUMBER = re.compile(r"(\d+(?:[.,]\d+)?)")
@@ -55,5 +55,5 @@ def parse_answer(text: str, max_points: float, shown: Sequence[str] = ()) -> Par
     return Parsed(value=answer) if answer else Parsed(error="the reply is empty")
 
 
-stored_shape(parse_sciex_score, _is_score)
-stored_shape(parse_answer, _is_text)
+stored_shape(parse_sciex_score, is_score)
+stored_shape(parse_answer, is_text)
