@@ -169,6 +169,14 @@ def field_error(exc: Any) -> tuple[str, str]:
     return loc, msg
 
 
+def max_points_ok(v: float) -> float:
+    """``v`` as a question's maximum points: a number in (0, :data:`MAX_POINTS`] (NaN and infinities are not),
+    else a ValueError saying so (the records' field and the web app's exam form)."""
+    if not 0 < v <= MAX_POINTS:
+        raise ValueError(f"must be a number in (0, {MAX_POINTS:g}]")
+    return v
+
+
 def check_name(value: str, what: str, kind: Any = None) -> str:
     """``value`` as a :data:`Name` (or ``kind``, e.g. :data:`ExamName`), or a ConfigError naming ``what`` (an
     option such as ``--exam``)."""

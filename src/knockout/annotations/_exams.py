@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from knockout._bounds import MAX_NAME, MAX_POINTS, ExamName, check_name
+from knockout._bounds import MAX_NAME, ExamName, check_name, max_points_ok
 from knockout.annotations._common import check_version
 from knockout.annotations._files import ImageFiles, ImportedImages
 from knockout.data._records import Answer, ItemSet, Question
@@ -172,8 +172,10 @@ class ExamGrades:
         """Store the question's information (decided by an organizer; the caller checks the role).
 
         Returns how many grades of the question are now above the new maximum (out of range)."""
-        if not math.isfinite(max_points) or not 0 < max_points <= MAX_POINTS:
-            raise InputError(f"must be a number in (0, {MAX_POINTS:g}]", field="max_points")
+        try:
+            max_points_ok(max_points)
+        except ValueError as exc:
+            raise InputError(str(exc), field="max_points") from None
         if student_average is not None and (not math.isfinite(student_average) or not
                                             0 <= student_average <= max_points):
             raise InputError(f"must be within 0..{max_points:g}", field="student_average")

@@ -13,7 +13,7 @@ from typing import Annotated, Any, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from knockout._bounds import MAX_POINTS, ExamName, JsonObject, Name, NonEmptyText, Number, Selection, Text
+from knockout._bounds import ExamName, JsonObject, Name, NonEmptyText, Number, Selection, Text, max_points_ok
 from knockout.errors import ConfigError, InputError
 
 
@@ -23,16 +23,10 @@ def _positive(v: float) -> float:
     return v
 
 
-def _max_points(v: float) -> float:
-    if not 0 < v <= MAX_POINTS:
-        raise ValueError(f"must be a number in (0, {MAX_POINTS:g}]")
-    return v
-
-
 #: a number > 0 (a criterion's points)
 Positive = Annotated[Number, AfterValidator(_positive)]
 #: a question's maximum points: > 0 and at most :data:`knockout._bounds.MAX_POINTS`
-MaxPoints = Annotated[Number, AfterValidator(_max_points)]
+MaxPoints = Annotated[Number, AfterValidator(max_points_ok)]
 
 
 class Criterion(BaseModel):
