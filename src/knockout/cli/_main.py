@@ -176,6 +176,10 @@ def grade(
                                          "judge's token probabilities), constrained (a grammar or schema of the "
                                          "allowed grades), text (free text; docs/methods.md#the-verdict-slot)")
                        ] = "auto",
+    guard: Annotated[str, typer.Option("--guard", help="the persuasion guard of individual grading: auto (on where "
+                                       "the verdict is read from token probabilities: an answer that addresses "
+                                       "the grader is flagged and graded without those parts, the lower grade "
+                                       "kept), on, off (docs/injection.md)")] = "auto",
     rubric: Annotated[str, typer.Option("--rubric", help="questions' rubrics: auto (a text rubric shown in the "
                                         "prompt, a criteria rubric graded per criterion), text (every rubric "
                                         "shown, one grade), off (ignored; docs/rubrics.md)")] = "auto",
@@ -240,6 +244,7 @@ def grade(
                 parser=parser,
                 rubric=rubric,
                 verdict=verdict,
+                guard=guard,
                 debias=debias,
                 extra=parse_kv(method_opt, "--method-opt"),
             ),

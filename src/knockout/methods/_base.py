@@ -22,6 +22,7 @@ from knockout._registry import Registry
 from knockout.data._records import ItemSet
 from knockout.engine import CallTrace
 from knockout.errors import ConfigError
+from knockout.guard import GuardDetails
 from knockout.prompts._builder import PromptBuilder, PromptOptions
 
 if TYPE_CHECKING:
@@ -34,6 +35,17 @@ class MethodOptions(PromptOptions):
 
     debias: bool = False
     extra: dict[Name, Any] = field(default_factory=dict)
+    #: the persuasion guard of individual grading (knockout.guard, docs/injection.md): auto (on where the verdict
+    #: is read from token probabilities), on, off; a run records the mode it used
+    guard: Name = "auto"
+
+    def record(self) -> dict[str, Any]:
+        """As :meth:`PromptOptions.record`; ``guard`` only when on, so that the runs made before the guard existed
+        (and every run without it) keep their ids."""
+        d = super().record()
+        if d.get("guard") != "on":
+            d.pop("guard", None)
+        return d
 
     @model_validator(mode="wrap")
     @classmethod
@@ -65,11 +77,13 @@ class IndividualDetails(CallTrace):
     draws: list[float | None] | None = None
     draw_keys: list[str | None] | None = None
     criteria: list[CriterionVerdict] | None = None
+    #: the persuasion guard's detection and, for a flagged answer, the grade without the parts aimed at the grader
+    guard: GuardDetails | None = None
 
     @model_serializer(mode="wrap")
     def _drop_single_draw(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
-        for k in ("draws", "draw_keys", "criteria"):
+        for k in ("draws", "draw_keys", "criteria", "guard"):
             if out.get(k, 0) is None:
                 del out[k]
         return out

@@ -71,6 +71,9 @@ class GradeSummary(RunSummary):
     info: dict[str, Any] | None = None
     #: how the judge's verdicts were read (docs/methods.md#the-verdict-slot): expected, constrained or text
     verdict: str = "text"
+    #: the persuasion guard (docs/injection.md), when on: answers checked, flagged (graded without the parts aimed
+    #: at the grader, the lower grade kept), detections that were invalid
+    guard: dict[str, int] | None = None
 
 
 @dataclass
@@ -89,6 +92,18 @@ class RunReport:
     verdict: str = "text"
     #: ``complete``, or ``incomplete`` when judge requests failed for good (set by the lifecycle)
     status: str = "complete"
+    #: ``on`` when the persuasion guard ran
+    guard: str = "off"
+
+    def guard_counts(self) -> dict[str, int] | None:
+        """The persuasion guard's counts (None when it was off)."""
+        if self.guard != "on":
+            return None
+        gs = [r.details.get("guard") or {} for r in self.results]
+        return {"checked": sum(bool(g) for g in gs), "flagged": sum(bool(g.get("flagged")) for g in gs),
+                "lowered": sum(g.get("grade_stripped") is not None and g.get("grade_full") is not None
+                               and g["grade_stripped"] < g["grade_full"] for g in gs),
+                "invalid": sum(bool(g) and g.get("p_address") is None for g in gs)}
 
     def summary(self) -> dict[str, Any]:
         """The machine-readable summary printed by ``--json`` (keys documented in the README)."""
@@ -97,6 +112,7 @@ class RunReport:
             data=self.data_source, status=self.status, questions=self.n_questions, answers=self.n_answers,
             valid=sum(r.valid for r in self.results), invalid=sum(not r.valid for r in self.results),
             **self.stats, agreement=self.agreement, info=self.info or None, verdict=self.verdict,
+            guard=self.guard_counts(),
         )
         return s.model_dump(mode="json", exclude_none=True)
 
@@ -110,6 +126,8 @@ def grade_oracle(items: ItemSet) -> Oracle:
         facts = {"kind": subject.kind, "max_points": q.max_points, "humans": [items.human_score_at(k) for k in at]}
         if q.criteria:  # a criteria rubric: the simulation can answer per criterion too
             facts["criteria"] = [c.points for c in q.criteria]
+        if subject.kind == "guard":  # the persuasion guard's question: the texts it asks about
+            facts["texts"] = list(subject.facts.get("texts", ()))
         return facts
 
     return facts
@@ -125,9 +143,12 @@ class GradeRun(Run[RunReport]):
                          concurrency=cfg.concurrency, format_retries=cfg.format_retries)
         from knockout.prompts._slots import resolve_verdict
 
+        from knockout.guard import resolve_guard
+
         verdict = resolve_verdict(cfg.options.verdict, judge)  # the mode this judge gives: recorded with the run
-        if verdict != cfg.options.verdict:
-            cfg = dataclasses.replace(cfg, options=dataclasses.replace(cfg.options, verdict=verdict))
+        guard = resolve_guard(cfg.options.guard, cfg.method, verdict)  # likewise the guard's
+        if verdict != cfg.options.verdict or guard != cfg.options.guard:
+            cfg = dataclasses.replace(cfg, options=dataclasses.replace(cfg.options, verdict=verdict, guard=guard))
         self.items = items
         self.judge = judge
         self.cfg = cfg
@@ -239,6 +260,7 @@ class GradeRun(Run[RunReport]):
             results=outcome.results,
             info=outcome.info,
             verdict=self.cfg.options.verdict,
+            guard=self.cfg.options.guard,
         )
 
 

@@ -1,0 +1,19 @@
+"""The persuasion guard of individual grading: answers that talk to the grader found and graded without it
+(:mod:`knockout.guard._guard`; docs/injection.md)."""
+
+from knockout.guard._guard import (
+    FLAG_AT,
+    GUARD_MODES,
+    PART_AT,
+    GuardDetails,
+    check_guard,
+    detect_task,
+    parts_task,
+    resolve_guard,
+    split_parts,
+    visible,
+    without,
+)
+
+__all__ = ["FLAG_AT", "GUARD_MODES", "PART_AT", "GuardDetails", "check_guard", "detect_task", "parts_task",
+           "resolve_guard", "split_parts", "visible", "without"]
