@@ -56,6 +56,16 @@ VERDICT_WORDS = {
 }
 
 
+def verdict_words(verdict: str, questions: dict[str, int] | None = None) -> str:
+    """A run's verdict mode in words; a mixed run's (some questions' prompts have no verdict slot, a criteria
+    rubric's) with the questions read each way."""
+    if verdict != "mixed" or not questions:
+        return VERDICT_WORDS.get(verdict, verdict)
+    return "; ".join(f"{VERDICT_WORDS.get(m, m)}: {n} question{'s' if n != 1 else ''}"
+                     + (" (prompts without a verdict slot, e.g. criteria rubrics)" if m == "text" else "")
+                     for m, n in sorted(questions.items(), key=lambda kv: kv[0] == "text"))
+
+
 def print_summary(summary: dict[str, Any]) -> None:
     from knockout._redact import redact
 
@@ -88,7 +98,10 @@ def print_summary(summary: dict[str, Any]) -> None:
             rows.append(("prompts", ", ".join(f"{k} ({v})" for k, v in info["shots"]["prompts"].items())))
     verdict = summary.get("verdict")
     if verdict:
-        rows.append(("verdict", VERDICT_WORDS.get(verdict, verdict)))
+        rows.append(("verdict", verdict_words(verdict, summary.get("verdict_questions"))))
+    if info.get("verdict_schema_ignored"):
+        rows.append(("verdict schema ignored", f"{info['verdict_schema_ignored']} answers invalid: the server wrote "
+                     "no structured output under the verdict schema (use ?slot=none, or a server that honours it)"))
     refs = info.get("references")
     if refs:
         rows.append(("reference answers", f"shown for {refs['shown']} of {refs['questions']} questions"

@@ -23,7 +23,7 @@ from knockout.errors import ConfigError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
 from knockout.judges._options import ServerOptions
 from knockout.judges._server import ServerJudge, counting_http_client
-from knockout.judges._slot import Slot, constrained
+from knockout.judges._slot import Slot, constrained, invalid, parse_object
 
 
 class AnthropicOptions(ServerOptions):
@@ -48,9 +48,13 @@ def _blocks(m: Message) -> Any:
 VERDICT_TOOL = "record_verdict"
 
 
-def _tool_reply(resp: Any, slot: Slot) -> Completion:
-    """A slot request's reply: the forced tool call's input read into the slot's verdict; a reply without one
-    that fits the slot keeps its text (if any) and has no verdict (read as invalid, asked again)."""
+def _tool_reply(resp: Any, slot: Slot, raw: str | None = None) -> Completion:
+    """A slot request's reply: the forced tool call's input, the server's own structured field, read into the
+    slot's verdict when it is exactly a verdict object of the tool's schema (:meth:`Slot.object_error`: no key
+    repeated, missing or other, every value an allowed one).  ``raw`` is the reply's body as sent: the input is
+    read from it (:func:`knockout.judges._slot.parse_object` keeps a repeated key, which the SDK's reading
+    drops).  Any other reply (no such tool call, an input that is not the schema's) keeps its text and gets an
+    invalid verdict saying why (asked again, then recorded invalid); a text block is never read for one."""
     content = getattr(resp, "content", None)
     if not isinstance(content, list) or not content:
         raise MalformedReply("no content in the reply")
@@ -58,19 +62,31 @@ def _tool_reply(resp: Any, slot: Slot) -> Completion:
     done = Completion(text="", prompt_tokens=int(getattr(usage, "input_tokens", None) or 0),
                       completion_tokens=int(getattr(usage, "output_tokens", None) or 0),
                       finish_reason=getattr(resp, "stop_reason", None))
-    for block in content:
-        if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == VERDICT_TOOL:
-            obj = getattr(block, "input", None)
-            chosen = slot.from_json(obj)
-            if chosen is not None:
-                explanation = obj.get("explanation") if isinstance(obj, dict) else None
-                done.text = slot.text(chosen) + (f"{slot.then} {explanation}"
-                                                 if slot.then and isinstance(explanation, str) else "")
-                done.verdict = constrained(slot, chosen)
-                return done
-            done.text = json.dumps(obj, ensure_ascii=False, default=str)
-            return done
-    done.text = "".join(t for t in (getattr(b, "text", None) for b in content) if isinstance(t, str))
+    inputs = [getattr(b, "input", None) for b in content
+              if getattr(b, "type", None) == "tool_use" and getattr(b, "name", None) == VERDICT_TOOL]
+    if raw is not None:  # the same blocks as the server wrote them
+        body, error = parse_object(raw)
+        blocks = body.get("content") if isinstance(body, dict) else None
+        if error is not None or not isinstance(blocks, list):
+            raise MalformedReply(error or "no content in the reply")
+        inputs = [b.get("input") for b in blocks
+                  if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == VERDICT_TOOL]
+    if not inputs:
+        done.text = "".join(t for t in (getattr(b, "text", None) for b in content) if isinstance(t, str))
+        done.verdict = invalid(f"the reply has no {VERDICT_TOOL} tool call (its text is not read for a verdict)")
+        return done
+    obj = inputs[0]
+    error = slot.object_error(obj) if len(inputs) == 1 else f"the reply has {len(inputs)} {VERDICT_TOOL} tool calls"
+    if error is not None:
+        done.text = json.dumps(obj, ensure_ascii=False, default=str)
+        done.verdict = invalid(error)
+        return done
+    chosen = slot.from_json(obj)
+    assert chosen is not None and isinstance(obj, dict)
+    explanation = obj.get("explanation")
+    done.text = slot.text(chosen) + (f"{slot.then} {explanation}" if slot.then and isinstance(explanation, str)
+                                     else "")
+    done.verdict = constrained(slot, chosen)
     return done
 
 
@@ -148,8 +164,23 @@ class AnthropicJudge(ServerJudge):
         else:  # SDKs from 2.x on no longer name it; the API still takes it
             kwargs["extra_body"] = {**kwargs.get("extra_body", {}), "temperature": request.params.temperature}
         slot = request.slot if request.slot_mode in self.slot_modes else None
-        return await self._ask(lambda: self._client.messages.create(**kwargs),
-                               _reply if slot is None else lambda r: _tool_reply(r, slot))
+        if slot is None:
+            return await self._ask(lambda: self._client.messages.create(**kwargs), _reply)
+        # the raw reply as well: its tool input is read from the body as sent (a repeated key is kept)
+        return await self._ask(lambda: self._raw_create(kwargs), lambda r: _tool_reply(r[0], slot, r[1]))
+
+    async def _raw_create(self, kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+        """The Messages reply and its body as sent (the SDK's raw response: ``parse`` and ``text`` are
+        coroutines from SDK 1.x on, plain in the older legacy response)."""
+        raw = await self._client.messages.with_raw_response.create(**kwargs)
+        resp, text = raw.parse(), raw.text
+        if inspect.isawaitable(resp):
+            resp = await resp
+        if callable(text):
+            text = text()
+        if inspect.isawaitable(text):
+            text = await text
+        return resp, text if isinstance(text, str) else None
 
     async def aclose(self) -> None:
         await self._client.close()

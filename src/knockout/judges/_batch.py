@@ -124,6 +124,8 @@ class OpenAIBatchJudge(BatchJudge, OpenAIJudge):
     options: OpenAIBatchOptions
     batch_api: ClassVar[str] = "openai"
     live_backend: ClassVar[str] = "openai"
+    #: its result lines are read as free text (its identity keeps the live backend's slot all the same)
+    reads_slots: ClassVar[bool] = False
 
     async def submit_batch(self, requests: list[tuple[str, JudgeRequest]]) -> str:
         lines = []

@@ -7,7 +7,10 @@ none), ``timeout`` seconds per attempt, the whole reply included (default 120), 
 the SDK retries timeouts, connection errors, 429 and 5xx with exponential backoff; a 200 reply without a
 completion is re-asked here, after ``backoff`` seconds, doubled each time), ``concurrency`` (default 8),
 ``images`` (whether the model accepts image parts; default yes), ``pools`` (HTTP client pools the
-requests are spread over; default one per 16 requests in flight).
+requests are spread over; default one per 16 requests in flight), ``slot`` (the structured output of
+verdict slots, :func:`resolve_slot`: ``json-schema`` on the OpenAI API itself, free text elsewhere unless
+given).  A slot reply is read only as the server's structured output (:func:`slot_reply`): the whole reply one
+JSON object of the schema, carrying the request's schema check.
 
 The cache identity is the server (normalised ``base_url``) and the model: two servers never share a
 cached reply, whatever they call their model.
@@ -15,19 +18,19 @@ cached reply, whatever they call their model.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field
 
 from knockout.data import is_local
 from knockout.errors import ConfigError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
-from knockout.judges._options import ServerOptions
+from knockout.judges._options import ServerOptions, normalise_url
 from knockout.judges._server import ServerJudge, counting_http_client
-from knockout.judges._slot import Slot, constrained
+from knockout.judges._slot import CHECK, Slot, constrained, invalid, parse_object, schema_check
 
 #: requests in flight one HTTP client pool serves well (each request scans its pool: above it, more pools cost
 #: less CPU than bigger ones; measured at 256 in flight, 16 a pool: 0.83 of the CPU of 64 a pool, 8: no less)
@@ -36,14 +39,28 @@ POOL_SIZE = 16
 MAX_POOLS = 64
 
 
+#: where ``slot=auto`` (the default) takes the JSON-schema slot: the OpenAI API itself, which honours it
+SCHEMA_HOSTS = ("api.openai.com",)
+
+
 class OpenAIOptions(ServerOptions):
     images: bool = Field(True, description="the model accepts image parts (no: images are left out, counted)")
-    slot: Literal["none", "json-schema", "json-object"] = Field(
-        "none", description="the server's structured output for verdict slots: json-schema (OpenAI structured "
+    slot: Literal["auto", "none", "json-schema", "json-object"] = Field(
+        "auto", description="the server's structured output for verdict slots: json-schema (OpenAI structured "
         "outputs, vLLM guided decoding), json-object (python -m llama_cpp.server: a json_object with a schema); "
-        "none: free-text verdicts (the server's support is not known unless given here)")
+        "none: free-text verdicts; auto: json-schema for the OpenAI API itself, none for any other server (its "
+        "support is not known unless given here)")
     pools: int | None = Field(None, ge=1, le=MAX_POOLS, description="HTTP client pools requests are spread over "
                               "(default: one per 16 requests in flight, at most 64)")
+
+
+def resolve_slot(option: str, server: str) -> str:
+    """The structured output a judge's verdict slots use: ``option`` as given, or for ``auto`` ``json-schema``
+    on the OpenAI API itself (``server``: the normalised address, api.openai.com when no ``base_url`` or
+    ``OPENAI_BASE_URL`` is given) and ``none`` (free text) on any other server."""
+    if option != "auto":
+        return option
+    return "json-schema" if urlsplit(server).hostname in SCHEMA_HOSTS else "none"
 
 
 def _content(m: Message, with_images: bool) -> Any:
@@ -86,20 +103,25 @@ def _reply(data: Any, images_dropped: int) -> Completion:
     )
 
 
-def slot_reply(done: Completion, slot: Slot | None) -> Completion:
-    """A structured-output reply to a slot request: its verdict object read into the slot's verdict (the value
-    the constrained decoder wrote) and its text shown as the verdict line with the explanation; a reply that
-    is not such an object keeps its text and has no verdict (read as invalid, asked again)."""
+def slot_reply(done: Completion, slot: Slot | None, check: str | None = None) -> Completion:
+    """A structured-output reply to a slot request: its **whole** text read as exactly one JSON object of the
+    slot's schema (:meth:`Slot.object_error`: no key repeated, missing or other, every value an allowed one,
+    and ``check``, the value only the request's schema allows, repeated) into the slot's verdict, its text
+    shown as the verdict line with the explanation.  Nothing is searched for inside a text reply: any other
+    reply keeps its text and gets an invalid verdict saying why (asked again, then recorded invalid)."""
     if slot is None:
         return done
-    try:
-        obj = json.loads(done.text)
-    except ValueError:
+    obj, error = parse_object(done.text)
+    if error is None:
+        error = slot.object_error(obj, check)
+    elif check is not None:  # not JSON at all: free text, the schema was not applied
+        error = slot.object_error(None, check)
+    if error is not None:
+        done.verdict = invalid(error)
         return done
-    chosen = slot.from_json(obj)
-    if chosen is None:
-        return done
-    explanation = obj.get("explanation") if isinstance(obj, dict) else None
+    chosen = slot.from_json(obj, check)
+    assert chosen is not None
+    explanation = obj.get("explanation")
     done.text = slot.text(chosen) + (f"{slot.then} {explanation}" if slot.then and isinstance(explanation, str)
                                      else "")
     done.verdict = constrained(slot, chosen)
@@ -122,6 +144,8 @@ class OpenAIJudge(ServerJudge):
     Options = OpenAIOptions
     options: OpenAIOptions
     default_base_url = "https://api.openai.com/v1"
+    #: whether its replies are read for verdict slots (a batch judge reads its result lines as free text)
+    reads_slots: ClassVar[bool] = True
 
     def __init__(self, model: str, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(model, options)
@@ -142,7 +166,9 @@ class OpenAIJudge(ServerJudge):
                 )
             api_key = "not-needed"
         self.supports_images = o.images
-        if o.slot != "none":
+        #: the structured output of its verdict slots (resolve_slot: json-schema for the OpenAI API itself)
+        self.slot_format = resolve_slot(o.slot, normalise_url(self.base_url or self.default_base_url))
+        if self.slot_format != "none" and self.reads_slots:
             self.slot_modes = ("constrained",)
         # Above POOL_SIZE requests in flight, one client's connection pool becomes the bottleneck (each
         # request scans it): the requests are spread over several clients, in turn.
@@ -182,18 +208,27 @@ class OpenAIJudge(ServerJudge):
         if p.frequency_penalty is not None:
             body["frequency_penalty"] = p.frequency_penalty
         if request.slot is not None and request.slot_mode in self.slot_modes:
-            schema = request.slot.json_schema()
-            if self.options.slot == "json-object":
+            schema = request.slot.json_schema(self.check_of(request))
+            if self.slot_format == "json-object":
                 body["response_format"] = {"type": "json_object", "schema": schema}
             else:
                 body["response_format"] = {"type": "json_schema",
                                            "json_schema": {"name": "verdict", "strict": True, "schema": schema}}
         return body
 
+    @staticmethod
+    def check_of(request: JudgeRequest) -> str | None:
+        """The schema check of a slot request (:func:`knockout.judges._slot.schema_check`): the value its verdict
+        object must carry in its ``check`` field, which only a reply written under the schema has."""
+        if request.slot is None:
+            return None
+        return schema_check([[m.role, m.content, list(m.images)] for m in request.messages], request.slot)
+
     def identity(self) -> dict[str, Any]:
         ident = super().identity()
-        if self.options.slot != "none":  # another request body: its replies are its own
-            ident["slot"] = self.options.slot
+        if self.slot_format != "none":  # another request body (its schema with the check): its replies are its own
+            ident["slot"] = self.slot_format
+            ident["slot_check"] = CHECK
         return ident
 
     async def complete(self, request: JudgeRequest) -> Completion:
@@ -207,8 +242,9 @@ class OpenAIJudge(ServerJudge):
         # _reply; the model's construction was about a sixth of a call's CPU at 8 in flight); same path,
         # headers, retries and errors.
         slot = request.slot if request.slot_mode in self.slot_modes else None
+        check = self.check_of(request) if slot is not None else None
         return await self._ask(lambda: client.post("/chat/completions", body=kwargs, cast_to=object),
-                               lambda r: slot_reply(_reply(r, dropped), slot))
+                               lambda r: slot_reply(_reply(r, dropped), slot, check))
 
     async def aclose(self) -> None:
         for client in self._clients:

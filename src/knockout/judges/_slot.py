@@ -13,7 +13,10 @@ an explanation).  A backend that offers a slot fills it itself and returns the v
   allowed value, and the fallback is recorded and counted.
 * ``constrained``: the backend constrains decoding so that only an allowed value can be written there
   (a llama.cpp grammar, a JSON schema for OpenAI structured outputs and vLLM guided decoding, a forced
-  tool call with a typed input for Anthropic); the grade is the value written.
+  tool call with a typed input for Anthropic); the grade is the value written, read only from the server's
+  own structured field and only when it is exactly a verdict object of the slot's schema
+  (:meth:`Slot.object_error`; a JSON schema carries a :func:`schema_check` the reply must repeat), else an
+  invalid verdict (:func:`invalid`), never a grade.
 
 Either way the verdict is written by the judge in a position the prompt's data cannot fill: knockout
 writes the slot's field name itself and reads only the value the judge put after it, so an answer that
@@ -102,33 +105,113 @@ class Slot:
             return [f"answer_{i}" for i in range(1, len(self.fields) + 1)]
         return ["verdict" if self.kind == "choice" else "score"]
 
-    def json_schema(self) -> dict[str, Any]:
+    def json_schema(self, check: str | None = None) -> dict[str, Any]:
         """The JSON schema of the verdict object: each field one of the allowed values (as strings, so that
         ``4.5`` is written as it is allowed), then ``explanation`` when the judge explains (after the verdict:
-        structured outputs are written in the schema's order)."""
+        structured outputs are written in the schema's order); with ``check`` (:func:`schema_check`) first a
+        :data:`CHECK` field whose only allowed value is ``check``, which the reply must repeat."""
         props: dict[str, Any] = {}
+        if check is not None:
+            props[CHECK] = {"type": "string", "enum": [check]}
         for name in self.field_names():
             props[name] = {"type": "string", "enum": list(self.values)}
         if self.then:
             props["explanation"] = {"type": "string"}
         return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
-    def from_json(self, obj: Any) -> list[str] | None:
-        """The values of a verdict object (a structured output or a tool input), or None when it is not one
-        of this slot's."""
+    def object_error(self, obj: Any, check: str | None = None) -> str | None:
+        """Why ``obj`` (a structured output or a tool input, as :func:`parse_object` read it) is not a verdict
+        object of this slot's schema, or None when it is: exactly the schema's keys (none missing, none
+        other), each field one of the allowed values (a number only where it equals one exactly: ``2`` for
+        ``"2"``, never ``2.4`` for ``"2.5"``), a string explanation, and with ``check`` the schema check's
+        value.  Nothing is rounded in or skipped: a verdict that is not exactly the schema's is invalid."""
+        if check is not None and (not isinstance(obj, dict) or obj.get(CHECK) != check):
+            got = "no JSON object" if not isinstance(obj, dict) else (
+                f"its '{CHECK}' {str(obj[CHECK])[:40]!r}" if CHECK in obj else f"no '{CHECK}'")
+            return f"{SCHEMA_IGNORED}: the reply has {got}, not the value the request's schema allows"
         if not isinstance(obj, dict):
-            return None
-        out = []
+            return "the verdict is not a JSON object"
+        if isinstance(obj, _Object) and obj.duplicates:
+            return f"the verdict object repeats the key(s) {sorted(obj.duplicates)}"
+        keys = [*([CHECK] if check is not None else []), *self.field_names(), *(["explanation"] if self.then else [])]
+        extra = sorted(str(k) for k in obj if k not in keys)
+        if extra:
+            return f"the verdict object has key(s) {extra} its schema does not allow"
+        missing = [k for k in keys if k not in obj]
+        if missing:
+            return f"the verdict object lacks the key(s) {missing} its schema requires"
         for name in self.field_names():
-            v = obj.get(name)
-            if isinstance(v, int | float) and not isinstance(v, bool):
-                v = _num(float(v))
-                if "," in "".join(self.values):
-                    v = v.replace(".", ",")
-            if not isinstance(v, str) or v not in self.values:
-                return None
-            out.append(v)
-        return out
+            if self._allowed(obj[name]) is None:
+                return f"the verdict's {name} {str(obj[name])[:40]!r} is not one of the allowed values"
+        if self.then and not isinstance(obj["explanation"], str):
+            return "the verdict's explanation is not a string"
+        return None
+
+    def _allowed(self, v: Any) -> str | None:
+        """The allowed value ``v`` is: the string itself, or the one value a number equals exactly."""
+        if isinstance(v, str):
+            return v if v in self.values else None
+        if self.numeric() and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+            hits = [a for a in self.values if number(a) == v]
+            return hits[0] if len(hits) == 1 else None
+        return None
+
+    def from_json(self, obj: Any, check: str | None = None) -> list[str] | None:
+        """The values of a verdict object (a structured output or a tool input), or None when it is not
+        exactly one of this slot's (:meth:`object_error`)."""
+        if self.object_error(obj, check) is not None:
+            return None
+        return [v for v in (self._allowed(obj[name]) for name in self.field_names()) if v is not None]
+
+
+#: the JSON key of the schema check (:func:`schema_check`)
+CHECK = "check"
+#: what an invalid verdict says when the reply shows that the server did not decode under the schema
+SCHEMA_IGNORED = "the server did not honour the verdict schema"
+
+
+def schema_check(messages: Any, slot: Slot) -> str:
+    """The value a request's verdict schema allows in its :data:`CHECK` field: a digest of the request (its
+    messages and slot).  The judge never sees it in its prompt, and an answer cannot hold the digest of a
+    prompt that holds the answer, so a reply that carries it was written under the schema; a server that
+    ignores the schema (the model writing free text, or echoing a ``{"score": ...}`` found in an answer)
+    cannot write it."""
+    import hashlib
+
+    text = json.dumps([messages, slot.key()], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+class _Object(dict[str, Any]):
+    """A JSON object as :func:`parse_object` reads it: the keys it repeated in ``duplicates``."""
+
+    duplicates: frozenset[str] = frozenset()
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for k, _ in pairs:
+            (repeated if k in seen else seen).add(k)
+        obj.duplicates = frozenset(repeated)
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_object(text: str) -> tuple[Any, str | None]:
+    """``text`` read as exactly one JSON value (white space around it aside): (the value, None), or (None,
+    why not).  Objects keep the keys they repeat (:meth:`Slot.object_error` refuses them: a reader taking the
+    first or the last would be guessing); NaN and Infinity are not JSON.  Nothing is searched for inside a
+    text: a reply with anything before or after its object is not one."""
+    try:
+        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant), None
+    except (ValueError, RecursionError) as exc:
+        return None, f"the reply is not one JSON object ({str(exc)[:80]})"
 
 
 def constrained(slot: Slot, chosen: Sequence[str], note: str | None = None) -> dict[str, Any]:
@@ -137,6 +220,13 @@ def constrained(slot: Slot, chosen: Sequence[str], note: str | None = None) -> d
     if note:
         out["note"] = note
     return out
+
+
+def invalid(why: str) -> dict[str, Any]:
+    """The verdict a backend returns in the ``constrained`` mode when the server's structured output is not
+    exactly a verdict object of the slot's schema (:meth:`Slot.object_error`): why, stored with the reply and
+    read as an invalid verdict (asked again, then recorded invalid), never a grade."""
+    return {"mode": "constrained", "invalid": why}
 
 
 def distribution(slot: Slot, probs: Sequence[Sequence[float]], chosen: Sequence[str]) -> dict[str, Any]:
@@ -165,6 +255,8 @@ def read_verdict(slot: Slot, verdict: Any) -> SlotVerdict:
     never a grade."""
     if not isinstance(verdict, dict):
         return SlotVerdict(error="the slot verdict is not an object")
+    if "invalid" in verdict:  # the backend found the server's structured output not the schema's (invalid())
+        return SlotVerdict(error=str(verdict["invalid"]) or "an invalid slot verdict")
     chosen = verdict.get("chosen")
     n = len(slot.fields)
     if not isinstance(chosen, list) or len(chosen) != n or any(c not in slot.values for c in chosen):

@@ -203,6 +203,11 @@ class Method:
         if self.prompt_kind == "individual" and options.shots > 0:
             builder.check_shots(list(items))
 
+    def verdict_reads(self, items: ItemSet, options: MethodOptions) -> dict[str, int]:
+        """Per verdict mode, how many questions have their verdicts read that way (the slot mode, ``text``):
+        :meth:`knockout.prompts._builder.PromptBuilder.verdict_reads` with this method's prompts."""
+        return PromptBuilder(items, self.prompt_kind, options).verdict_reads()
+
     async def run(self, items: ItemSet, ctx: RunContext, options: MethodOptions) -> MethodResult:
         raise NotImplementedError
 

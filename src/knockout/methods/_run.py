@@ -23,6 +23,7 @@ from knockout.data._records import ItemSet
 from knockout.engine import Observer, Subject
 from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
+from knockout.judges._slot import MODES, SCHEMA_IGNORED
 from knockout.methods._base import AnswerResult, Method, MethodOptions, methods
 from knockout.runs import Oracle, Run, RunContext, RunSummary, execute, execute_async
 from knockout.storage._store import ResultRow, Store
@@ -69,11 +70,15 @@ class GradeSummary(RunSummary):
     invalid: int
     agreement: dict[str, Any]
     info: dict[str, Any] | None = None
-    #: how the judge's verdicts were read (docs/methods.md#the-verdict-slot): expected, constrained or text
+    #: how the judge's verdicts were read (docs/methods.md#the-verdict-slot): expected, constrained or text; mixed
+    #: when some questions' prompts have no verdict slot (a criteria rubric's): read from text, counted in
+    #: ``verdict_questions``
     verdict: str = "text"
     #: the persuasion guard (docs/injection.md), when on: answers checked, flagged (graded without the parts aimed
     #: at the grader, the lower grade kept), detections that were invalid
     guard: dict[str, int] | None = None
+    #: a mixed run's questions per verdict mode (``{"constrained": 3, "text": 1}``)
+    verdict_questions: dict[str, int] | None = None
 
 
 @dataclass
@@ -90,6 +95,7 @@ class RunReport:
     results: list[AnswerResult]
     info: dict[str, Any] = field(default_factory=dict)
     verdict: str = "text"
+    verdict_questions: dict[str, int] | None = None
     #: ``complete``, or ``incomplete`` when judge requests failed for good (set by the lifecycle)
     status: str = "complete"
     #: ``on`` when the persuasion guard ran
@@ -113,6 +119,7 @@ class RunReport:
             valid=sum(r.valid for r in self.results), invalid=sum(not r.valid for r in self.results),
             **self.stats, agreement=self.agreement, info=self.info or None, verdict=self.verdict,
             guard=self.guard_counts(),
+            verdict_questions=self.verdict_questions,
         )
         return s.model_dump(mode="json", exclude_none=True)
 
@@ -246,6 +253,10 @@ class GradeRun(Run[RunReport]):
             from knockout.sciex._grading import grading_info
 
             outcome.info.update(grading_info(self.items, outcome.results, self.cfg.options, left_out))
+        verdict, per_mode = self.verdict_read()
+        ignored = sum(SCHEMA_IGNORED in str(r.details.get("error") or "") for r in outcome.results if not r.valid)
+        if ignored:  # said, never silent: the server wrote free text where the verdict schema was asked for
+            outcome.info["verdict_schema_ignored"] = ignored
         scores = {r.answer_id: r.score for r in outcome.results}
         return RunReport(
             run_id=ctx.run_id,
@@ -259,9 +270,24 @@ class GradeRun(Run[RunReport]):
             agreement=question_level(self.items, scores) if self.items.has_human_scores() else {},
             results=outcome.results,
             info=outcome.info,
-            verdict=self.cfg.options.verdict,
             guard=self.cfg.options.guard,
+            verdict=verdict,
+            verdict_questions=per_mode,
         )
+
+    def verdict_read(self) -> tuple[str, dict[str, int] | None]:
+        """How the run read its verdicts, per question: its slot mode when every question's prompt has a slot,
+        ``text`` when none has (or the run reads text), else ``mixed`` with the questions per mode (a criteria
+        rubric's prompt has no slot: its verdicts are read from free text, and the run says so)."""
+        mode = self.cfg.options.verdict
+        if mode not in MODES:
+            return mode, None
+        reads = self.grader.verdict_reads(self.items, self.cfg.options)
+        if set(reads) <= {mode}:
+            return mode, None
+        if set(reads) == {"text"}:
+            return "text", None
+        return "mixed", reads
 
 
     async def _more_draws(self, items: ItemSet, ctx: RunContext, results: list[AnswerResult]) -> None:

@@ -195,10 +195,27 @@ class PromptBuilder:
              ) -> tuple[Callable[[str], Parsed], Slot | None, str | None]:
         """How one request's verdict is read: (parse, slot, slot mode).  A template with a slot, in a run whose
         judge fills one, reads the slot's verdict; any other, the template's parser on the free text."""
-        slot = slot_for(t, q.max_points) if self.slot_mode is not None and self.options.parser is None else None
+        slot = self.slot(t, q)
         if slot is not None:
             return SlotParse(slot, q.max_points), slot, self.slot_mode
         return parser_for(t, q.max_points, rendered.shown, criteria), None, None
+
+    def slot(self, t: PromptTemplate, q: Question) -> Slot | None:
+        """The verdict slot of ``q``'s requests rendered with ``t`` (None: the verdict is read from free text: no
+        slot mode in this run, a parser chosen by ``--parser``, or a template without a slot, such as a
+        criteria rubric's)."""
+        return slot_for(t, q.max_points) if self.slot_mode is not None and self.options.parser is None else None
+
+    def verdict_reads(self) -> dict[str, int]:
+        """How many questions (those with answers) have their verdicts read in this run's slot mode and how many
+        from free text (``text``): what a run says it read, per question, never the slot for a question whose
+        prompt has none."""
+        counts: dict[str, int] = {}
+        for qid in self.items.question_ids():
+            q = self.items.questions[qid]
+            mode = self.slot_mode if self.slot(self.template_for(q), q) is not None else "text"
+            counts[mode or "text"] = counts.get(mode or "text", 0) + 1
+        return counts
 
     def individual(self, a: Answer) -> tuple[PromptTemplate, Rendered, list[str]]:
         """Template, rendered request and the ids of the few-shot answers used."""

@@ -147,6 +147,12 @@ def _used_rows(used: dict[str, Any]) -> list[tuple[str, str]]:
         spread = verdict.get("mean_spread")
         rows.append(("verdict", "expected grade from the judge's token probabilities (verdict slot)"
                      + (f"; the judge's own spread: sd {spread:.2f} points on average" if spread is not None else "")))
+    elif verdict.get("mode") == "mixed":
+        words = {"expected": "expected grade from the judge's token probabilities (verdict slot)",
+                 "constrained": "the value the judge wrote in the verdict slot",
+                 "text": "read from the judge's free text (prompts without a verdict slot, e.g. criteria rubrics)"}
+        rows.append(("verdict", "; ".join(f"{words.get(m, m)}: {n} question{'s' if n != 1 else ''}"
+                                          for m, n in (verdict.get("questions") or {}).items())))
     elif verdict.get("mode"):
         rows.append(("verdict", {"constrained": "the value the judge wrote in the verdict slot",
                                  "text": "read from the judge's free text"}.get(verdict["mode"], verdict["mode"])))

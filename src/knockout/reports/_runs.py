@@ -67,17 +67,22 @@ class LoadedRun:
         langs = sorted({items.question_at(i).language for i in at})
         if len(langs) > 1 or opts.get("shots"):
             out["languages"] = langs
-        if opts.get("verdict") in ("expected", "constrained"):  # read from a verdict slot: said, with its spread
-            out["verdict"] = self.verdict_used(str(opts["verdict"]))
+        summary = self.run.summary or {}
+        mode = summary.get("verdict") or opts.get("verdict")  # the summary says it per question (mixed)
+        if mode in ("expected", "constrained", "mixed"):  # read from a verdict slot: said, with its spread
+            out["verdict"] = self.verdict_used(str(mode), summary.get("verdict_questions"))
         return out
 
-    def verdict_used(self, mode: str) -> dict[str, Any]:
-        """How the grades were read (the run's verdict mode) and, for expected grades, the judge's own spread
-        over the grades (mean standard deviation of its distributions, points) and how many fell back."""
+    def verdict_used(self, mode: str, questions: dict[str, int] | None = None) -> dict[str, Any]:
+        """How the grades were read (the run's verdict mode; ``mixed``: the questions per mode) and, for expected
+        grades, the judge's own spread over the grades (mean standard deviation of its distributions, points)
+        and how many fell back."""
         from knockout.judges._slot import verdict_spread
 
         out: dict[str, Any] = {"mode": mode}
-        if mode != "expected":
+        if mode == "mixed" and isinstance(questions, dict):
+            out["questions"] = questions
+        if mode != "expected" and not (mode == "mixed" and isinstance(questions, dict) and "expected" in questions):
             return out
         items = self.items
         spreads = []
