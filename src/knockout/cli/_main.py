@@ -57,9 +57,7 @@ VERDICT_WORDS = {
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    from knockout._redact import redact
-
-    t = Table(title=escape(f"run {summary['run_id']} — {summary['method']} — {redact(summary['judge'])}"),
+    t = Table(title=escape(f"run {summary['run_id']} — {summary['method']} — {summary['judge']}"),
               show_header=False)
     t.add_column("what", style="bold")
     t.add_column("value")
@@ -434,7 +432,6 @@ def runs(
     as_json: JsonOpt = False,
 ) -> None:
     """List the runs in a store, with their status (running, complete, incomplete, interrupted, failed)."""
-    from knockout._redact import redact
     from knockout.runs import kind_of
     from knockout.storage import Store
 
@@ -447,8 +444,8 @@ def runs(
         fail(exc)
         return
     if as_json:
-        print_json([{"run_id": r.id, "kind": r.kind, "method": r.method, "judge": redact(r.judge),
-                     "status": r.status, "error": r.error and redact(r.error), "results": counts[r.id],
+        print_json([{"run_id": r.id, "kind": r.kind, "method": r.method, "judge": r.judge,
+                     "status": r.status, "error": r.error, "results": counts[r.id],
                      "simulated_judge": r.simulated,
                      "summary": r.summary} for r in records])
         return
@@ -457,7 +454,7 @@ def runs(
         t.add_column(col)
     for r in records:
         head = kind_of(r.kind).headline(r)
-        judge = escape(redact(r.judge)) + (" (SIMULATION)" if r.simulated else "")
+        judge = escape(r.judge) + (" (SIMULATION)" if r.simulated else "")
         status = r.status if r.complete else f"[bold yellow]{r.status}[/]"
         t.add_row(r.id, r.kind, r.method, judge, status, str(counts[r.id]), fmt(head["invalid"]),
                   fmt(head["pearson"]))

@@ -213,7 +213,6 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
     the command that resumes it, and the command exits with 128 + the signal's number (130, 143, 129).  A
     run stored ``incomplete`` (judge requests failed for good) is noted: the command ends with one line and
     exit code 3 after its output (:func:`exit_if_incomplete`)."""
-    from knockout._redact import redact
     from knockout.runs import INCOMPLETE, RunStopped, check_run, execute
     from knockout.runs._run import failed_requests
     from knockout.storage import Store
@@ -221,7 +220,7 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
     check_run(run, executor)  # bad options and prompts fail before the store is created or touched
     freeze_heap()
     try:
-        with Store(store_path) as store, progress_bar(escape(f"{label} ({redact(run.spec())})"), not quiet,
+        with Store(store_path) as store, progress_bar(escape(f"{label} ({run.spec()})"), not quiet,
                                                     slow_hint(run.spec())) as bar:
             try:
                 report = execute(run, store, observer=bar, executor=executor, checked=True,

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knockout._redact import redact
 from knockout.annotations import add_web_grades
 from knockout.data._records import ItemSet
 from knockout.errors import ConfigError
@@ -40,11 +39,11 @@ class LoadedRun:
     def label(self) -> str:
         extra = self.run.config.get("options", {}).get("extra") or {}
         opts = ",".join(f"{k}={v}" for k, v in sorted(extra.items()))
-        return redact(f"{self.run.method} · {self.run.judge}" + (f" · {opts}" if opts else ""))
+        return f"{self.run.method} · {self.run.judge}" + (f" · {opts}" if opts else "")
 
     def header(self) -> dict[str, Any]:
         return {"run_id": self.run.id, "kind": self.run.kind, "store": str(self.store_path),
-                "method": self.run.method, "judge": redact(self.run.judge), "simulated_judge": self.run.simulated,
+                "method": self.run.method, "judge": self.run.judge, "simulated_judge": self.run.simulated,
                 "data": self.run.data_source, "status": self.run.status, "label": self.label,
                 "options": self.run.config.get("options", {}), "results": len(self.results),
                 "human_grades": self.human_grades, **({"used": used} if (used := self.used()) else {}),

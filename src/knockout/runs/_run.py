@@ -34,7 +34,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from knockout._redact import redact
 from knockout.data._records import ItemSet
 from knockout.engine import Engine, Observer, Planned, Subject
 from knockout.engine._choose import make_executor
@@ -199,7 +198,7 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         "simulated_judge": any(j.simulated for j in judges.values()),
     }
     if command is not None:
-        config["command"] = {"argv": redact(command), "cwd": os.getcwd()}
+        config["command"] = {"argv": command, "cwd": os.getcwd()}  # the store redacts what it writes
     store.start_run(run_id, kind=run.kind, method=run.method, judge=run.spec(), config=config,
                     data_source=run.data_source,
                     data_fingerprint=store.save_items(snapshot) if snapshot is not None else None)
@@ -222,7 +221,7 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         store.end_run(run_id, "interrupted", "stopped by the user")
         raise
     except BaseException as exc:
-        store.end_run(run_id, "failed", redact(f"{type(exc).__name__}: {exc}"))
+        store.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
     finally:
         for e in engines.values():
