@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from knockout.cli._common import JsonOpt, fail, out, print_json, print_tables
+from knockout.cli._common import JsonOpt, fail, options, out, print_json, print_tables
 from knockout.errors import KnockoutError
 
 PerQuestion = Annotated[int | None, typer.Option(
@@ -53,7 +53,10 @@ def calibrate(
     Pearson and kappa before and after on held-out answers only."""
     from knockout.calibration._run import calibrate_loaded, calibrated_rows, calibration_tables
 
+    from knockout._bounds import Seeded
+
     try:
+        options(Seeded, seed=seed)
         loaded = _loaded(run, partial=partial, what="calibrate")
         section = calibrate_loaded(loaded, per_question=per_question, seed=seed, resamples=resamples)
         if output is not None:
@@ -112,7 +115,10 @@ def review(
     closeness to a grade boundary, questions with few expert grades)."""
     from knockout.calibration._review import queue_tables, review_loaded
 
+    from knockout._bounds import Seeded
+
     try:
+        options(Seeded, seed=seed)
         loaded = _loaded(run, details=True, partial=partial, what="review")
         queue = review_loaded(loaded, seed=seed)
     except KnockoutError as exc:
