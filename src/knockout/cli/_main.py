@@ -299,8 +299,12 @@ def grade(
 
 def no_valid_grade(summary: dict[str, Any], store: Path | None = None) -> None:
     """A run in which not one answer got a valid grade is no result: one line on stderr and exit 1 (the run
-    and every raw reply stay in the store for `knockout report` / `export`)."""
-    if summary.get("answers") and not summary.get("valid"):
+    and every raw reply stay in the store for `knockout report` / `export`).  A run with judge requests that
+    failed for good is not such a run, even when every request failed: it is ``incomplete``, and the command
+    ends with the line that retries them and exit code 3 (:func:`knockout.cli._common.exit_if_incomplete`)."""
+    from knockout.runs._run import failed_requests
+
+    if summary.get("answers") and not summary.get("valid") and not failed_requests(summary):
         import shlex
 
         ref = shlex.quote(f"{store}:{summary.get('run_id')}") if store is not None else "STORE:RUN_ID"
