@@ -51,9 +51,8 @@ def calibrate(
     """Fit a map from the judge's grades to the expert grades (the data file's human grades and the web app's),
     chosen by cross-validation (linear, isotonic, linear with per-question offsets, or none), and show RMSE,
     Pearson and kappa before and after on held-out answers only."""
-    from knockout.calibration._run import calibrate_loaded, calibrated_rows, calibration_tables
-
     from knockout._bounds import Seeded
+    from knockout.calibration._run import calibrate_loaded, calibrated_rows, calibration_tables
 
     try:
         options(Seeded, seed=seed)
@@ -113,9 +112,8 @@ def review(
     """The answers an expert should grade next: ranked by how much an expert grade would help (the calibrated
     grade's uncertainty, jury disagreement, debiased-knockout order flips, spread over repeated samples,
     closeness to a grade boundary, questions with few expert grades)."""
-    from knockout.calibration._review import queue_tables, review_loaded
-
     from knockout._bounds import Seeded
+    from knockout.calibration._review import queue_tables, review_loaded
 
     try:
         options(Seeded, seed=seed)
