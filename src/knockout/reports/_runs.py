@@ -37,9 +37,15 @@ class LoadedRun:
 
     @property
     def label(self) -> str:
-        extra = self.run.config.get("options", {}).get("extra") or {}
+        """How the run is named in reports and comparisons: method · judge, its prompt when not the default
+        (``prompt=...``), its method's own options (:func:`knockout.reports.build_comparison` makes the labels of
+        the runs it compares distinct)."""
+        options = self.run.config.get("options", {})
+        extra = options.get("extra") or {}
         opts = ",".join(f"{k}={v}" for k, v in sorted(extra.items()))
-        return f"{self.run.method} · {self.run.judge}" + (f" · {opts}" if opts else "")
+        prompt = options.get("prompt")
+        return " · ".join([self.run.method, self.run.judge, *([f"prompt={prompt}"] if prompt not in (None, "auto")
+                                                               else []), *([opts] if opts else [])])
 
     def header(self) -> dict[str, Any]:
         return {"run_id": self.run.id, "kind": self.run.kind, "store": str(self.store_path),
