@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -39,6 +40,16 @@ def small_gguf() -> Path:
     from knockout.judges._models import model_path
 
     return model_path(SMALL_MODEL)
+
+
+def default_signals() -> None:
+    """``preexec_fn`` of a child that a test stops with a signal: SIGINT, SIGTERM and SIGHUP at their default
+    handlers in the child before it runs.  A parent that ignores one (a suite started by a runner that ignores
+    SIGINT, with nohup, in the background) passes the ignoring on through exec, and knockout keeps an ignored
+    signal ignored: the child would not stop."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
 def free_port() -> int:

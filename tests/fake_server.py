@@ -41,7 +41,8 @@ def messages_body(blocks: list[dict[str, Any]]) -> bytes:
 
 
 class FakeAPI:
-    """Replies come from ``answer(request_json, hit_number)``; every request body is kept in ``requests``."""
+    """Replies come from ``answer(request_json, hit_number)``; every request body is kept in ``requests``, its
+    ``Authorization`` header in ``authorizations``."""
 
     def __init__(self, answer: Callable[[dict[str, Any], int], Reply], hang_s: float = 5.0,
                  trickle_s: float = 0.2) -> None:
@@ -49,6 +50,7 @@ class FakeAPI:
         self.hang_s = hang_s
         self.trickle_s = trickle_s
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []
         self.open_requests = 0  # being answered now
         self.lock = threading.Lock()
         fake = self
@@ -64,6 +66,7 @@ class FakeAPI:
                     body = {}
                 with fake.lock:
                     fake.requests.append(body)
+                    fake.authorizations.append(self.headers.get("Authorization"))
                     n = len(fake.requests)
                     fake.open_requests += 1
                 try:

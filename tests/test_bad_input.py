@@ -556,6 +556,12 @@ CASES: list[Case] = [
     mcase("meta-seed-negative", "v.jsonl", ("--seed",), {"v.jsonl": jsonl(*MV)}, "--seed", "-1"),
     Case("report-seed-negative", ["report", "{d}/s.db", "--seed", "-1"], ("--seed",), {},
          lambda d: good_store(d / "s.db")),
+    # issue 42: scikit-learn's seeds are [0, 2**32 - 1] (knockout._bounds.MAX_SEED); a traceback before
+    *(Case(f"{cmd}-seed-{name}", [cmd, "{d}/s.db", "--seed", value], ("--seed", bound), {},
+           lambda d: good_store(d / "s.db"))
+      for cmd in ("calibrate", "review", "gradebook")
+      for name, value, bound in (("negative", "-1", "greater than or equal to 0"),
+                                 ("2-32", str(2**32), "less than or equal to 4294967295"))),
     Case("jury-member-prompt-too-long-for-a-path", grade("exam.jsonl", "--jury", "{d}/j.toml"), ("x" * 20,),
          {**GOOD, "j.toml": '[[member]]\njudge = "scripted"\n[[member]]\njudge = "scripted"\nprompt = "'
                             + "x" * 1000 + '"\n'}),

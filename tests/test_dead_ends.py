@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from knockout.cli import register_extensions
 from knockout.cli._main import app
+from tests.conftest import default_signals
 from tests.test_gradebook import TEACHER
 
 
@@ -41,11 +42,18 @@ def run_row(db: Path) -> tuple[str, str] | None:
 
 @pytest.fixture(scope="module")
 def interrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
-    """A grade run stopped by Ctrl-C before its first reply: stored ``interrupted``, no results."""
+    """A grade run stopped by Ctrl-C before its first reply: stored ``interrupted``, no results.  The child is
+    started as by a parent that ignores SIGINT (a CI runner, a background job), which it would inherit: it
+    restores SIGINT's default handler before it runs (``default_signals``), and stops."""
     db = tmp_path_factory.mktemp("dead") / "k.db"
     cmd = [sys.executable, "-m", "knockout.cli", "grade", str(TEACHER), "--judge", "scripted?delay=60",
            "--concurrency", "1", "-o", str(db), "--json", "-q"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ignoring = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=default_signals)
+    finally:
+        signal.signal(signal.SIGINT, ignoring)
     deadline = time.time() + 120
     while time.time() < deadline and run_row(db) is None:
         assert proc.poll() is None, proc.communicate()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -153,6 +154,21 @@ def test_missing_data_is_a_clear_error_before_anything_is_written(tmp_path: Path
     res = cli("run", str(f), cwd=tmp_path)
     assert res.returncode == 2 and "data not found" in res.stderr and "data.path" in res.stderr
     assert not list(tmp_path.glob("*.db"))
+
+
+def test_what_reads_the_shared_data_says_what_to_do_without_it() -> None:
+    """Each example file and README section that reads ``../shared/data`` says, near it, where the data comes
+    from, that it stops with "data not found" without it, and that ``knockout demo`` needs none."""
+    for f in sorted((ROOT / "examples").glob("*.toml")):
+        text = f.read_text(encoding="utf-8")
+        if "../shared/data" in text:
+            head = text.split("\ntitle", 1)[0]  # the comment before the settings
+            assert "SOURCE.md" in head and "data not found" in head and "knockout demo" in head, f.name
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sections = re.split(r"\n## ", readme)
+    for section in sections:
+        if "../shared/data" in section:
+            assert "data not found" in section and "knockout demo" in section, section[:80]
 
 
 @needs_shared

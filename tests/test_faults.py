@@ -259,3 +259,34 @@ def test_the_python_api_says_incomplete(tmp_path: Path) -> None:
         assert again.status == "complete" and again.summary()["failed"] == 0 and server.hits - hits == 1
         run = store.get_run(report.run_id)
         assert run is not None and run.status == "complete"
+
+
+def test_a_run_whose_every_request_failed_is_incomplete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP 500 to every attempt of both requests (fewer than the engine's three failures that stop a run): no
+    reply is stored, so the run is ``incomplete`` — exit 3 and the retry line, as with some failed requests —
+    not "no valid grade, every reply is stored" (exit 1); once the server answers, the same command completes."""
+    data = write_exam(tmp_path / "exam.jsonl", 1, 2)
+    db = tmp_path / "k.db"
+    broken = [True]
+
+    def answer(body: dict[str, Any], n: int) -> Reply:
+        return (500, b'{"error": {"message": "internal error"}}') if broken[0] else (200, chat_body("Score: 1/2"))
+
+    runner = CliRunner()
+    with fake_api(answer) as server:
+        args = ["grade", str(data), "--judge", f"openai:fake-model?base_url={server.url}&api_key=k&retries=0",
+                "-o", str(db), "-q"]
+        monkeypatch.setattr(sys, "argv", ["knockout", *args])
+        r = runner.invoke(app, args)
+        assert r.exit_code == 3, r.output + r.stderr
+        assert "every reply is stored" not in r.stderr and "no answer got a valid grade" not in r.stderr, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "2 judge requests failed for good" in lines[0], r.stderr
+        assert "stored as incomplete" in lines[0] and "retry only those with: " in lines[0], lines[0]
+        listed = json.loads(runner.invoke(app, ["runs", str(db), "--json"]).stdout)
+        assert [x["status"] for x in listed] == ["incomplete"], listed
+        broken[0] = False
+        r2 = runner.invoke(app, args)
+        assert r2.exit_code == 0, r2.output + r2.stderr
+    listed = json.loads(runner.invoke(app, ["runs", str(db), "--json"]).stdout)
+    assert [x["status"] for x in listed] == ["complete"], listed

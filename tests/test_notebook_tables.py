@@ -95,3 +95,34 @@ def test_comparison_as_a_dataframe(tmp_path: Path) -> None:
     assert df.loc[ids[1], "p_bootstrap"] == pytest.approx(paired["p_bootstrap"])
     assert {"method", "judge", "spearman", "rmse", "kendall", "williams_t", "p_williams",
             "williams_na"} <= set(df.columns)
+
+
+def test_two_prompt_variants_of_one_judge_have_distinct_labels(tmp_path: Path) -> None:
+    """Two prompts, and a knockout with and without --debias, of one judge: each run its own label."""
+    items = demo()
+    db = tmp_path / "runs.db"
+    judge = knockout.make_judge("scripted?noise=0.3")
+    configs = [knockout.RunConfig(options=knockout.MethodOptions(prompt="knockout")),
+               knockout.RunConfig(options=knockout.MethodOptions(prompt="knockout-first")),
+               knockout.RunConfig(method="knockout"),
+               knockout.RunConfig(method="knockout", options=knockout.MethodOptions(debias=True))]
+    with knockout.Store(db) as store:
+        ids = [knockout.run(items, judge, store, c).run_id for c in configs]
+    df = knockout.comparison_df(knockout.build_comparison([knockout.load_run(db, i) for i in ids], resamples=0))
+    labels = df["label"].tolist()
+    assert len(set(labels)) == 4, labels
+    assert labels[:2] == ["individual · scripted:sim · prompt=knockout",
+                          "individual · scripted:sim · prompt=knockout-first"]
+    assert labels[2:] == ["knockout · scripted:sim · debias=False", "knockout · scripted:sim · debias=True"]
+
+
+def test_the_build_comparison_example_of_the_docs_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "python-api.md").read_text(encoding="utf-8")
+    code = next(b for b in re.findall(r"```python\n(.*?)```", doc, re.S) if "build_comparison(runs" in b)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/python-api.md", "exec"), {})  # the documented example, as written
+    out = capsys.readouterr().out
+    assert "prompt=knockout-first" in out and "pearson" in out, out

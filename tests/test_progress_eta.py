@@ -38,11 +38,26 @@ def test_cache_hits_take_no_time() -> None:
         pace.done(False, t)
     assert pace.per_call(t) == pytest.approx(10.0)
     assert pace.eta(7, t) == pytest.approx(70.0)
-    # half of what came after the live calls began was cached: half of the rest is expected live
-    pace.done(True, t)
-    pace.done(True, t)
-    pace.done(True, t)
-    assert pace.eta(6, t) == pytest.approx(6 * 0.5 * 10.0)
+
+
+def test_the_eta_after_a_resume_comes_from_live_calls_only() -> None:
+    """A resumed run: the store answers what was done before, in the order it was done, also after the first
+    live calls; then every request left is live.  The hits seen count for nothing: each request left at the
+    live calls' pace (discounted by the share of hits seen, the ETA said 15 s a call where calls took 77 s)."""
+    pace = Pace(0.0)
+    pace.queued(0.0)
+    t = 0.0
+    for _ in range(4):  # four calls in flight together, 77 s each
+        t += 77 / 4
+        pace.done(False, t)
+    for _ in range(16):  # the rest of what was done before, answered as its questions come up
+        pace.done(True, t)
+    assert pace.per_call(t) == pytest.approx(77 / 4)
+    assert pace.eta(80, t) == pytest.approx(80 * 77 / 4)  # 80 live calls left, four at a time
+    for _ in range(80):
+        t += 77 / 4
+        pace.done(False, t)
+    assert pace.per_call(t) == pytest.approx(77 / 4)
 
 
 def test_the_bar_shows_the_eta_and_a_hint_when_calls_are_slow() -> None:

@@ -140,6 +140,33 @@ def test_complete_run_and_store_context_manager(tmp_path: Path) -> None:
         store.runs()  # closed on leaving the block
 
 
+def test_a_cached_rerun_keeps_the_wall_time_of_the_run_that_did_the_work(tmp_path: Path) -> None:
+    """The rerun sends no call: the stored ``wall_s`` (which ``report`` shows) stays the first invocation's, the
+    rerun's own is ``last_wall_s``; a jury's and its members' alike."""
+    from knockout.jury import grade_member_runs, make_jury
+    from knockout.jury._members import MemberSpec
+    from knockout.runs import execute
+
+    data = items()
+    with Store(tmp_path / "s.db") as store:
+        first = run(data, make_judge("scripted?noise=0.2&delay=0.05"), store, RunConfig())
+        members = [MemberSpec("scripted?delay=0.05"), MemberSpec("scripted?noise=0.5&delay=0.05")]
+        jury = execute(make_jury(grade_member_runs(data, members, RunConfig(), {}), members), store)
+        ids = [first.run_id, jury.run_id, *(m["run_id"] for m in jury.summary()["members"])]
+        worked = {i: store.get_run(i).summary for i in ids}  # type: ignore[union-attr]
+        assert all(s is not None and s["judge_calls"] > 0 and "last_wall_s" not in s for s in worked.values())
+        again = run(data, make_judge("scripted?noise=0.2&delay=0.05"), store, RunConfig())
+        execute(make_jury(grade_member_runs(data, members, RunConfig(), {}), members), store)
+        assert again.summary()["judge_calls"] == 0
+        for i in ids:
+            stored = store.get_run(i).summary  # type: ignore[union-attr]
+            assert stored is not None and stored["judge_calls"] == 0, stored
+            assert stored["wall_s"] == worked[i]["wall_s"] and stored["calls_per_s"] == worked[i]["calls_per_s"]
+            assert isinstance(stored["last_wall_s"], float)  # the rerun's own
+        cost = kind_of("grade").cost(store, store.find_run(first.run_id))
+        assert cost["wall_s"] == worked[first.run_id]["wall_s"]  # what `report` shows
+
+
 # -- one synchronous entry, also inside a running event loop (Jupyter) ---------------------------
 def test_sync_entry_works_inside_a_running_event_loop(tmp_path: Path) -> None:
     async def notebook_cell() -> float | None:

@@ -48,6 +48,9 @@ MAX_ROUNDS = 100
 MAX_TRUNCATE = 10_000_000
 #: a data file's size bound (``max_file_mb``) at most: 1 TiB
 MAX_FILE_MB = 2.0**20
+#: a seed at most: numpy's legacy generator and scikit-learn's ``random_state`` (calibration's folds and refits)
+#: take seeds in [0, 2**32 - 1]
+MAX_SEED = 2**32 - 1
 
 # characters that show nothing: a text made only of these (and white space) is empty
 _INVISIBLE = frozenset("\u115f\u1160\u2800\u3164\uffa0")
@@ -151,8 +154,9 @@ Spec = Annotated[str, Field(min_length=1, max_length=MAX_SPEC), AfterValidator(v
 Number = Annotated[float, BeforeValidator(_no_bool), AfterValidator(_finite)]
 #: an integer (true/false refused) that SQLite and JSON hold
 Int = Annotated[int, BeforeValidator(_no_bool), Field(ge=-MAX_INT, le=MAX_INT)]
-#: a seed of numpy's generators (Elo shuffles, bootstrap resamples, meta-evaluation draws): not negative
-Seed = Annotated[int, BeforeValidator(_no_bool), Field(ge=0, le=MAX_INT)]
+#: a seed of numpy's generators and scikit-learn (Elo shuffles, bootstrap resamples, meta-evaluation draws,
+#: calibration's folds): in [0, :data:`MAX_SEED`]
+Seed = Annotated[int, BeforeValidator(_no_bool), Field(ge=0, le=MAX_SEED)]
 #: a JSON object (``meta``)
 JsonObject = Annotated[dict[str, Any], AfterValidator(check_json)]
 
@@ -209,6 +213,14 @@ class Bootstrap(BaseModel):
 
     resamples: int = Field(default=1000, ge=0, le=MAX_RESAMPLES)
     seed: Seed = 0  # numpy's generators take no negative seed
+
+
+class Seeded(BaseModel):
+    """A command's ``--seed`` alone (``calibrate``, ``review``, ``gradebook``: scikit-learn's folds and refits)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: Seed = 0
 
 
 class BoundsError(ConfigError):

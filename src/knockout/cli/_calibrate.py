@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from knockout.cli._common import JsonOpt, fail, out, print_json, print_tables
+from knockout.cli._common import JsonOpt, fail, options, out, print_json, print_tables
 from knockout.errors import KnockoutError
 
 PerQuestion = Annotated[int | None, typer.Option(
@@ -51,9 +51,11 @@ def calibrate(
     """Fit a map from the judge's grades to the expert grades (the data file's human grades and the web app's),
     chosen by cross-validation (linear, isotonic, linear with per-question offsets, or none), and show RMSE,
     Pearson and kappa before and after on held-out answers only."""
+    from knockout._bounds import Seeded
     from knockout.calibration._run import calibrate_loaded, calibrated_rows, calibration_tables
 
     try:
+        options(Seeded, seed=seed)
         loaded = _loaded(run, partial=partial, what="calibrate")
         section = calibrate_loaded(loaded, per_question=per_question, seed=seed, resamples=resamples)
         if output is not None:
@@ -110,9 +112,11 @@ def review(
     """The answers an expert should grade next: ranked by how much an expert grade would help (the calibrated
     grade's uncertainty, jury disagreement, debiased-knockout order flips, spread over repeated samples,
     closeness to a grade boundary, questions with few expert grades)."""
+    from knockout._bounds import Seeded
     from knockout.calibration._review import queue_tables, review_loaded
 
     try:
+        options(Seeded, seed=seed)
         loaded = _loaded(run, details=True, partial=partial, what="review")
         queue = review_loaded(loaded, seed=seed)
     except KnockoutError as exc:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from knockout.cli._common import JsonOpt, err, fail, print_json
+from knockout.cli._common import JsonOpt, err, fail, options, print_json
 from knockout.errors import KnockoutError
 
 
@@ -36,8 +36,10 @@ def gradebook(
     from knockout.reports._runs import parse_ref
 
     try:
+        from knockout._bounds import Seeded
         from knockout.errors import ConfigError
 
+        options(Seeded, seed=seed)
         if format not in FORMATS:
             raise ConfigError(f"unknown gradebook format '{format}' ({', '.join(FORMATS)})")
         if as_json and output is None:

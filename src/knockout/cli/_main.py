@@ -67,9 +67,7 @@ def verdict_words(verdict: str, questions: dict[str, int] | None = None) -> str:
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    from knockout._redact import redact
-
-    t = Table(title=escape(f"run {summary['run_id']} — {summary['method']} — {redact(summary['judge'])}"),
+    t = Table(title=escape(f"run {summary['run_id']} — {summary['method']} — {summary['judge']}"),
               show_header=False)
     t.add_column("what", style="bold")
     t.add_column("value")
@@ -319,8 +317,12 @@ def grade(
 
 def no_valid_grade(summary: dict[str, Any], store: Path | None = None) -> None:
     """A run in which not one answer got a valid grade is no result: one line on stderr and exit 1 (the run
-    and every raw reply stay in the store for `knockout report` / `export`)."""
-    if summary.get("answers") and not summary.get("valid"):
+    and every raw reply stay in the store for `knockout report` / `export`).  A run with judge requests that
+    failed for good is not such a run, even when every request failed: it is ``incomplete``, and the command
+    ends with the line that retries them and exit code 3 (:func:`knockout.cli._common.exit_if_incomplete`)."""
+    from knockout.runs._run import failed_requests
+
+    if summary.get("answers") and not summary.get("valid") and not failed_requests(summary):
         import shlex
 
         ref = shlex.quote(f"{store}:{summary.get('run_id')}") if store is not None else "STORE:RUN_ID"
@@ -452,7 +454,6 @@ def runs(
     as_json: JsonOpt = False,
 ) -> None:
     """List the runs in a store, with their status (running, complete, incomplete, interrupted, failed)."""
-    from knockout._redact import redact
     from knockout.runs import kind_of
     from knockout.storage import Store
 
@@ -465,8 +466,8 @@ def runs(
         fail(exc)
         return
     if as_json:
-        print_json([{"run_id": r.id, "kind": r.kind, "method": r.method, "judge": redact(r.judge),
-                     "status": r.status, "error": r.error and redact(r.error), "results": counts[r.id],
+        print_json([{"run_id": r.id, "kind": r.kind, "method": r.method, "judge": r.judge,
+                     "status": r.status, "error": r.error, "results": counts[r.id],
                      "simulated_judge": r.simulated,
                      "summary": r.summary} for r in records])
         return
@@ -475,7 +476,7 @@ def runs(
         t.add_column(col)
     for r in records:
         head = kind_of(r.kind).headline(r)
-        judge = escape(redact(r.judge)) + (" (SIMULATION)" if r.simulated else "")
+        judge = escape(r.judge) + (" (SIMULATION)" if r.simulated else "")
         status = r.status if r.complete else f"[bold yellow]{r.status}[/]"
         t.add_row(r.id, r.kind, r.method, judge, status, str(counts[r.id]), fmt(head["invalid"]),
                   fmt(head["pearson"]))

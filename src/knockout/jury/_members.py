@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from knockout._bounds import MAX_NAME, MAX_SPEC, valid_unicode
+from knockout._redact import redact
 from knockout.errors import InputError
 from knockout.judges._base import GenParams
 
@@ -41,9 +42,11 @@ class MemberSpec:
     name: str | None = None
 
     def label(self) -> str:
+        """The member's name in tables, in the jury's judge column and in its stored configuration: its
+        ``name``, else its spec (with its prompt), redacted (``api_key=***``: the judge alone holds the key)."""
         if self.name:
             return self.name
-        return self.judge + (f" + {self.prompt}" if self.prompt else "")
+        return redact(self.judge + (f" + {self.prompt}" if self.prompt else ""))
 
     def gen_params(self, base: GenParams, *, file: str = "<jury>", record: str = "") -> GenParams:
         """``base`` with this member's parameters over it (a bad value names the member and field)."""

@@ -6,6 +6,7 @@ The tables (:class:`Table`) are plain strings, rendered by the CLI with rich and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -242,6 +243,7 @@ def build_comparison(runs: Sequence[LoadedRun], *, resamples: int = DEFAULT_RESA
         rows.append({**r.header(), "cost": r.cost, "money": money(prices, r.run.judge, r.cost),
                      "answers": d["answers"], "invalid": d["invalid"],
                      "question_level": d["question_level"], "exam_level": d["exam_level"]})
+    distinct_labels(rows, runs)
     base = runs[0]
     paired = []
     for r in runs[1:]:
@@ -258,6 +260,28 @@ def build_comparison(runs: Sequence[LoadedRun], *, resamples: int = DEFAULT_RESA
     for key in keys:
         groups.append(group_comparison(base.items, [r.results for r in runs], key, resamples=resamples, seed=seed))
     return {"runs": rows, "paired": paired, "resamples": resamples, "seed": seed, "by": groups}
+
+
+def distinct_labels(rows: list[dict[str, Any]], runs: Sequence[LoadedRun]) -> None:
+    """Runs whose labels read the same (two prompt variants, one with ``--debias``, ... of one judge) get the
+    options and parameters in which they differ added (``· shots=2``), and when none differ their run id."""
+    def settings(r: LoadedRun) -> dict[str, Any]:
+        options = {k: v for k, v in (r.run.config.get("options") or {}).items() if k != "extra"}
+        return {**options, **(r.run.config.get("params") or {})}
+
+    by_label: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_label.setdefault(str(row["label"]), []).append(i)
+    for label, idx in by_label.items():
+        if len(idx) < 2:
+            continue
+        got = [settings(runs[i]) for i in idx]
+        keys = sorted({k for s in got for k in s if len({json.dumps(x.get(k), sort_keys=True) for x in got}) > 1})
+        for i, s in zip(idx, got, strict=True):
+            rows[i]["label"] = " · ".join([label, *(f"{k}={s.get(k)}" for k in keys)])
+        if len({rows[i]["label"] for i in idx}) < len(idx):
+            for i in idx:
+                rows[i]["label"] += f" · run {runs[i].run.id}"
 
 
 def comparison_df(cmp: dict[str, Any]) -> Any:

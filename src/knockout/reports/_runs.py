@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knockout._redact import redact
 from knockout.annotations import add_web_grades
 from knockout.data._records import ItemSet
 from knockout.errors import ConfigError
@@ -38,13 +37,19 @@ class LoadedRun:
 
     @property
     def label(self) -> str:
-        extra = self.run.config.get("options", {}).get("extra") or {}
+        """How the run is named in reports and comparisons: method · judge, its prompt when not the default
+        (``prompt=...``), its method's own options (:func:`knockout.reports.build_comparison` makes the labels of
+        the runs it compares distinct)."""
+        options = self.run.config.get("options", {})
+        extra = options.get("extra") or {}
         opts = ",".join(f"{k}={v}" for k, v in sorted(extra.items()))
-        return redact(f"{self.run.method} · {self.run.judge}" + (f" · {opts}" if opts else ""))
+        prompt = options.get("prompt")
+        return " · ".join([self.run.method, self.run.judge, *([f"prompt={prompt}"] if prompt not in (None, "auto")
+                                                               else []), *([opts] if opts else [])])
 
     def header(self) -> dict[str, Any]:
         return {"run_id": self.run.id, "kind": self.run.kind, "store": str(self.store_path),
-                "method": self.run.method, "judge": redact(self.run.judge), "simulated_judge": self.run.simulated,
+                "method": self.run.method, "judge": self.run.judge, "simulated_judge": self.run.simulated,
                 "data": self.run.data_source, "status": self.run.status, "label": self.label,
                 "options": self.run.config.get("options", {}), "results": len(self.results),
                 "human_grades": self.human_grades, **({"used": used} if (used := self.used()) else {}),

@@ -155,7 +155,8 @@ class RunKind:
         actually sent for this run over all its invocations (a resumed run adds up): what it paid.
         ``scratch_*``: the tokens of every request of its latest invocation, live or from the cache (the
         matches another method played first included): what it would cost on an empty store (None for a run
-        written before knockout counted them).  ``wall_s``: the latest invocation's wall time."""
+        written before knockout counted them).  ``wall_s``: the wall time of the latest invocation that sent a judge
+        call (a rerun answered wholly from the store keeps it: :func:`knockout.runs._run.keep_work_time`)."""
         s = record.summary or {}
         live, pt, ct, lat = store.run_calls(record.id)
         scratch_pt = int(s.get("prompt_tokens", 0)) + int(s.get("cached_prompt_tokens", 0))

@@ -34,7 +34,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from knockout._redact import redact
 from knockout.data._records import ItemSet
 from knockout.engine import Engine, Observer, Planned, Subject
 from knockout.engine._choose import make_executor
@@ -68,6 +67,28 @@ def failed_requests(summary: dict[str, Any], engines: Iterable[Engine] = ()) -> 
     if isinstance(counted, int) and not isinstance(counted, bool):
         return counted
     return sum(e.stats.failed for e in engines)
+
+
+def live_calls(summary: dict[str, Any], engines: Iterable[Engine] = ()) -> int:
+    """The judge calls a finished invocation sent (not answered by the store): the summary's ``judge_calls``
+    (a jury's adds up its members'), else its engines' count."""
+    counted = summary.get("judge_calls")
+    if isinstance(counted, int) and not isinstance(counted, bool):
+        return counted
+    return sum(e.stats.live_calls for e in engines)
+
+
+def keep_work_time(summary: dict[str, Any], before: dict[str, Any] | None, engines: Iterable[Engine] = ()) -> None:
+    """A rerun answered wholly from the store (no live call) keeps, as ``wall_s``, the wall time of the
+    invocation that did the work (the summary stored before), and stores its own as ``last_wall_s``: a
+    cached rerun of a 10-minute run does not make it a 0.01-second one in ``report``."""
+    kept = (before or {}).get("wall_s")
+    own = summary.get("wall_s")
+    if isinstance(kept, (int, float)) and isinstance(own, (int, float)) and not live_calls(summary, engines):
+        summary["wall_s"] = kept
+        summary["last_wall_s"] = own
+        if "calls_per_s" in summary and "calls_per_s" in (before or {}):
+            summary["calls_per_s"] = (before or {})["calls_per_s"]
 
 
 def run_id_for(payload: dict[str, Any]) -> str:
@@ -199,7 +220,9 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         "simulated_judge": any(j.simulated for j in judges.values()),
     }
     if command is not None:
-        config["command"] = {"argv": redact(command), "cwd": os.getcwd()}
+        config["command"] = {"argv": command, "cwd": os.getcwd()}  # the store redacts what it writes
+    stored = store.get_run(run_id)
+    before = stored.summary if stored is not None else None
     store.start_run(run_id, kind=run.kind, method=run.method, judge=run.spec(), config=config,
                     data_source=run.data_source,
                     data_fingerprint=store.save_items(snapshot) if snapshot is not None else None)
@@ -212,6 +235,7 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         ctx = RunContext(run_id, store, engines, observer, executor)
         report = await run.execute(ctx)
         summary = report.summary()
+        keep_work_time(summary, before, engines.values())
         status = INCOMPLETE if failed_requests(summary, engines.values()) else "complete"
         if status == INCOMPLETE:
             if hasattr(report, "status"):  # every kind's own report: its summary() says so too
@@ -222,7 +246,7 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         store.end_run(run_id, "interrupted", "stopped by the user")
         raise
     except BaseException as exc:
-        store.end_run(run_id, "failed", redact(f"{type(exc).__name__}: {exc}"))
+        store.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
         raise
     finally:
         for e in engines.values():

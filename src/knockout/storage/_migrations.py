@@ -400,6 +400,41 @@ def _v42(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE calls ADD COLUMN verdict TEXT")
 
 
+def _v43(db: sqlite3.Connection) -> None:
+    """No secret of a judge spec in a store: what versions before wrote unredacted -- a jury's member labels
+    (``openai:m?api_key=...``) in a run's judge, configuration and summary, error texts, data sources -- is
+    redacted as :class:`~knockout.storage.Store` now redacts it when it writes (:mod:`knockout._redact`)."""
+    from knockout._redact import redact, redact_all
+
+    def text(v: Any) -> Any:
+        return redact(v) if isinstance(v, str) else v
+
+    def obj(v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        try:
+            old = json.loads(v)
+        except ValueError:
+            return redact(v)
+        new = redact_all(old)
+        return v if new == old else json.dumps(new, ensure_ascii=False)  # the keys in their stored order
+
+    for table, cols in (("runs", {"judge": text, "config": obj, "summary": obj, "error": text,
+                                  "data_source": text}),
+                        ("itemsets", {"source": text}), ("call_log", {"error": text}),
+                        ("batches", {"judge": text, "error": text})):
+        have = [c for c in cols if c in _columns(db, table)]
+        if not have:
+            continue
+        where = " OR ".join(f"{c} LIKE '%=%' OR {c} LIKE '%@%'" for c in have)  # what a secret needs
+        rows = db.execute(f"SELECT rowid, {', '.join(have)} FROM {table} WHERE {where}").fetchall()
+        for row in rows:
+            new = [cols[c](v) for c, v in zip(have, row[1:], strict=True)]
+            if new != list(row[1:]):
+                db.execute(f"UPDATE {table} SET {', '.join(f'{c} = ?' for c in have)} WHERE rowid = ?",
+                           (*new, row[0]))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "baseline: the schema of knockout 0.1 (calls, call_log, itemsets, runs, results, web tables)", _v1),
     Migration(2, "matches stored once in their own table; runs.error", _v2),
@@ -413,6 +448,8 @@ MIGRATIONS: list[Migration] = [
     Migration(40, "indexes of results and matches by (run, question)", _v40),
     Migration(41, "each stored reply's parse with the identity of the parse that made it (calls.parse_id)", _v41),
     Migration(42, "each stored reply's verdict slot: the allowed values' probabilities (calls.verdict)", _v42),
+    Migration(43, "no secret of a judge spec stored: runs, item-set sources, call log and batch errors redacted",
+              _v43),
 ]
 
 

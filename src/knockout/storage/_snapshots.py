@@ -22,6 +22,7 @@ from array import array
 from collections.abc import Iterator
 from typing import Any
 
+from knockout._redact import redact
 from knockout.data._records import Answer, AnswerColumns, ItemSet, Question
 from knockout.errors import ConfigError
 
@@ -43,7 +44,7 @@ def pack_items(items: ItemSet) -> bytes:
     dump = json.dumps
     n, chunk = len(cols.ids), CHUNK
     meta = sorted(cols.meta.items())
-    head = {"source": items.source, "answers": n, "chunk": chunk, "questions": len(items.questions),
+    head = {"source": redact(items.source), "answers": n, "chunk": chunk, "questions": len(items.questions),
             "names": cols.names, "layouts": [list(g) for g in cols.layouts],
             "fields": [sorted(f) for f in cols.fields_sets], "grades": len(cols.grades), "meta": len(meta)}
     parts = [z.compress(ITEMS_V3 + dump(head, ensure_ascii=False).encode() + b"\n")]

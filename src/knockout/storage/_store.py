@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
 
+from knockout._redact import redact, redact_all
 from knockout.data._records import ItemSet
 from knockout.engine._cache import CallRecord
 from knockout.errors import ConfigError
@@ -418,7 +419,7 @@ class Store:
     def log_call(self, key: str, run_id: str | None, started: float, error: str | None = None) -> None:
         self.db.execute(
             "INSERT INTO call_log (key, run_id, started, finished, error) VALUES (?,?,?,?,?)",
-            (key, run_id, started, time.time(), error),
+            (key, run_id, started, time.time(), error and redact(error)),
         )
 
     def claim(self, key: str, run_id: str | None, lease_s: float) -> bool:
@@ -550,13 +551,14 @@ class Store:
         now = time.time()
         with self.transaction():
             self.db.execute("INSERT OR REPLACE INTO batches (id, run_id, judge, status, requests, created, updated) "
-                            "VALUES (?,?,?,?,?,?,?)", (batch_id, run_id, judge, "submitted", len(keys), now, now))
+                            "VALUES (?,?,?,?,?,?,?)",
+                            (batch_id, run_id, redact(judge), "submitted", len(keys), now, now))
             self.db.executemany("INSERT OR IGNORE INTO batch_requests (batch_id, key) VALUES (?,?)",
                                 [(batch_id, k) for k in keys])
 
     def end_batch(self, batch_id: str, status: str, error: str | None = None) -> None:
         self.db.execute("UPDATE batches SET status = ?, error = ?, updated = ? WHERE id = ?",
-                        (status, error, time.time(), batch_id))
+                        (status, error and redact(error), time.time(), batch_id))
 
     def drop_batch_requests(self, batch_id: str, keys: list[str]) -> None:
         with self.transaction():
@@ -583,6 +585,9 @@ class Store:
         data_source: str | None,
         data_fingerprint: str | None = None,
     ) -> None:
+        """Write a run's row as ``running`` (a run already stored is resumed: its row is kept).  Its judge,
+        configuration (command line included) and data source are stored redacted (:mod:`knockout._redact`):
+        no secret of a judge spec is written to a store."""
         now = time.time()
         self.db.execute(
             "INSERT INTO runs (id, kind, method, judge, config, data_source, data_fingerprint, status, created, "
@@ -591,26 +596,26 @@ class Store:
             "owner=excluded.owner, "
             # a run begun by a version without item-set snapshots gets its snapshot when resumed
             "data_fingerprint=COALESCE(runs.data_fingerprint, excluded.data_fingerprint)",
-            (run_id, kind, method, judge, json.dumps(config, sort_keys=True), data_source, data_fingerprint,
-             "running", now, now, owner()),
+            (run_id, kind, method, redact(judge), json.dumps(redact_all(config), sort_keys=True),
+             data_source and redact(data_source), data_fingerprint, "running", now, now, owner()),
         )
 
     def finish_run(self, run_id: str, summary: dict[str, Any], status: str = "complete") -> None:
         """Mark a run that ran to its end (``complete``, or ``incomplete``: judge requests failed) with its
-        summary."""
+        summary (redacted, as :meth:`start_run`'s row)."""
         if status not in ("complete", "incomplete"):
             raise ValueError(f"not an end state for a finished run: {status}")
         self.db.execute(
             "UPDATE runs SET status = ?, updated = ?, summary = ?, error = NULL WHERE id = ?",
-            (status, time.time(), json.dumps(summary, ensure_ascii=False), run_id),
+            (status, time.time(), json.dumps(redact_all(summary), ensure_ascii=False), run_id),
         )
 
     def end_run(self, run_id: str, status: str, error: str | None = None) -> None:
-        """Mark a run that stopped before completing (``interrupted`` or ``failed``, with the error)."""
+        """Mark a run that stopped before completing (``interrupted`` or ``failed``, with the error, redacted)."""
         if status not in RUN_STATES or status == "complete":
             raise ValueError(f"not an end state for an unfinished run: {status}")
         self.db.execute("UPDATE runs SET status = ?, updated = ?, error = ? WHERE id = ?",
-                        (status, time.time(), error, run_id))
+                        (status, time.time(), error and redact(error), run_id))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         row = self.db.execute(f"SELECT {_RUN_COLS} FROM runs WHERE id = ?", (run_id,)).fetchone()
@@ -662,7 +667,7 @@ class Store:
         fp = items.fingerprint()
         if self.db.execute("SELECT 1 FROM itemsets WHERE fingerprint = ?", (fp,)).fetchone() is None:
             self.db.execute("INSERT OR IGNORE INTO itemsets (fingerprint, source, data, created) VALUES (?,?,?,?)",
-                            (fp, items.source, pack_items(items), time.time()))
+                            (fp, items.source and redact(items.source), pack_items(items), time.time()))
         return fp
 
     def load_items(self, fingerprint: str) -> ItemSet | None:
