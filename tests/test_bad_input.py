@@ -185,6 +185,53 @@ def store_cases() -> list[Case]:
     return cases
 
 
+# -- issue 42: output paths and gradebooks an LMS would read wrong ----------------------------------------
+#: every command with an output file or folder, and how it names it ({out})
+OUTPUT_COMMANDS: dict[str, list[str]] = {
+    "gradebook": ["gradebook", "{d}/s.db", "-o", "{out}"],
+    "export": ["export", "{d}/s.db", "-O", "{out}"],
+    "export-parquet": ["export", "{d}/s.db", "--format", "parquet", "-O", "{out}"],
+    "report-html": ["report", "{d}/s.db", "--resamples", "0", "--html", "{out}"],
+    "compare-html": ["compare", "{d}/s.db", "{d}/s.db", "--resamples", "0", "--html", "{out}"],
+    "calibrate": ["calibrate", "{d}/s.db", "--resamples", "0", "-O", "{out}"],
+    "annotations-export": ["annotations", "export", "--db", "{d}/s.db", "-O", "{out}"],
+    "leaderboard-csv": ["leaderboard", "{d}/s.db", "--resamples", "0", "--csv", "{out}"],
+    "leaderboard-html": ["leaderboard", "{d}/s.db", "--resamples", "0", "--html", "{out}"],
+    "meta-export-matches": ["meta", "{d}/v.jsonl", "--meta-judge", "scripted", "--framework", "jdeval",
+                            "--export-matches", "{out}", "-o", "{d}/k.db", "-q"],
+}
+
+
+def output_cases() -> list[Case]:
+    cases = []
+    for name, args in OUTPUT_COMMANDS.items():
+        for kind, out, files, expect in (("folder", "{d}/out", {"out/keep": ""}, ("out", "is a folder")),
+                                         ("missing-parent", "{d}/nope/out.x", {}, ("nope", "does not exist"))):
+            cases.append(Case(f"output-{kind}-{name}", [a.replace("{out}", out) for a in args], expect,
+                              {**files, "v.jsonl": jsonl(*MV)}, lambda d: good_store(d / "s.db")))
+    cases.append(Case("output-solve-out-dir-a-file", ["solve", "{d}/exam.jsonl", "-m", "scripted", "-d",
+                                                      "{d}/file", "-o", "{d}/k.db", "-q"],
+                      ("file", "not a folder"), {**GOOD, "file": "x"}))
+    return cases
+
+
+def graded_exam(examinees: list[str], question: str = "q1") -> Callable[[Path], None]:
+    """Setup: a store ``s.db`` graded from ``exam.jsonl`` (these examinees, each with an expert grade)."""
+    def setup(d: Path) -> None:
+        rows: list[Any] = [{**Q, "id": question}]
+        rows += [{**A, "id": f"a{i}", "question_id": question, "examinee": e} for i, e in enumerate(examinees)]
+        (d / "exam.jsonl").write_text(jsonl(*rows))
+        r = CliRunner().invoke(app, ["grade", str(d / "exam.jsonl"), "--judge", "scripted", "-o", str(d / "s.db"),
+                                     "-q"])
+        assert r.exit_code == 0, r.output
+    return setup
+
+
+def gradebook_case(id: str, fmt: str, examinees: list[str], expect: tuple[str, ...], question: str = "q1") -> Case:
+    return Case(f"gradebook-{id}", ["gradebook", "{d}/s.db", "--format", fmt, "-o", "{d}/book.csv"],
+                ("exam.jsonl", *expect), {}, graded_exam(examinees, question))
+
+
 # -- the corpus ----------------------------------------------------------------------------------------
 Q_NO_ID = {k: v for k, v in Q.items() if k != "id"}
 CASES: list[Case] = [
@@ -600,6 +647,21 @@ CASES: list[Case] = [
     Case("experiment-store-folder", ["run", "{d}/e.toml"], ("e.toml", "store", "folder"),
          {**GOOD, "e.toml": 'store = "."\n' + EXP}),
     *store_cases(),
+    # issue 42: outputs that cannot be written, and gradebooks an LMS or a spreadsheet would read wrong
+    *output_cases(),
+    gradebook_case("moodle-formula-id", "moodle", ["ada", "=HYPERLINK(\"http://x\")"], ("formula", "HYPERLINK")),
+    gradebook_case("canvas-formula-id", "canvas", ["ada", "@SUM(A1)"], ("formula", "@SUM")),
+    gradebook_case("moodle-tab-id", "moodle", ["ada", "\tada2"], ("formula", "\\t")),
+    gradebook_case("moodle-ids-differ-by-case", "moodle", ["Ann", "ann"], ("'Ann'", "'ann'", "ignores case")),
+    gradebook_case("canvas-ids-differ-by-a-space", "canvas", ["bob", "bob "], ("'bob'", "'bob '")),
+    gradebook_case("moodle-id-0", "moodle", ["ada", "0"], ("'0'", "Moodle")),
+    gradebook_case("canvas-student-points-possible", "canvas", ["ada", "Points Possible"], ("Points Possible",)),
+    gradebook_case("canvas-question-like-an-assignment", "canvas", ["ada"], ("Quiz (12345)", "existing"),
+                   question="Quiz (12345)"),
+    Case("import-exam-dot", ["import", "{d}/exam.jsonl", "--db", "{d}/k.db", "--exam", "."], ("--exam", "'.'"),
+         dict(GOOD)),
+    Case("import-exam-id-dot-dot", ["import", "{d}/bad.jsonl", "--db", "{d}/k.db"], ("bad.jsonl", "line 1", "exam_id"),
+         {"bad.jsonl": jsonl({**Q, "exam_id": ".."}, A)}),
 ]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -491,3 +492,20 @@ def test_figures_shown_as_a_dash_say_why() -> None:
     assert figure(f, "pearson_raw") == "- (too few answers (2; Pearson needs 3))"
     f = heldout_figures(h + 0.1, h, h + 0.1, np.array(["a"] * 4), resamples=0, seed=0)
     assert "no whole, half or quarter point grid" in figure(f, "kappa_raw")
+
+
+def test_review_shows_grades_rounded(tmp_path: Path) -> None:
+    """Issue 42: a judge grade that is a mean (``--samples 3``: 2.1666...) was shown as ``2.16667 / 3``; the
+    queue shows it rounded to 2 decimals (``--json`` keeps the number)."""
+    teacher = Path(__file__).resolve().parents[1] / "src" / "knockout" / "examples" / "teacher_exam.jsonl"
+    db = tmp_path / "s.db"
+    code, _, err = knockout("grade", str(teacher), "--judge", "scripted?inflation=0.2&noise=0.2", "--samples", "3",
+                            "-o", str(db), "-q")
+    assert code == 0, err
+    code, out, _ = knockout("review", str(db), "--next", "12", "--json")
+    judged = [q["judge"] for q in json.loads(out)["queue"]]
+    assert any(round(j, 2) != j for j in judged)  # means of 3 draws: thirds
+    code, out, _ = knockout("review", str(db), "--next", "12")
+    shown = re.findall(r"(\d+(?:\.\d+)?) / \d", out)
+    assert len(shown) == len(judged) and all(len(s.partition(".")[2]) <= 2 for s in shown), shown
+    assert sorted(float(s) for s in shown) == sorted(round(j, 2) for j in judged)

@@ -50,6 +50,9 @@ def test_grade_json_and_export(tmp_path: Path) -> None:
     assert csv_out.returncode == 0
     rows = list(csv.DictReader(io.StringIO(csv_out.stdout)))
     assert [r["item_id"] for r in rows] == ["a1", "a2", "a3"] and all(r["valid"] == "1" for r in rows)
+    # issue 42: the run's grade and the judge's text are named so that neither is taken for the other
+    assert list(rows[0])[8:] == ["grade", "valid", "error", "judge_replies"] and "score" not in rows[0]
+    assert all(float(r["grade"]) >= 0 and r["judge_replies"] for r in rows)
     out_file = tmp_path / "x.jsonl"
     summary_export = json.loads(knockout("export", str(db), "--format", "jsonl", "-O", str(out_file), "--json").stdout)
     assert summary_export["rows"] == 3 and summary_export["run_id"] == summary["run_id"]

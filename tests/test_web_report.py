@@ -59,13 +59,14 @@ def test_web_grades_reach_the_report(tmp_path: Path) -> None:
     cli("users", "add", "boss", "--db", str(db), "--role", "organizer", "--password-stdin", stdin=PASSWORD + "\n")
     before = json.loads(cli("report", str(db), "--json", "--resamples", "0"))
     assert before["run"]["human_grades"] == {"file": ["grader-a", "grader-b"], "web": [], "web_grades": 0,
-                                             "web_skipped": {}}
+                                             "web_skipped": {}, "web_skipped_answers": {}}
 
     prof = client_for(db, "prof")
     assert grade_all(prof, "demo-en", "2") == 12
     rep = json.loads(cli("report", str(db), "--json", "--resamples", "0"))
     sources = rep["run"]["human_grades"]
-    assert sources == {"file": ["grader-a", "grader-b"], "web": ["web:prof"], "web_grades": 12, "web_skipped": {}}
+    assert sources == {"file": ["grader-a", "grader-b"], "web": ["web:prof"], "web_grades": 12, "web_skipped": {},
+                       "web_skipped_answers": {}}
     assert rep["human_human"]["graders"] == ["grader-a", "grader-b", "web:prof"]
     vs_prof = next(g for g in rep["human_human"]["judge_vs_grader"] if g["grader"] == "web:prof")
     assert vs_prof["n"] == 12

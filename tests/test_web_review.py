@@ -98,3 +98,32 @@ def test_exam_page_says_why_there_is_no_list_and_how_to_resume(tmp_path: Path,
     assert f'<code id="resume-command">{resume}</code>' in boss
     prof = client_for(db, "prof").get("/exam/teach").text
     assert "is interrupted" in prof and "An organizer can resume it." in prof and "resume-command" not in prof
+
+
+def test_grade_these_next_shows_rounded_grades_and_totals_count_imported_grades(tmp_path: Path) -> None:
+    """Issue 42: the queue showed ``2.16667 / 3`` (a mean of 3 draws): rounded to 2 decimals; and the exam page
+    showed ``0 / 0`` totals although the teacher's file had 6 grades: the imported grades count in the totals
+    (as in calibration, review and the gradebook): the organizer's mean over every grader has them, and the
+    teacher (the user named as the file's grader) sees them as their own."""
+    db = tmp_path / "t.db"
+    cli("grade", str(TEACHER), "--judge", "scripted?inflation=0.2&noise=0.2", "--samples", "3", "--out", str(db),
+        "--json", "--quiet")
+    cli("import", str(TEACHER), "--db", str(db))
+    cli("users", "add", "teacher", "--db", str(db), "--exam", "teach", "--password-stdin", stdin=PASSWORD + "\n")
+    cli("users", "add", "prof", "--db", str(db), "--exam", "teach", "--password-stdin", stdin=PASSWORD + "\n")
+    cli("users", "add", "boss", "--db", str(db), "--role", "organizer", "--password-stdin", stdin=PASSWORD + "\n")
+    page = client_for(db, "teacher").get("/exam/teach").text  # the file's grader "teacher": their own grades
+    judged = re.findall(r"<td>(\d+(?:\.\d+)?) / (\d+)</td>", page)
+    assert len(judged) == 5 and all(len(g.partition(".")[2]) <= 2 for g, _ in judged), judged
+    assert any("." in g for g, _ in judged)
+    # the teacher's file: ada 2 + 4 (q1, q3), ben 0 + 0 (q1, q2), dan 2.5 + 1 (q2, q3)
+    expected = sorted(["6 / 6", "0 / 5", "3.5 / 7", "0 / 0", "0 / 0", "0 / 0"])
+    totals = dict(re.findall(r'examinee/(\d+)">Examinee \d+</a>.*?<td class="total">([^<]+)<', page, re.S))
+    assert sorted(t.strip() for t in totals.values()) == expected, totals
+    assert "your grades (yours imported with the data included)" in page
+    # another grader's totals are their own (each grades independently); the organizer's mean has the file's
+    other = client_for(db, "prof").get("/exam/teach").text
+    assert re.findall(r'<td class="total">([^<]+)<', other) == ["0 / 0 "] * 6
+    boss = client_for(db, "boss").get("/exam/teach").text
+    means = re.findall(r'<td class="all-total">([^<]+)<', boss)
+    assert sorted(m.strip() for m in means) == expected, means

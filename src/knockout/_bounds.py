@@ -133,6 +133,9 @@ def _exam_name(s: str) -> str:
     if not s.isprintable():
         c = next(c for c in s if not c.isprintable())
         raise ValueError(f"must not hold a control or invisible character ({c!a} at character {s.index(c)})")
+    if s in (".", ".."):
+        raise ValueError(f"must not be '.' or '..' (folder names in a path): the web app's address /exam/{s} "
+                         "would not open the exam")
     if "/" in s:
         parts = s.split("/")
         bad = next((p for p in parts if p in ("", ".", "..") or p in _ROUTE_WORDS), None)
@@ -143,8 +146,8 @@ def _exam_name(s: str) -> str:
     return s
 
 
-#: an exam's name (``exam_id``, ``import --exam``): a :data:`Name` of printable characters whose parts between
-#: ``/`` are not empty, ``.``, ``..`` or a word of the web app's addresses (``nlp/2023`` is fine,
+#: an exam's name (``exam_id``, ``import --exam``): a :data:`Name` of printable characters, not ``.`` or ``..``,
+#: whose parts between ``/`` are not empty, ``.``, ``..`` or a word of the web app's addresses (``nlp/2023`` is fine,
 #: ``x/examinee/1`` is not: ``/exam/x/examinee/1`` is exam ``x``'s first examinee)
 ExamName = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(valid_unicode), AfterValidator(_non_empty),
                      AfterValidator(_exam_name)]

@@ -43,7 +43,7 @@ def add_web_grades(store: Store, items: ItemSet) -> tuple[ItemSet, dict[str, Any
     web grader as ``web:<user>``, and where the human grades came from::
 
         {"file": [graders of the input file], "web": ["web:<user>", ...], "web_grades": n,
-         "web_skipped": {reason: n}}
+         "web_skipped": {reason: n}, "web_skipped_answers": {reason: [answer ids]}}
 
     Web grades are left out (and counted by reason) where they are not on the run's scale: the question's
     human grades are not points (``other scale``), an organizer changed the question's maximum in the app
@@ -55,6 +55,7 @@ def add_web_grades(store: Store, items: ItemSet) -> tuple[ItemSet, dict[str, Any
     changed_max = store.annotations.changed_max_points()
     keep: dict[str, dict[str, float]] = {}
     skipped: dict[str, int] = {}
+    skipped_answers: dict[str, list[str]] = {}
     graded = sorted(i for aid in web if (i := items.find(aid)) is not None)  # the set's answers with web grades
     for i in graded:
         q, aid = items.question_at(i), items.answer_id_at(i)
@@ -65,6 +66,7 @@ def add_web_grades(store: Store, items: ItemSet) -> tuple[ItemSet, dict[str, Any
                    "out of range" if not 0 <= score <= q.max_points + EPS else None)
             if why:
                 skipped[why] = skipped.get(why, 0) + 1
+                skipped_answers.setdefault(why, []).append(aid)
             else:
                 keep.setdefault(aid, {})[WEB_PREFIX + grader] = score
     sources = {
@@ -72,6 +74,7 @@ def add_web_grades(store: Store, items: ItemSet) -> tuple[ItemSet, dict[str, Any
         "web": sorted({g for v in keep.values() for g in v}),
         "web_grades": sum(len(v) for v in keep.values()),
         "web_skipped": skipped,
+        "web_skipped_answers": skipped_answers,
     }
     return (with_human_grades(items, keep) if keep else items), sources
 

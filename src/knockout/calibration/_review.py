@@ -239,11 +239,11 @@ def tie_note(queue: Sequence[Mapping[str, Any]]) -> str:
 
 
 def queue_tables(queue: dict[str, Any], n: int) -> list[Any]:
-    from knockout.reports._tables import Table
+    from knockout.reports._tables import Table, points
 
     words = queue["grades"]
     shown = queue["queue"][:n]
-    rows = [[str(i + 1), q["answer_id"], q["question_id"], f"{q['judge']:g} / {q['max_points']:g}",
+    rows = [[str(i + 1), q["answer_id"], q["question_id"], f"{points(q['judge'])} / {points(q['max_points'])}",
              q.get("calibrated_words") or grade_words(q, words),
              q["priority_words"] + (f" (tie: {q['ties']} answers)" if q.get("ties", 1) > 1 else ""),
              "; ".join(q["why"]) or "no signal"]

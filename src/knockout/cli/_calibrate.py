@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from knockout.cli._common import JsonOpt, fail, options, out, print_json, print_tables
+from knockout.cli._common import JsonOpt, check_outputs, fail, options, out, print_json, print_tables
 from knockout.errors import KnockoutError
 
 PerQuestion = Annotated[int | None, typer.Option(
@@ -56,6 +56,7 @@ def calibrate(
 
     try:
         options(Seeded, seed=seed)
+        check_outputs(output)
         loaded = _loaded(run, partial=partial, what="calibrate")
         section = calibrate_loaded(loaded, per_question=per_question, seed=seed, resamples=resamples)
         if output is not None:
@@ -90,7 +91,7 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> None:
     import csv
     import json
 
-    from knockout.data._io import atomic_output
+    from knockout.data._output import atomic_output
 
     with atomic_output(path, newline="") as f:
         if path.suffix == ".jsonl":

@@ -157,11 +157,19 @@ def print_tables(tables: Sequence[Table]) -> None:
 
 
 def write_html(path: Path, text: str) -> None:
-    from knockout.data._io import atomic_output
+    from knockout.data._output import write_output
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_output(path, newline=None) as f:
-        f.write(text)
+    write_output(path, text, newline=None)
+
+
+def check_outputs(*paths: Path | None) -> None:
+    """Refuse, before any work, an output path that cannot be written (a folder, a missing parent folder):
+    :func:`knockout.data._output.output_target`."""
+    from knockout.data._output import output_target
+
+    for p in paths:
+        if p is not None:
+            output_target(p)
 
 
 def resume_command() -> str:

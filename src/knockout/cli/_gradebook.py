@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from knockout.cli._common import JsonOpt, err, fail, options, print_json
+from knockout.cli._common import JsonOpt, check_outputs, err, fail, one_line, options, print_json
 from knockout.errors import KnockoutError
 
 
@@ -24,14 +24,17 @@ def gradebook(
     partial: Annotated[bool, typer.Option("--partial", help="use a run that is not complete (its missing "
                                           "grades are the source 'none')")] = False,
     seed: Annotated[int, typer.Option(help="seed of the calibration's folds and refits")] = 0,
+    write_empty: Annotated[bool, typer.Option("--write-empty", help="moodle: write an answer without a grade as "
+                                              "an empty cell, which clears the grade Moodle has (refused "
+                                              "otherwise)")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """One row per student (examinee), a column per question with the final grade: the expert's where there is
     one (the data file's human grades and the web app's), else the calibrated grade with its error (when
     `knockout calibrate` chose a map), else the judge's; the total; each grade's source (expert, calibrated,
     judge, none)."""
-    from knockout.data._io import atomic_output
-    from knockout.reports._gradebook import FORMATS, write
+    from knockout.data._output import atomic_output
+    from knockout.reports._gradebook import FORMATS, check, left_out_line, write
     from knockout.reports._gradebook import gradebook as build
     from knockout.reports._runs import parse_ref
 
@@ -44,13 +47,15 @@ def gradebook(
             raise ConfigError(f"unknown gradebook format '{format}' ({', '.join(FORMATS)})")
         if as_json and output is None:
             raise ConfigError("gradebook --json prints a summary; give --output FILE for the gradebook")
+        check_outputs(output)
         path, run_id = parse_ref(run)
         book = build(path, run_id, id_column=id_column, partial=partial, seed=seed)
+        check(book, format, write_empty=write_empty)
         if output is None:
-            write(book, format, sys.stdout)
+            write(book, format, sys.stdout, write_empty=write_empty)
         else:
             with atomic_output(output, newline="") as f:
-                write(book, format, f)
+                write(book, format, f, write_empty=write_empty)
     except KnockoutError as exc:
         fail(exc)
         return
@@ -69,7 +74,9 @@ def gradebook(
     src = ", ".join(f"{n} {k}" for k, n in summary["sources"].items())
     err.print(f"gradebook of run {book.run.id}: {len(book.students)} students x {len(book.questions)} questions; "
               f"grades: {src}; {how}" + (f"; written to {output}" if output is not None else ""),
-              highlight=False, soft_wrap=True)
+              highlight=False, soft_wrap=True, markup=False)
+    if (line := left_out_line(book)) is not None:
+        err.print(f"[bold yellow]warning:[/] {one_line(line)}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -21,6 +21,7 @@ from knockout.cli._common import (
     JudgesOpt,
     JuryOpt,
     TopPOpt,
+    check_outputs,
     err,
     exit_if_incomplete,
     fail,
@@ -394,13 +395,12 @@ def demo_next_steps(store: Path, run_id: str) -> str:
 
 def write_text(output: Path | None, text: str) -> None:
     """``text`` to ``output`` (written beside, then moved into place), or to stdout."""
-    from knockout.data._io import atomic_output
+    from knockout.data._output import write_output
 
     if output is None:
         sys.stdout.write(text)
         return
-    with atomic_output(output, newline=None) as f:
-        f.write(text)
+    write_output(output, text, newline=None)
 
 
 @app.command()
@@ -426,13 +426,14 @@ def export(
     try:
         if as_json and output is None:
             raise ConfigError("export --json prints a summary; give --output FILE for the data")
+        check_outputs(output)
         path, ref_id = parse_ref(db)
         if format == "parquet" or table is not None:
             run, rows, text = export_tidy(path, run_id or ref_id, format, table, output, partial=partial)
             if text is not None:
                 write_text(output, text)
         elif output:  # written beside, then moved into place: nothing half-written on an error
-            from knockout.data._io import atomic_output
+            from knockout.data._output import atomic_output
 
             with atomic_output(output, newline="") as f:
                 run, rows = export_to(path, run_id or ref_id, format, f, partial=partial)

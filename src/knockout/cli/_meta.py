@@ -9,7 +9,18 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._common import JsonOpt, JudgeKV, fail, fmt, gen_params, options, out, parse_kv, print_json
+from knockout.cli._common import (
+    JsonOpt,
+    JudgeKV,
+    check_outputs,
+    fail,
+    fmt,
+    gen_params,
+    options,
+    out,
+    parse_kv,
+    print_json,
+)
 from knockout.cli._main import ExecutorOpt
 from knockout.errors import ConfigError, KnockoutError
 
@@ -121,6 +132,7 @@ def register(app: typer.Typer) -> None:
                           else self_name, concurrency=concurrency, format_retries=format_retries)
             if export_matches and not is_paired(framework):
                 raise ConfigError("--export-matches needs a paired framework (jdeval or mdeval)")
+            check_outputs(export_matches)
             vs = load_verdicts(verdicts, human_field=human)
             kv = parse_kv(judge_opt, "--judge-opt")
             j = make_judge(meta_judge, kv)

@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from knockout.cli._common import JsonOpt, err, fail, options, out, print_json, print_tables, write_html
+from knockout.cli._common import (
+    JsonOpt,
+    check_outputs,
+    err,
+    fail,
+    options,
+    out,
+    print_json,
+    print_tables,
+    write_html,
+)
 from knockout.errors import ConfigError, KnockoutError
 from knockout.metrics._constants import DEFAULT_RESAMPLES
 
@@ -53,6 +63,7 @@ def report(
         from knockout._bounds import Bootstrap
 
         options(Bootstrap, resamples=resamples, seed=seed)
+        check_outputs(html)
         path, ref_id = parse_ref(run)
         with Store.open_existing(path) as store, gc_paused():
             record = pick_run(store, run_id or ref_id, "report")
@@ -129,6 +140,7 @@ def compare(
         from knockout._bounds import Bootstrap
 
         options(Bootstrap, resamples=resamples, seed=seed)
+        check_outputs(html)
         table = None
         if prices is not None:
             from knockout.reports._prices import load_prices

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from knockout.cli._common import JsonOpt, err, fail, gen_params, options, out, parse_kv, print_json
+from knockout.cli._common import JsonOpt, check_outputs, err, fail, gen_params, options, out, parse_kv, print_json
 from knockout.errors import ConfigError, KnockoutError
 from knockout.metrics._constants import DEFAULT_RESAMPLES
 
@@ -113,6 +113,9 @@ def solve(
     from knockout.sciex._output import write_solved
 
     try:
+        from knockout.data._output import output_folder
+
+        output_folder(out_dir, make=False)
         exam = load_exams(exams, fmt_, data_opt, limit)
         reports = solve_models(exam, model, out_db, model_opt=parse_kv(model_opt, "--model-opt"), prompt=prompt,
                                figures=figures, max_tokens=max_tokens, temperature=temperature, seed=seed,
@@ -195,6 +198,7 @@ def leaderboard(
         from knockout._bounds import Bootstrap
 
         options(Bootstrap, resamples=resamples, seed=seed)
+        check_outputs(csv_out, html)
         exam_set = load_exams(exams, fmt_, data_opt, None) if exams else None
         board = make_board(store, run or [], llm_grades or [], resamples, seed, exam_set, expert_sample)
         show_board(board, csv_out=csv_out, html=html, as_json=as_json)

@@ -341,17 +341,20 @@ def annotations_export(
 ) -> None:
     """Export human grades or side-by-side verdicts as CSV or JSONL."""
     from knockout.annotations import export_rows, format_rows
+    from knockout.cli._common import check_outputs
+    from knockout.data._output import write_output
 
     try:
+        check_outputs(output)
         with opened(db) as store:
             text = format_rows(export_rows(store, what), format)
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_output(output, text, newline=None)
     except KnockoutError as exc:
         fail(exc)
         return
-    if output:
-        output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
 
 
 @annotations_app.command("agreement")

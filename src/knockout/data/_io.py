@@ -21,14 +21,13 @@ import json
 import math
 import os
 import re
-import secrets
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -408,16 +407,3 @@ def natural_key(s: str) -> list[Any]:
 
 def item_set(questions: Iterable[Question], answers: Iterable[Answer], path: Path) -> ItemSet:
     return ItemSet(questions, answers, source=str(path))
-
-
-@contextmanager
-def atomic_output(path: Path, *, newline: str | None = "\n") -> Iterator[TextIO]:
-    """A text file written beside ``path`` and moved into place when the block ends without error (removed
-    otherwise): a reader never sees half a file, and a failed write leaves the old file as it was."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        with tmp.open("x", encoding="utf-8", newline=newline) as f:
-            yield f
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -10,7 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from knockout.data._io import atomic_output, is_local
+from knockout.data._io import is_local
+from knockout.data._output import atomic_output
 from knockout.data._records import ItemSet
 
 

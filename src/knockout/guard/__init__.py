@@ -4,16 +4,14 @@
 from knockout.guard._guard import (
     FLAG_AT,
     GUARD_MODES,
-    PART_AT,
     GuardDetails,
     check_guard,
-    detect_task,
-    parts_task,
+    detect,
     resolve_guard,
     split_parts,
     visible,
     without,
 )
 
-__all__ = ["FLAG_AT", "GUARD_MODES", "PART_AT", "GuardDetails", "check_guard", "detect_task", "parts_task",
-           "resolve_guard", "split_parts", "visible", "without"]
+__all__ = ["FLAG_AT", "GUARD_MODES", "GuardDetails", "check_guard", "detect", "resolve_guard", "split_parts",
+           "visible", "without"]

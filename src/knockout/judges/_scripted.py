@@ -120,11 +120,6 @@ class ScriptedJudge(Judge):
         kind = hint.get("kind", "individual")
         if rng.uniform() < self.invalid:
             return "I am not sure how to grade this."
-        if kind == "guard":
-            marks = guard_marks(hint)
-            if len(marks) == 1:
-                return "Yes" if marks[0] else "No"
-            return "\n".join(f"[{i}] {'Yes' if m else 'No'}" for i, m in enumerate(marks, 1))
         other = {"sbs": self.sbs_reply, "meta": self.meta_reply, "solve": self.solve_reply}.get(kind)
         if other is not None:  # the subject of a side-by-side, meta-evaluation or solve run
             return other(hint, rng)
@@ -210,15 +205,6 @@ class ScriptedJudge(Judge):
         slot = request.slot
         assert slot is not None
         hint = self.facts()
-        if hint.get("kind") == "guard":  # the persuasion guard's Yes/No per text
-            marks = guard_marks(hint)
-            chosen = ["Yes" if m else "No" for m in marks]
-            probs = [[0.9, 0.1] if m else [0.1, 0.9] for m in marks]
-            verdict = (distribution(slot, probs, chosen) if request.slot_mode == "expected"
-                       else constrained(slot, chosen))
-            return Completion(text=slot.text(chosen), prompt_tokens=sum(len(m.content.split())
-                              for m in request.messages), completion_tokens=len(marks), latency_s=self.delay,
-                              finish_reason="stop", verdict=verdict)
         if slot.kind == "choice":  # a side-by-side verdict: the letter, most of the probability on it
             letter = self.sbs_reply(hint, rng)[-3]
             ps = [0.7 if v == letter else 0.1 for v in slot.values]
@@ -261,16 +247,6 @@ class ScriptedJudge(Judge):
             latency_s=self.delay,
             finish_reason="stop",
         )
-
-
-#: what the simulation takes for text aimed at the grader (the persuasion guard's question)
-GUARD_WORDS = ("grader", "full marks")
-
-
-def guard_marks(hint: dict[str, Any]) -> list[bool]:
-    """The simulated persuasion guard (a simulation, not an LLM): a text is aimed at the grader when it holds
-    one of :data:`GUARD_WORDS`."""
-    return [any(w in str(t).lower() for w in GUARD_WORDS) for t in hint.get("texts", [])]
 
 
 def split_points(total: float, criteria: list[float]) -> list[tuple[float, float]]:

@@ -84,4 +84,6 @@ def outcome_rows(judgements: Sequence[Judgement], *, run_id: str, meta_judge: st
 
 
 def write_outcomes(path: str | Path, rows: Sequence[dict[str, Any]]) -> None:
-    Path(path).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    from knockout.data._output import write_output
+
+    write_output(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))

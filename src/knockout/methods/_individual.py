@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from knockout.data._records import Criterion, ItemSet
 from knockout.engine import Outcome, Subject, Task
-from knockout.guard import FLAG_AT, PART_AT, detect_task, parts_task, split_parts, visible, without
+from knockout.guard import detect, visible, without
 from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
 from knockout.prompts._builder import PromptBuilder, reminder_for
 from knockout.storage._store import ResultRow
@@ -72,11 +72,8 @@ class Individual(Method):
                 tasks.append(Task(messages=rendered.messages, parse=parse,
                                   reminder=reminder_for(t, q.max_points), subject=Subject("individual", (a.id,)),
                                   label=a.id, slot=slot, slot_mode=mode))
-                if guard:  # right after its grade request: the embedded judge keeps the prompt as a prefix
-                    tasks.append(detect_task(rendered.messages, a.id, a.text, builder.slot_mode))
                 meta.append((t.name, shot_ids, q.criteria if criteria else []))
-            asked = await ctx.engine.ask_all(tasks, wave=1)
-            outcomes = asked[::2] if guard else asked
+            outcomes = await ctx.engine.ask_all(tasks, wave=1)
             done = [
                 AnswerResult(
                     answer_id=a.id,
@@ -88,7 +85,7 @@ class Individual(Method):
                 for a, o, (prompt, shots, crit) in zip(part, outcomes, meta, strict=True)
             ]
             if guard:
-                await self._guard(part, asked[1::2], done, builder, ctx)
+                await self._guard(part, done, builder, ctx)
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in done)
             if chunked:  # the details are in the store; keep what a summary needs (the error, the few-shot
                 for r in done:  # answers for the copy rate, the last reply for the sciex parser's fallbacks)
@@ -106,47 +103,28 @@ class Individual(Method):
             results.extend(done)
         return MethodResult(results, written=True)
 
-    async def _guard(self, part: Sequence[Any], detected: Sequence[Outcome], done: list[AnswerResult],
-                     builder: PromptBuilder, ctx: RunContext) -> None:
-        """The persuasion guard (:mod:`knockout.guard`): each answer's detection read; a flagged answer's parts
-        marked, those aimed at the grader removed, the rest graded again, and the lower grade kept."""
-        guards: list[dict[str, Any]] = []
-        flagged: list[int] = []
-        for i, d in enumerate(detected):
-            p = float(d.value[0]) if d.valid else None
-            guards.append({"p_address": p, "flagged": p is not None and p >= FLAG_AT,
-                           **({} if d.valid else {"error": d.error})})
-            if guards[-1]["flagged"]:
-                flagged.append(i)
-        mode = builder.slot_mode
-        pieces = {i: split_parts(part[i].text) for i in flagged}
-        asks = [i for i in flagged if pieces[i]]
-        marked = await ctx.engine.ask_all(
-            [parts_task(builder.items.question_of(part[i]).text, pieces[i], part[i].id, mode) for i in asks], wave=2)
-        regrade: list[tuple[int, str]] = []
-        for i, m in zip(asks, marked, strict=True):
-            g = guards[i]
-            if not m.valid:
-                g["error"] = m.error
-                continue
-            g["parts"] = [round(float(x), 4) for x in m.value]
-            g["removed"] = [s for s, x in zip(pieces[i], m.value, strict=True) if x >= PART_AT]
-            if g["removed"]:
-                regrade.append((i, without(part[i].text, g["removed"])))
+    async def _guard(self, part: Sequence[Any], done: list[AnswerResult], builder: PromptBuilder,
+                     ctx: RunContext) -> None:
+        """The persuasion guard (:mod:`knockout.guard`): each answer read for parts aimed at the grader; a flagged
+        answer graded again without them, and the lower grade kept."""
+        guards = [detect(a.text) for a in part]
         tasks, kept = [], []
-        for i, text in regrade:
+        for i, g in enumerate(guards):
+            if not g["flagged"]:
+                continue
+            text = without(part[i].text, g["removed"])  # type: ignore[arg-type]
             if not text:  # nothing but text aimed at the grader: nothing to grade
-                self._lower(done[i], guards[i], 0.0, None)
+                self._lower(done[i], g, 0.0, None)
                 continue
             a = part[i].model_copy(update={"text": text})
             q = builder.items.question_of(a)
             t, rendered, _ = builder.individual(a)
-            parse, slot, smode = builder.read(t, q, rendered, builder.criteria(q))
+            parse, slot, mode = builder.read(t, q, rendered, builder.criteria(q))
             tasks.append(Task(messages=rendered.messages, parse=parse, reminder=reminder_for(t, q.max_points),
                               subject=Subject("individual", (a.id,)), label=f"{a.id} (guarded)", slot=slot,
-                              slot_mode=smode))
+                              slot_mode=mode))
             kept.append(i)
-        for i, o in zip(kept, await ctx.engine.ask_all(tasks, wave=3), strict=True):
+        for i, o in zip(kept, await ctx.engine.ask_all(tasks, wave=2), strict=True):
             if o.valid:
                 self._lower(done[i], guards[i], grade_of(o.value), o)
             else:
@@ -155,7 +133,7 @@ class Individual(Method):
             r.details["guard"] = g
 
     @staticmethod
-    def _lower(r: AnswerResult, g: dict[str, Any], stripped: float, o: Outcome | None) -> None:
+    def _lower(r: AnswerResult, g: dict[str, object], stripped: float, o: Outcome | None) -> None:
         """The lower of the whole answer's grade and the grade without the parts aimed at the grader."""
         g["grade_full"] = r.score
         g["grade_stripped"] = stripped

@@ -74,8 +74,8 @@ class GradeSummary(RunSummary):
     #: when some questions' prompts have no verdict slot (a criteria rubric's): read from text, counted in
     #: ``verdict_questions``
     verdict: str = "text"
-    #: the persuasion guard (docs/injection.md), when on: answers checked, flagged (graded without the parts aimed
-    #: at the grader, the lower grade kept), detections that were invalid
+    #: the persuasion guard (docs/injection.md), when on: answers checked, flagged (graded again without the parts
+    #: aimed at the grader), lowered (the second grade was lower: kept), errors (no valid second grade)
     guard: dict[str, int] | None = None
     #: a mixed run's questions per verdict mode (``{"constrained": 3, "text": 1}``)
     verdict_questions: dict[str, int] | None = None
@@ -109,7 +109,7 @@ class RunReport:
         return {"checked": sum(bool(g) for g in gs), "flagged": sum(bool(g.get("flagged")) for g in gs),
                 "lowered": sum(g.get("grade_stripped") is not None and g.get("grade_full") is not None
                                and g["grade_stripped"] < g["grade_full"] for g in gs),
-                "invalid": sum(bool(g) and g.get("p_address") is None for g in gs)}
+                "errors": sum(bool(g.get("error")) for g in gs)}
 
     def summary(self) -> dict[str, Any]:
         """The machine-readable summary printed by ``--json`` (keys documented in the README)."""
@@ -133,8 +133,6 @@ def grade_oracle(items: ItemSet) -> Oracle:
         facts = {"kind": subject.kind, "max_points": q.max_points, "humans": [items.human_score_at(k) for k in at]}
         if q.criteria:  # a criteria rubric: the simulation can answer per criterion too
             facts["criteria"] = [c.points for c in q.criteria]
-        if subject.kind == "guard":  # the persuasion guard's question: the texts it asks about
-            facts["texts"] = list(subject.facts.get("texts", ()))
         return facts
 
     return facts

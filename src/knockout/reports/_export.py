@@ -39,8 +39,11 @@ def export_rows(store: Store, run: RunRecord) -> list[dict[str, Any]]:
     return list(iter_export_rows(store, run))
 
 
-CSV_HEADER = ["run_id", "kind", "method", "judge", "status", "simulated_judge", "item_id", "question_id", "score",
-              "valid", "error", "replies"]
+#: the CSV's columns: ``grade`` is the run's grade of the item (for ``--verdict expected`` the
+#: probability-weighted mean of the judge's distribution over the grades, not the number its reply states);
+#: ``judge_replies`` is the judge's text, every reply of the item joined by `` ||| ``
+CSV_HEADER = ["run_id", "kind", "method", "judge", "status", "simulated_judge", "item_id", "question_id", "grade",
+              "valid", "error", "judge_replies"]
 
 
 def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from knockout.data._records import Question
-from knockout.errors import ConfigError
+from knockout.errors import ConfigError, InputError
 from knockout.storage._store import RunRecord
 
 FORMATS = ("csv", "moodle", "canvas")
@@ -46,6 +48,7 @@ class Grade:
 class Student:
     id: str
     grades: dict[str, Grade] = field(default_factory=dict)  # question id -> grade
+    examinee: str = ""  # the examinee the id stands for (the data's examinee, else the answer id)
 
     @property
     def total(self) -> float:
@@ -61,6 +64,10 @@ class Gradebook:
     #: expert grades on the points scale
     calibration: dict[str, Any] | None
     id_column: str
+    #: the web app's grades left out, by reason (``not a number``, ``out of range``, ...): answer ids
+    web_left_out: dict[str, list[str]] = field(default_factory=dict)
+    #: where the answers came from (the run's data file), for error messages
+    source: str | None = None
 
     @property
     def max_total(self) -> float:
@@ -73,11 +80,23 @@ class Gradebook:
                 out[g.source] += 1
         return out
 
+    def ungraded(self) -> list[str]:
+        """The answers without a grade (source ``none``), as ``student question``."""
+        return [f"{s.id} {q}" for s in self.students for q, g in s.grades.items() if g.grade is None]
+
+    def left_out(self) -> dict[str, list[str]]:
+        """Every grade that is not in the gradebook, by reason: the web app's grades that are not usable (text,
+        an infinity, out of range, another scale) and the answers without a grade."""
+        out = {f"web grade {why}": list(ids) for why, ids in self.web_left_out.items() if ids}
+        if none := self.ungraded():
+            out["no grade"] = none
+        return out
+
     def summary(self) -> dict[str, Any]:
         return {"run_id": self.run.id, "status": self.run.status, "judge": self.run.judge,
                 "simulated_judge": self.run.simulated, "students": len(self.students),
                 "questions": [q.id for q in self.questions], "sources": self.counts(),
-                "calibration": self.calibration, "id_column": self.id_column}
+                "calibration": self.calibration, "id_column": self.id_column, "left_out": self.left_out()}
 
 
 def _student_id(answer: Any, id_column: str) -> str:
@@ -113,7 +132,7 @@ def build(loaded: Any, *, id_column: str = "examinee", seed: int = 0) -> Gradebo
         key = str(a.examinee or a.id)
         if owner.setdefault(sid, key) != key:
             raise ConfigError(f"examinees {owner[sid]} and {key} have the same {id_column} {sid!r}")
-        student = by_examinee.setdefault(sid, Student(sid))
+        student = by_examinee.setdefault(sid, Student(sid, examinee=key))
         r = results.get(a.id)
         if a.human_score is not None:
             g = Grade(round(a.human_score, 2), "expert")
@@ -129,7 +148,8 @@ def build(loaded: Any, *, id_column: str = "examinee", seed: int = 0) -> Gradebo
             g = Grade(None, "none")
         student.grades[q.id] = g
     students = sorted(by_examinee.values(), key=lambda s: s.id)
-    return Gradebook(loaded.run, questions, students, calibration, id_column)
+    web_left_out = {why: list(ids) for why, ids in (loaded.human_grades or {}).get("web_skipped_answers", {}).items()}
+    return Gradebook(loaded.run, questions, students, calibration, id_column, web_left_out, items.source)
 
 
 def gradebook(store: Any, run_id: str | None = None, *, id_column: str = "examinee", partial: bool = False,
@@ -154,41 +174,149 @@ def item_name(q: Question) -> str:
     return q.id
 
 
-def write(book: Gradebook, fmt: str, out: TextIO) -> None:
-    """``book`` in the layout ``fmt`` (:data:`FORMATS`) to ``out``."""
+# -- writing: what the LMS importers and spreadsheets read ------------------------------------------------------
+#
+# * Cells: every cell that holds a CR, a LF, a quote or the separator is quoted (RFC 4180).  Moodle's CSV reader
+#   (lib/csvlib.class.php, ``csv_import_reader::load_csv_content``) turns every ``\r\n`` and lone ``\r`` into
+#   ``\n`` before it parses, and its grade import (grade/import/csv/classes/load_data.php) trims every value: a
+#   bare CR left unquoted in an id starts a new row there, so ``zz\rs_victim`` would add a row for ``s_victim``.
+#   Python's csv writer quotes only the characters of its line terminator, so the rows are written with
+#   ``\r\n`` as the terminator (every CR and LF quoted) and ended with ``\n``.
+# * Formulas (OWASP, "CSV Injection", https://owasp.org/www-community/attacks/CSV_Injection, and ASVS 1.2.10):
+#   a spreadsheet runs a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a CR (ASVS adds NUL) as a
+#   formula.  The plain layout prefixes such a text cell with a single quote (OWASP's advice: the spreadsheet
+#   then shows it as text); the LMS layouts refuse it, since a changed id would no longer match the LMS's.
+# * Moodle's grade import (load_data.php): the user column is read only when ``!empty($value)`` after the trim,
+#   so an id ``0`` or an empty one is skipped and that row's grades go to the student of the row before (the
+#   user id is not reset between rows); an empty cell or ``-`` in an existing grade item sets "no grade",
+#   clearing the grade already there; a grade above 100 (``gradepointmax``) stops the import.
+# * Canvas's gradebook importer (app/models/gradebook_importer.rb): a row whose first cell matches
+#   ``/Points Possible/`` is read as the points row; an assignment column ``Name (12345)`` is the existing
+#   assignment 12345 (``Assignment.title_and_id``); trailing columns matching ``Current Score``, ``Final Grade``
+#   and the like are dropped as read-only totals; students are matched by ID, SIS User ID, SIS Login ID, then name.
+# * Both match users ignoring case in most databases and trim whitespace: two ids equal after that would be one
+#   user there, and are refused, naming both.
+
+#: a cell starting with one of these is read as a formula by spreadsheets (OWASP; ASVS 1.2.10 adds NUL)
+FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r", "\0")
+#: what PHP's trim() removes, as Moodle's importer trims every value
+_PHP_TRIM = " \t\n\r\0\x0b"
+_CANVAS_ID_COLUMN = re.compile(r"\(\d+\)\s*$")
+_CANVAS_TOTALS = re.compile(r"Current Score|Current Points|Final Score|Final Points|Final Grade", re.IGNORECASE)
+_CANVAS_POINTS = re.compile(r"points\s+possible", re.IGNORECASE)
+
+
+def neutralise(cell: str) -> str:
+    """``cell`` as a spreadsheet shows it as text: prefixed with a single quote when it starts with a formula
+    character (OWASP, CSV Injection)."""
+    return "'" + cell if cell.startswith(FORMULA_LEAD) else cell
+
+
+def csv_line(cells: Sequence[str]) -> str:
+    """One CSV row ending in ``\n``, every cell holding a CR, LF, quote or comma quoted."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\r\n").writerow(cells)
+    return buf.getvalue()[:-2] + "\n"
+
+
+def lms_key(value: str) -> str:
+    """An id as an LMS matches it: trimmed, case folded."""
+    return value.strip(_PHP_TRIM).casefold()
+
+
+def _refuse(book: Gradebook, fmt: str, message: str, *, record: str | None = None, field: str | None = None) -> None:
+    raise InputError(f"{message}; refused for --format {fmt}", file=book.source, record=record, field=field)
+
+
+def check(book: Gradebook, fmt: str, *, write_empty: bool = False) -> None:
+    """Refuse (an :class:`~knockout.errors.InputError`, before anything is written) what the layout ``fmt``
+    would make an LMS read wrong: formula ids and question names, ids equal after the LMS's trimming and case
+    folding, reserved ids and names, and (Moodle) empty cells unless ``write_empty``."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown gradebook format '{fmt}' ({', '.join(FORMATS)})")
-    w = csv.writer(out, lineterminator="\n")
+    if fmt == "csv":
+        return
+    field_name = book.id_column if book.id_column == "examinee" else f"meta.{book.id_column}"
+    for q in book.questions:
+        name = item_name(q)
+        if name.startswith(FORMULA_LEAD):
+            _refuse(book, fmt, f"question {name!r} starts with {name[0]!r}, which a spreadsheet reads as a formula "
+                    "(rename the question)", record=q.id, field="id")
+        if fmt == "canvas" and _CANVAS_ID_COLUMN.search(name):
+            _refuse(book, fmt, f"question {name!r} ends like 'Name (12345)': Canvas would read it as the existing "
+                    "assignment with that id (rename the question)", record=q.id, field="id")
+        if fmt == "canvas" and _CANVAS_TOTALS.search(name):
+            _refuse(book, fmt, f"question {name!r} looks like one of Canvas's total columns, which its import "
+                    "drops (rename the question)", record=q.id, field="id")
+    seen: dict[str, Student] = {}
+    for s in book.students:
+        if s.id.startswith(FORMULA_LEAD):
+            _refuse(book, fmt, f"student id {s.id!r} starts with {s.id[0]!r}, which a spreadsheet reads as a "
+                    "formula (the LMS must match the id as it is: it cannot be neutralised; change the id)",
+                    record=s.examinee, field=field_name)
+        key = lms_key(s.id)
+        if fmt == "moodle" and key in ("", "0"):
+            _refuse(book, fmt, f"student id {s.id!r}: Moodle skips the user column when it is empty or 0, and "
+                    "gives that row's grades to the student of the row before", record=s.examinee, field=field_name)
+        if fmt == "canvas" and _CANVAS_POINTS.search(s.id):
+            _refuse(book, fmt, f"student {s.id!r}: Canvas reads a row whose first cell holds 'Points Possible' "
+                    "as the points row, not a student", record=s.examinee, field=field_name)
+        if key in seen:
+            _refuse(book, fmt, f"student ids {seen[key].id!r} and {s.id!r} are the same after the LMS trims "
+                    "spaces and ignores case: it would give both rows to one student", record=s.examinee,
+                    field=field_name)
+        seen[key] = s
+    if fmt == "moodle" and not write_empty and (none := book.ungraded()):
+        _refuse(book, fmt, f"{len(none)} answer(s) without a grade ({_some(none)}): Moodle clears the grade "
+                "already there for an empty cell; grade them, or pass --write-empty to clear those grades")
+
+
+def _some(names: Sequence[str], n: int = 5) -> str:
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+def left_out_line(book: Gradebook) -> str | None:
+    """One line counting every grade the gradebook leaves out, by reason, with the first of each; None when
+    none is left out."""
+    parts = [f"{len(ids)} {why} ({_some(ids)})" for why, ids in book.left_out().items()]
+    return "left out: " + "; ".join(parts) if parts else None
+
+
+def write(book: Gradebook, fmt: str, out: TextIO, *, write_empty: bool = False) -> None:
+    """``book`` in the layout ``fmt`` (:data:`FORMATS`) to ``out``, after :func:`check` (nothing is written
+    when it refuses)."""
+    check(book, fmt, write_empty=write_empty)
     qs = book.questions
+    rows: list[list[str]] = []
     if fmt == "csv":
         head = ["student"]
         for q in qs:
             head += [item_name(q), f"{item_name(q)} source", f"{item_name(q)} error"]
-        w.writerow([*head, "total", "max_total", "calibration"])
+        rows.append([neutralise(c) for c in [*head, "total", "max_total", "calibration"]])
         label = (book.calibration or {}).get("label", "") if (book.calibration or {}).get("used") else ""
         for s in book.students:
-            row: list[str] = [s.id]
+            row: list[str] = [neutralise(s.id)]
             for q in qs:
                 g = s.grades.get(q.id, Grade(None, "none"))
                 row += [_num(g.grade), g.source, _num(g.error)]
-            w.writerow([*row, _num(s.total), _num(book.max_total), label])
-        return
-    if fmt == "moodle":
-        w.writerow([MOODLE_ID.get(book.id_column.lower(), "ID number"), *(item_name(q) for q in qs)])
+            rows.append([*row, _num(s.total), _num(book.max_total), neutralise(label)])
+    elif fmt == "moodle":
+        rows.append([MOODLE_ID.get(book.id_column.lower(), "ID number"), *(item_name(q) for q in qs)])
         for s in book.students:
-            w.writerow([s.id, *(_num(s.grades.get(q.id, Grade(None, "none")).grade) for q in qs)])
-        return
-    # canvas: the identifier goes in "SIS User ID" (or "SIS Login ID" for a login / email); Canvas matches a
-    # row by any of Student, ID, SIS User ID, SIS Login ID
-    login = book.id_column.lower() in ("email", "login", "username", "sis_login_id")
-    w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *(item_name(q) for q in qs)])
-    w.writerow(["Points Possible", "", "", "", "", *(_num(q.max_points) for q in qs)])
-    for s in book.students:
-        w.writerow([s.id, "", "" if login else s.id, s.id if login else "", "",
-                    *(_num(s.grades.get(q.id, Grade(None, "none")).grade) for q in qs)])
+            rows.append([s.id, *(_num(s.grades.get(q.id, Grade(None, "none")).grade) for q in qs)])
+    else:
+        # canvas: the identifier goes in "SIS User ID" (or "SIS Login ID" for a login / email); Canvas matches a
+        # row by any of ID, SIS User ID, SIS Login ID, then the name in Student
+        login = book.id_column.lower() in ("email", "login", "username", "sis_login_id")
+        rows.append(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *(item_name(q) for q in qs)])
+        rows.append(["Points Possible", "", "", "", "", *(_num(q.max_points) for q in qs)])
+        for s in book.students:
+            rows.append([s.id, "", "" if login else s.id, s.id if login else "", "",
+                         *(_num(s.grades.get(q.id, Grade(None, "none")).grade) for q in qs)])
+    out.writelines(csv_line(r) for r in rows)
 
 
-def text(book: Gradebook, fmt: str) -> str:
+def text(book: Gradebook, fmt: str, *, write_empty: bool = False) -> str:
     buf = io.StringIO()
-    write(book, fmt, buf)
+    write(book, fmt, buf, write_empty=write_empty)
     return buf.getvalue()

@@ -27,6 +27,11 @@ def num(x: Any, digits: int = 3) -> str:
     return str(x)
 
 
+def points(x: float | None) -> str:
+    """A grade in points for display: rounded to 2 decimals, no trailing zeros (``2.22581`` as ``2.23``)."""
+    return "-" if x is None else f"{round(float(x), 2):g}"
+
+
 def pvalue(p: Any) -> str:
     if p is None:
         return "-"

@@ -228,7 +228,8 @@ def write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
         import pyarrow.parquet as pq
     except ImportError:
         raise ConfigError("Parquet needs pyarrow: pip install 'knockout[dataframes]'") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(pa.Table.from_pylist(rows), tmp)
-    tmp.replace(path)
+    from knockout.data._output import atomic_output_bytes
+
+    table = pa.Table.from_pylist(rows)
+    with atomic_output_bytes(path) as f:
+        pq.write_table(table, f)

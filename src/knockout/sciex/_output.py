@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from knockout.data._io import atomic_output
+from knockout.data._output import atomic_output, output_folder
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.sciex._figures import figure_names
 
@@ -83,7 +83,7 @@ def _relative(name: str) -> Path:
 
 def write_sciex(items: ItemSet, out_dir: str | Path) -> list[Path]:
     """Write ``items`` as SciEx exam folders under ``out_dir`` (one per exam); returns the folders."""
-    out = Path(out_dir)
+    out = output_folder(out_dir)
     by_exam: dict[tuple[str, str], list[Question]] = {}
     for q in items.questions.values():
         by_exam.setdefault((q.exam_id or Path(items.source).stem or "exam", q.language), []).append(q)

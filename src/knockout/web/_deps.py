@@ -31,6 +31,7 @@ from knockout.annotations import (
     PairAnnotations,
 )
 from knockout.errors import InputError
+from knockout.reports._tables import points
 from knockout.storage._store import Store
 from knockout.web._auth import MAX_NAME, MAX_PASSWORD, Accounts, Session, Sessions, ThrottlePolicy, User
 
@@ -94,6 +95,7 @@ def quote_id(value: object) -> str:
 _env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
 _env.filters["md"] = render_markdown
 _env.filters["q"] = quote_id
+_env.filters["points"] = points
 _env.globals["VERDICT_LABELS"] = VERDICT_LABELS
 _env.globals["CHOICE_LABELS"] = CHOICE_LABELS
 templates = Jinja2Templates(env=_env)

@@ -1,0 +1,95 @@
+"""Which parts of an answer are aimed at the grader: a small classifier and a few structural rules.
+
+Measured before it was chosen (docs/injection.md): the embedded 1.5B judge cannot tell.  Asked after the
+grading prompt whether the answer addresses the grader, its probability of ``Yes`` was 0.38-0.67 on clean and
+attacked answers alike (a Chinese "give full marks" line got 0.38, lower than the clean answers); asked per
+numbered part, it marked the genuine sentences of an attacked answer as often as the attack.  So the guard
+reads each part with:
+
+* **rules** for what no answer to an exam question holds: chat-template control tokens of the common
+  templates (ChatML, Llama 3, Gemma, Mistral, Phi), role lines (``System:``, ``Assistant:``), a grade written
+  as a grade (``Score: 5/5``, ``Bewertung: 10 von 10``, ``\\boxed{5}``, ``[grade] 5 [/grade]``);
+* a **classifier**: logistic regression on character n-grams (scikit-learn) of the part, normalised (NFKC,
+  case-folded, digits as ``0``, Latin look-alikes in mixed-script words read as Latin), trained when first
+  used on ``sentences.jsonl`` beside this file: sentences written for knockout, aimed at the grader or not,
+  in 15 languages (notes, requests, pleas, threats, flattery, fake instructions and rubrics, claims of being
+  correct; and answers to exam questions of many subjects, with the words a grader-aimed text uses —
+  correct, score, grade, points, note — in their ordinary senses).  The text read backwards is scored too
+  (a right-to-left override shows reversed text as forwards).
+
+A part's score is the larger of the two (a rule gives 1).  No judge call is made: the guard's detection costs
+milliseconds per answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import unicodedata
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from knockout.prompts._parsers import _without_ignorable
+
+SENTENCES = Path(__file__).with_name("sentences.jsonl")
+
+_CHAT = re.compile(r"<\|[a-z_]{2,20}\|>|\[/?inst\]|<(?:start|end)_of_turn>|</?s>|<\|?(?:eot_id|start_header_id|"
+                   r"end_header_id)\|?>|<\|(?:system|user|assistant|end)\|>", re.I)
+_ROLE = re.compile(r"(?:^|\n)\s*(?:system|assistant|user|model)\s*:", re.I)
+_GRADE_WORD = (r"(?:score|grade|points?|marks?|rating|punkte?|punktzahl|bewertung|note|puntuaci[oó]n|nota|"
+               r"оценка|балл(?:ов)?|得分|分数|评分|得点|点数|점수)")
+_SCORE = re.compile(_GRADE_WORD + r"\s*[:：=]?\s*\d+(?:[.,]\d+)?\s*(?:/|out of|of|von|sur|de|из|分中)\s*\d+", re.I)
+_TAGGED = re.compile(r"\\boxed\s*\{|\[/?grade\]|\[/?score\]|<\/?(?:grade|score)>", re.I)
+#: Latin look-alikes of Cyrillic and Greek letters (read as Latin in a word that mixes scripts)
+_HOMOGLYPHS = str.maketrans("аеорсухіјѕԁһԛԝАВЕКМНОРСТХІЈЅοαν", "aeopcyxijsdhqwabekmhopctxijsoav")
+_MIXED = re.compile(r"\w*[a-z]\w*")
+_LOCK = threading.Lock()
+#: a part shorter than this (a CJK character counts three) flags an answer only by a rule: the classifier is unsure
+#: of fragments ("Using loops.", "Directly: coding."); in a flagged answer it is read like any other part
+MIN_UNITS = 24
+_WIDE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def normalise(text: str) -> str:
+    """What the classifier reads: visible characters, NFKC, case-folded, digits as 0, look-alikes as Latin."""
+    t = unicodedata.normalize("NFKC", _without_ignorable(text)).casefold()
+    t = _MIXED.sub(lambda m: m.group(0).translate(_HOMOGLYPHS), t)
+    return re.sub(r"\d", "0", t)
+
+
+def rule(text: str) -> bool:
+    """Whether a structural rule marks ``text`` as aimed at the grader."""
+    t = unicodedata.normalize("NFKC", _without_ignorable(text))
+    return bool(_CHAT.search(t) or _ROLE.search(t) or _SCORE.search(t) or _TAGGED.search(t))
+
+
+@cache
+def _model() -> Any:
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    rows = [json.loads(line) for line in SENTENCES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    model = make_pipeline(TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), sublinear_tf=True),
+                          LogisticRegression(C=20.0, class_weight="balanced", max_iter=3000))
+    model.fit([normalise(r["text"]) for r in rows], [bool(r["aimed"]) for r in rows])
+    return model
+
+
+def scores(parts: list[str]) -> list[float]:
+    """Per part, how surely it is aimed at the grader (0..1; a rule gives 1)."""
+    if not parts:
+        return []
+    with _LOCK:
+        model = _model()
+        texts = [normalise(p) for p in parts]
+        fwd = model.predict_proba(texts)[:, 1]
+        back = model.predict_proba([t[::-1] for t in texts])[:, 1]
+    return [1.0 if rule(p) else round(float(max(f, b)), 4) for p, f, b in zip(parts, fwd, back, strict=True)]
+
+
+def units(text: str) -> int:
+    """The length the classifier needs: characters, a CJK character counting three."""
+    return len(text) + 2 * len(_WIDE.findall(text))
