@@ -9,7 +9,14 @@ Each answer's final grade is, in this order:
   calibration chose a map (not when there are too few expert grades, or when no map beat the judge's own
   grades);
 * ``judge``: the judge's grade;
-* ``none``: no grade (the judge's reply was invalid, or the run has no result for the answer).
+* ``none``: no grade (the judge's reply was invalid, or the run has no result for the answer);
+
+and, where there is no expert grade, the trust marks (:mod:`knockout.calibration._trust`) replace the source:
+
+* ``flagged``: the persuasion defence flagged the answer: the grade is the defended one (calibrated when a map
+  was chosen), the column ``would have had`` the grade before the defence (``details["guard"]["grade_full"]``);
+* ``needs expert``: the judge cannot grade the answer's question reliably (its reliability below the
+  threshold): the grade is the calibrated or the judge's, to be replaced by an expert's.
 
 Layouts (``fmt``): ``csv`` (student, then per question the grade, its source and error, then the total and
 the maximum), ``moodle`` (Moodle's CSV grade import: an identifier column, then one column per grade item)
@@ -29,7 +36,7 @@ from knockout.errors import ConfigError
 from knockout.storage._store import RunRecord
 
 FORMATS = ("csv", "moodle", "canvas")
-SOURCES = ("expert", "calibrated", "judge", "none")
+SOURCES = ("expert", "calibrated", "judge", "none", "needs expert", "flagged")
 #: Moodle's identifier column for an ``--id-column`` of that name (else "ID number")
 MOODLE_ID = {"email": "Email address", "useremail": "Email address", "username": "Username",
              "idnumber": "ID number", "useridnumber": "ID number"}
@@ -40,6 +47,8 @@ class Grade:
     grade: float | None
     source: str  # one of SOURCES
     error: float | None = None  # a calibrated grade's standard deviation
+    #: a flagged answer's grade before the persuasion defence ("would have had")
+    full: float | None = None
 
 
 @dataclass
@@ -61,6 +70,8 @@ class Gradebook:
     #: expert grades on the points scale
     calibration: dict[str, Any] | None
     id_column: str
+    #: the trust marks' counts and words (:meth:`knockout.calibration._trust.Trust.counts`)
+    trust: dict[str, Any] = field(default_factory=dict)
 
     @property
     def max_total(self) -> float:
@@ -77,7 +88,7 @@ class Gradebook:
         return {"run_id": self.run.id, "status": self.run.status, "judge": self.run.judge,
                 "simulated_judge": self.run.simulated, "students": len(self.students),
                 "questions": [q.id for q in self.questions], "sources": self.counts(),
-                "calibration": self.calibration, "id_column": self.id_column}
+                "calibration": self.calibration, "id_column": self.id_column, "trust": self.trust}
 
 
 def _student_id(answer: Any, id_column: str) -> str:
@@ -94,8 +105,10 @@ def build(loaded: Any, *, id_column: str = "examinee", seed: int = 0) -> Gradebo
     """The gradebook of a loaded grading run (:func:`knockout.reports.load_run`: its human grades are the
     file's and the web app's)."""
     from knockout.calibration._run import section_or_refusal
+    from knockout.calibration._trust import trust_of_loaded
 
     items = loaded.items
+    trust = trust_of_loaded(loaded)
     results = {str(r["item_id"]): r for r in loaded.results}
     expert_any = any(a.human_score is not None for a in items)
     section = section_or_refusal(loaded, seed=seed, resamples=0) if expert_any else None
@@ -125,11 +138,17 @@ def build(loaded: Any, *, id_column: str = "examinee", seed: int = 0) -> Gradebo
                           round(float(section["sd"].get(a.id, 0.0)), 2))
             else:
                 g = Grade(round(float(r["score"]), 2), "judge")
+            marks = trust.marks(a.id)
+            if marks:  # flagged, then needs expert: the grade stays, its source says what to do
+                full = trust.grade_full(a.id)
+                g = Grade(g.grade, marks[0], g.error, None if full is None else round(full, 2))
         else:
             g = Grade(None, "none")
         student.grades[q.id] = g
     students = sorted(by_examinee.values(), key=lambda s: s.id)
-    return Gradebook(loaded.run, questions, students, calibration, id_column)
+    return Gradebook(loaded.run, questions, students, calibration, id_column,
+                     {**trust.counts(), "words": trust.summary_words(),
+                      "questions": {r.question_id: r.words() for r in trust.unreliable()}})
 
 
 def gradebook(store: Any, run_id: str | None = None, *, id_column: str = "examinee", partial: bool = False,
@@ -141,7 +160,8 @@ def gradebook(store: Any, run_id: str | None = None, *, id_column: str = "examin
 
     with reading(store) as st:
         record = refuse_partial(st, pick_run(st, run_id, "grades"), partial, "use")
-        loaded = read_run(st, record, details=False, web_grades=True)
+        # details: the judge's own spread (a question's reliability) and the persuasion defence's flags
+        loaded = read_run(st, record, details=True, web_grades=True)
     return build(loaded, id_column=id_column, seed=seed)
 
 
@@ -163,14 +183,15 @@ def write(book: Gradebook, fmt: str, out: TextIO) -> None:
     if fmt == "csv":
         head = ["student"]
         for q in qs:
-            head += [item_name(q), f"{item_name(q)} source", f"{item_name(q)} error"]
+            head += [item_name(q), f"{item_name(q)} source", f"{item_name(q)} error",
+                     f"{item_name(q)} would have had"]
         w.writerow([*head, "total", "max_total", "calibration"])
         label = (book.calibration or {}).get("label", "") if (book.calibration or {}).get("used") else ""
         for s in book.students:
             row: list[str] = [s.id]
             for q in qs:
                 g = s.grades.get(q.id, Grade(None, "none"))
-                row += [_num(g.grade), g.source, _num(g.error)]
+                row += [_num(g.grade), g.source, _num(g.error), _num(g.full)]
             w.writerow([*row, _num(s.total), _num(book.max_total), label])
         return
     if fmt == "moodle":
