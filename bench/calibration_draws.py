@@ -10,7 +10,10 @@ lets ``knockout calibrate`` choose and fit a map on them (cross-validation, one-
 computes the RMSE (points) of the judge's grades and of the calibrated grades on the other expert-graded
 answers, as ``knockout calibrate --per-question K --seed DRAW`` does.  Printed: one row per draw (the map
 chosen, RMSE raw and calibrated, the difference) and the mean; then the issue's criterion: no draw more than
-0.05 points above raw, and the mean at least 10% below raw.
+0.05 points above raw, and the mean at least 10% below raw.  Then the precision of the ``needs expert`` mark
+(:func:`knockout.calibration.question_reliability`) with no expert grade and with K per question: how many
+marked questions really had a within-question Pearson below 0.3 with every human grade, and how many unmarked
+ones had.
 
 ``--synthetic`` simulates what issue 41 measured on held-out short answers (0-5 points) with the default
 judge's expected grades: the judge's grades are squeezed (within-question SD 0.08-0.26 points where the
@@ -59,15 +62,57 @@ def squeezed_exam(questions: int = 6, answers: int = 8, seed: int = 0, max_point
     return rows
 
 
-def stored_rows(ref: str) -> list[Graded]:
+def stored_rows(ref: str) -> tuple[list[Graded], dict[str, float | None]]:
+    """A stored run's answers as calibration sees them, and each answer's noise (points: the judge's own spread
+    over the grades, repeated draws, a jury's half range; None without one)."""
     from knockout.calibration import graded_rows
+    from knockout.calibration._trust import answer_noise, combined_noise
     from knockout.reports._runs import parse_ref, pick_run, read_run
     from knockout.storage import Store
 
     path, run_id = parse_ref(ref)
     with Store.open_existing(path) as store:
-        loaded = read_run(store, pick_run(store, run_id, "grades"), details=False, web_grades=True)
-    return graded_rows(loaded.items, loaded.results)
+        loaded = read_run(store, pick_run(store, run_id, "grades"), details=True, web_grades=True)
+    rows = graded_rows(loaded.items, loaded.results)
+    mx = {r.id: r.max_points for r in rows}
+    noise = {str(r["item_id"]): combined_noise(answer_noise(r.get("details") or {}, mx.get(str(r["item_id"]), 1.0)))
+             for r in loaded.results}
+    return rows, noise
+
+
+def reliability_precision(rows: list[Graded], noise: dict[str, float | None], per_question: int, n: int
+                          ) -> dict[str, Any]:
+    """How well the ``needs expert`` mark finds the questions where the judge's within-question Pearson with
+    every human grade is below 0.3, with ``per_question`` expert grades entered (drawn as the calibration
+    draws are; 0: none): over the draws, the marked questions that really were below 0.3 (precision) and the
+    unmarked ones that were (what the mark missed)."""
+    from knockout.calibration._trust import THRESHOLD, question_reliability
+
+    by_q: dict[str, list[Graded]] = {}
+    for r in rows:
+        if r.judge is not None and r.expert is not None:
+            by_q.setdefault(r.question_id, []).append(r)
+    truth = {}
+    for qid, rs in by_q.items():
+        j, h = np.array([r.judge for r in rs], dtype=float), np.array([r.expert for r in rs], dtype=float)
+        truth[qid] = (float(np.corrcoef(j, h)[0, 1]) if len(rs) >= 3 and np.std(j) > 0 and np.std(h) > 0
+                      else 0.0)
+    marked = marked_low = unmarked = unmarked_low = 0
+    for d in range(n if per_question else 1):
+        fit = first_per_question(rows, per_question, seed=d) if per_question else set()
+        for qid, rs in by_q.items():
+            rel = question_reliability([float(r.judge or 0.0) for r in rs], rs[0].max_points,
+                                       noise=[noise.get(r.id) for r in rs],
+                                       expert=[(float(r.judge or 0.0), float(r.expert or 0.0)) for r in rs
+                                               if r.id in fit], question_id=qid)
+            low = truth[qid] < 0.3
+            if rel.estimate < THRESHOLD:
+                marked, marked_low = marked + 1, marked_low + low
+            else:
+                unmarked, unmarked_low = unmarked + 1, unmarked_low + low
+    return {"questions": len(by_q), "below_0.3": sum(v < 0.3 for v in truth.values()), "marked": marked,
+            "marked_below_0.3": marked_low, "unmarked": unmarked, "unmarked_below_0.3": unmarked_low,
+            "draws": n if per_question else 1}
 
 
 def draws(rows: list[Graded], per_question: int, n: int, maps: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
@@ -107,10 +152,10 @@ def main() -> int:
     ap.add_argument("--maps", help="comma-separated maps to choose from (default: every map)")
     args = ap.parse_args()
     maps = tuple(args.maps.split(",")) if args.maps else None
-    sets = ([(f"synthetic seed {s} ({args.questions} x {args.answers})", squeezed_exam(args.questions, args.answers, s))
-             for s in range(args.exams)] if args.synthetic else [(args.store, stored_rows(args.store))])
+    sets = ([(f"synthetic seed {s} ({args.questions} x {args.answers})", squeezed_exam(args.questions, args.answers, s),
+              {}) for s in range(args.exams)] if args.synthetic else [(args.store, *stored_rows(args.store))])
     ok = True
-    for name, rows in sets:
+    for name, rows, noise in sets:
         got = draws(rows, args.per_question, args.draws, maps)
         print(f"\n{name}: {args.per_question} expert grades per question, {args.draws} draws")
         print("| draw | map chosen | fit | held out | RMSE raw | RMSE calibrated | calibrated - raw |")
@@ -125,6 +170,18 @@ def main() -> int:
               f"{'met' if v['never_worse_than_raw_plus_0.05'] else 'NOT met'}); mean {v['mean_gain']:.1%} below raw "
               f"(criterion: >= 10%: {'met' if v['mean_at_least_10pct_below'] else 'NOT met'})")
         ok = ok and v["never_worse_than_raw_plus_0.05"] and v["mean_at_least_10pct_below"]
+        print("\nthe needs-expert mark against the within-question Pearson of the judge with every human grade "
+              "(below 0.3: the judge really cannot grade the question)")
+        print("| expert grades per question | questions (below 0.3) | marked | of which below 0.3 (precision) | "
+              "unmarked | of which below 0.3 |")
+        print("|---|---|---|---|---|---|")
+        for k in sorted({0, args.per_question}):
+            p = reliability_precision(rows, noise, k, args.draws)
+            prec = f"{p['marked_below_0.3'] / p['marked']:.0%}" if p["marked"] else "-"
+            miss = f"{p['unmarked_below_0.3'] / p['unmarked']:.0%}" if p["unmarked"] else "-"
+            print(f"| {k} ({p['draws']} draw{'s' if p['draws'] != 1 else ''}) | {p['questions']} ({p['below_0.3']}) | "
+                  f"{p['marked']} | {p['marked_below_0.3']} ({prec}) | {p['unmarked']} | {p['unmarked_below_0.3']} "
+                  f"({miss}) |")
     return 0 if ok else 1
 
 
