@@ -276,12 +276,15 @@ def trust_of_loaded(loaded: Any) -> Trust:
     results = loaded.results
     has_details = any(isinstance(r.get("details"), Mapping) and set(r["details"]) - {"groups"} for r in results)
     if not has_details and 0 < len(results) <= DETAILS_LIMIT:
+        import sqlite3
+
+        from knockout.errors import KnockoutError
         from knockout.storage._store import Store
 
         try:
             with Store.open_existing(loaded.store_path) as store:
                 results = store.results(loaded.run.id)
-        except Exception:  # a store that cannot be read again: the marks from what was loaded
+        except (OSError, sqlite3.Error, KnockoutError):  # not readable again: the marks from what was loaded
             results = loaded.results
     return trust_marks(loaded.items, results)
 
