@@ -24,9 +24,10 @@ A map that gives every answer of an exam the same grade (slope 0, isotonic with 
 (it lowers the RMSE), so every calibrated grade is labelled with it (:func:`label_for`).
 
 The map is *chosen by cross-validation* (``sklearn.model_selection.KFold`` over the graded answers,
-:func:`choose`): the parametric map with the lowest cross-validated error, ``isotonic`` only when it beats that
-one by more than one standard error, and the choice replaces the judge's grades (``raw``) only when it beats
-them by more than one standard error (clustered by question): a small sample's lucky fold chooses no map.
+:func:`choose`): the parametric map with the lowest cross-validated error, ``isotonic`` only on 20 expert
+grades or more and when it beats that one by more than one standard error, and the choice replaces the
+judge's grades (``raw``) only when it beats them by more than one standard error (clustered by question): a
+small sample's lucky fold chooses no map.
 The figures before and after are computed on held-out answers only, never on the answers a map was fitted
 on: with a holdout (answers with expert grades that the fit was not given: ``fit_ids``), on those; otherwise
 by *nested* cross-validation (each outer fold's map is chosen and fitted on the other folds and predicts the
@@ -57,6 +58,8 @@ LEVEL_PRIOR = (math.inf, 8.0, 4.0, 2.0, 1.0, 0.5, 0.0)
 #: the per-question map's slope prior (worth this many answers' within-question spread of the judge's grades),
 #: tried from the most shrunk; ``inf``: the exam's pooled within-question slope on every question
 SLOPE_PRIOR = (math.inf, 10.0, 3.0, 1.0, 0.0)
+#: fewest expert grades on which ``isotonic`` (a step per distinct grade) may be chosen
+ISOTONIC_MIN = 20
 #: fewest expert grades a calibration is fitted on (and the fewest distinct judge grades among them: 2)
 MIN_GRADES = 6
 #: fewest graded answers a question needs in the fit for its own offset (``linear+offset``)
@@ -298,7 +301,8 @@ def choose(x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int
            maps: Sequence[str] = MAPS, *, monotone: bool = True) -> tuple[str, dict[str, float]]:
     """The chosen map and every map's cross-validated RMSE.  Among the parametric maps (``linear``,
     ``linear+offset``, ``per-question``) the one with the lowest cross-validated error; a step function
-    (``isotonic``) only when it beats that one by more than one standard error; and the result replaces the
+    (``isotonic``) only on :data:`ISOTONIC_MIN` grades or more and when it beats that one by more than one
+    standard error; and the result replaces the
     judge's grades (``raw``) only when it beats them by more than one standard error (of the difference of the
     answers' squared errors, clustered by question): a small sample's lucky fold does not choose a map.  Ties
     keep the simpler map (:data:`COMPLEXITY`)."""
@@ -314,6 +318,8 @@ def choose(x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int
 
     steps = [m for m in order if m == "isotonic"]
     smooth = [m for m in order if m != "raw" and m not in steps]
+    if len(x) < ISOTONIC_MIN:  # a step per distinct grade on a handful of grades fits their noise
+        steps = []
     pick = min(smooth, key=lambda m: (round(float(np.mean(sq[m])), 12), order.index(m))) if smooth else None
     for m in steps:
         if pick is None or beats(m, pick):

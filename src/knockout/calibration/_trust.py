@@ -15,11 +15,14 @@ question can use.  From what a run has without new judge calls (grades as shares
 
 * the judge's **spread**: ``s``, the standard deviation of its grades over the question's answers; a judge that
   gives every answer the same grade ranks nothing (estimate 0);
-* its **noise** per answer ``u_i``: the spread of its own distribution over the grades (the verdict slot's
-  probabilities, :func:`knockout.judges._slot.verdict_spread`), the standard deviation of repeated draws
+* its **noise** per answer ``u_i``, the agreement between variants: the standard deviation of repeated draws
   (``--samples``) and half a jury's range (highest minus lowest member); ``u^2`` is the mean over answers of the
   mean of the available ones' squares.  The judge's internal reliability is ``rel = s^2 / (s^2 + u^2)`` (1
-  without any noise signal);
+  without variants).  The spread of the judge's own distribution over the grades (the verdict slot's
+  probabilities, :func:`knockout.judges._slot.verdict_spread`) is shown beside (``own spread``) but does not
+  lower the estimate: an expected grade is that distribution's mean, not a draw from it, and on the Mohler dev
+  sample (docs/calibration.md) the score-only preset's expected grades moved by 0.17-0.31 points inside a
+  question against an own spread of 1.0-1.25, which marked every question, the ones it ranked well included;
 * **squeeze**: ``min(1, s / SQUEEZED)``: grades that move by less than :data:`SQUEEZED` of max points over the
   question's answers are barely apart;
 * the **prior** estimate ``r0 = PRIOR x sqrt(rel) x squeeze`` (:data:`PRIOR`: a judge's typical within-question
@@ -75,6 +78,8 @@ class Reliability:
     expert_r: float | None = None
     expert_ci: tuple[float, float] | None = None
     why: str = ""
+    #: the root mean square of the judge's own spread over the grades (verdict slot), share of max points
+    own_spread: float | None = None
 
     @property
     def reliable(self) -> bool:
@@ -88,7 +93,8 @@ class Reliability:
     def to_dict(self) -> dict[str, Any]:
         return {"question_id": self.question_id, "answers": self.answers, "estimate": self.estimate,
                 "interval": [self.low, self.high], "spread": self.spread, "noise": self.noise,
-                "internal": self.internal, "prior": self.prior, "expert_grades": self.experts,
+                "internal": self.internal, "own_spread": self.own_spread, "prior": self.prior,
+                "expert_grades": self.experts,
                 "expert_r": self.expert_r, "expert_ci": list(self.expert_ci) if self.expert_ci else None,
                 "reliable": self.reliable, "why": self.why,
                 "mark": None if self.reliable else NEEDS_EXPERT}
@@ -99,11 +105,15 @@ def _z(r: float) -> float:
 
 
 def question_reliability(judge: Sequence[float], max_points: float, *, noise: Sequence[float | None] = (),
-                         expert: Sequence[tuple[float, float]] = (), question_id: str = "") -> Reliability:
+                         expert: Sequence[tuple[float, float]] = (), question_id: str = "",
+                         own_spread: Sequence[float | None] = ()) -> Reliability:
     """The reliability of one question: ``judge`` its answers' valid judge grades (points), ``noise`` each
-    answer's noise (points: the judge's own spread over the grades, repeated draws, a jury's half range; None
-    where the run has none), ``expert`` the (judge grade, expert grade) pairs of its expert-graded answers.
-    The formula: the module's docstring and docs/calibration.md."""
+    answer's noise between variants (points: repeated draws' SD, a jury's half range; None where the run has
+    none), ``expert`` the (judge grade, expert grade) pairs of its expert-graded answers, ``own_spread`` each
+    answer's spread of the judge's own distribution over the grades (points; shown, not used).  The formula:
+    the module's docstring and docs/calibration.md."""
+    own = [float(v) / max_points for v in own_spread if v is not None and math.isfinite(v)]
+    own_rms = math.sqrt(float(np.mean(np.square(own)))) if own else None
     x = np.asarray(judge, dtype=float) / max_points
     pairs = [(j / max_points, h / max_points) for j, h in expert]
     why: list[str] = []
@@ -111,7 +121,7 @@ def question_reliability(judge: Sequence[float], max_points: float, *, noise: Se
         s = float(np.std(x)) if len(x) else None
         return Reliability(question_id, len(x), 0.0, 0.0, 0.0, s, None, None, 0.0, len(pairs),
                            why="the judge gave every answer of this question the same grade: it ranks nothing"
-                           if len(x) >= 2 else "fewer than 2 valid judge grades")
+                           if len(x) >= 2 else "fewer than 2 valid judge grades", own_spread=own_rms)
     s = float(np.std(x))
     got = [float(u) / max_points for u in noise if u is not None and math.isfinite(u)]
     u2 = float(np.mean(np.square(got))) if got else None
@@ -120,7 +130,7 @@ def question_reliability(judge: Sequence[float], max_points: float, *, noise: Se
     r0 = PRIOR * math.sqrt(1.0 if rel is None else rel) * squeeze
     why.append(f"judge's spread {s:.3f} of max points" + (" (squeezed)" if squeeze < 1 else ""))
     if rel is not None:
-        why.append(f"its own noise {math.sqrt(u2 or 0.0):.3f}, internal reliability {rel:.2f}")
+        why.append(f"noise between its variants {math.sqrt(u2 or 0.0):.3f}, internal reliability {rel:.2f}")
     z, w = _z(r0), PRIOR_WEIGHT
     expert_r, expert_ci = None, None
     if len(pairs) >= 4:
@@ -141,7 +151,7 @@ def question_reliability(judge: Sequence[float], max_points: float, *, noise: Se
     half = 1.645 / math.sqrt(w)
     return Reliability(question_id, len(x), est, math.tanh(z - half), math.tanh(z + half), s,
                        None if u2 is None else math.sqrt(u2), rel, r0, len(pairs), expert_r, expert_ci,
-                       "; ".join(why))
+                       "; ".join(why), own_rms)
 
 
 def answer_noise(details: Mapping[str, Any], max_points: float) -> dict[str, float]:
@@ -162,9 +172,9 @@ def answer_noise(details: Mapping[str, Any], max_points: float) -> dict[str, flo
 
 
 def combined_noise(signals: Mapping[str, float]) -> float | None:
-    """One answer's noise (points) from its signals: the root of the mean of their squares (a jury's range
-    halved)."""
-    parts = [signals[k] / (2.0 if k == "jury" else 1.0) for k in ("spread", "samples", "jury") if k in signals]
+    """One answer's noise between variants (points) from its signals: the root of the mean of the squares of
+    repeated draws' SD and a jury's half range (the verdict slot's own spread is not among them)."""
+    parts = [signals[k] / (2.0 if k == "jury" else 1.0) for k in ("samples", "jury") if k in signals]
     return math.sqrt(sum(p * p for p in parts) / len(parts)) if parts else None
 
 
@@ -251,17 +261,19 @@ def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
             continue
         trust.question_of[a.id] = q.id
         maxp[q.id] = float(q.max_points)
-        slot = per_q.setdefault(q.id, {"judge": [], "noise": [], "expert": []})
+        slot = per_q.setdefault(q.id, {"judge": [], "noise": [], "expert": [], "own": []})
         score = r.get("score") if r.get("valid", True) else None
         if score is None:
             continue
         slot["judge"].append(float(score))
-        slot["noise"].append(combined_noise(answer_noise(d, float(q.max_points))))
+        signals = answer_noise(d, float(q.max_points))
+        slot["noise"].append(combined_noise(signals))
+        slot["own"].append(signals.get("spread"))
         if a.human_score is not None:
             slot["expert"].append((float(score), float(a.human_score)))
     for qid, slot in per_q.items():
         trust.questions[qid] = question_reliability(slot["judge"], maxp[qid], noise=slot["noise"],
-                                                    expert=slot["expert"], question_id=qid)
+                                                    expert=slot["expert"], question_id=qid, own_spread=slot["own"])
     return trust
 
 
@@ -314,19 +326,21 @@ def trust_tables(section: Mapping[str, Any]) -> list[Any]:
 
     rows = [[r["question_id"], str(r["answers"]),
              f"{r['estimate']:.2f} [{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]",
-             f"{share(r['spread'])} / {share(r['noise'])}",
+             f"{share(r['spread'])} / {share(r['noise'])} / {share(r.get('own_spread'))}",
              str(r["expert_grades"]) + ("" if r["expert_r"] is None else
                                         f": r {r['expert_r']:.2f} [{r['expert_ci'][0]:.2f}, {r['expert_ci'][1]:.2f}]"),
              NEEDS_EXPERT if not r["reliable"] else "", r["why"]] for r in qs]
     c = section["counts"]
     out = [Table(f"trust: how reliably the judge grades each question ({c['needs_expert_questions']} of "
                  f"{c['questions']} marked {NEEDS_EXPERT})",
-                 ["question", "answers", "reliability [90%]", "judge spread / noise", "expert grades", "mark", "why"],
+                 ["question", "answers", "reliability [90%]", "judge spread / noise / own spread", "expert grades",
+                  "mark", "why"],
                  rows,
-                 f"reliability: the estimated within-question correlation of the judge with the experts, from the "
-                 f"spread of the judge's grades (share of max points), its own noise and the expert grades entered "
-                 f"(r with its 95% CI; docs/calibration.md); below {THRESHOLD:g} a question is marked {NEEDS_EXPERT}: "
-                 f"{NEEDS_EXPERT_WORDS}")]
+                 "reliability: the estimated within-question correlation of the judge with the experts, from the "
+                 "spread of the judge's grades over the question's answers (share of max points), the noise between "
+                 "its variants (repeated draws, a jury) and the expert grades entered (r with its 95% CI); the "
+                 "judge's own spread over the grades (verdict slot) is shown, not used (docs/calibration.md); below "
+                 f"{THRESHOLD:g} a question is marked {NEEDS_EXPERT}: {NEEDS_EXPERT_WORDS}")]
     if section.get("flagged"):
         frows = [[aid, "-" if f.get("grade_full") is None else f"{f['grade_full']:g}",
                   "-" if f.get("p_address") is None else f"{f['p_address']:.2f}",
