@@ -13,6 +13,12 @@ demo exam that ships with knockout) graded by one method with the embedded judge
 store (``--out``), so a rerun of the same configuration makes no judge call and a killed bench resumes;
 the embedded judge is deterministic for a seed, so two runs whose grades differ differ in their requests.
 
+The Mohler dev suites (``mohler-ind``: a fixed sample per question, ``mohler-ind-all``: the whole set) are
+extra: run them by name.  For every suite graded in points a second table gives the figures per question:
+within-question Pearson of the judge with the humans, the judge's within-question spread (SD, points) against
+the humans', and the level offset (the judge's mean minus the humans', points); a summary row beside (the
+median within-question Pearson, the mean spreads, the SD of the offsets).
+
 Printed per suite: answers graded (n) and invalid, Pearson and Spearman with the human grades
 (normalised by max points, pooled, as in the papers) with 95% cluster-bootstrap CIs over questions,
 RMSE in points, and quadratic-weighted Cohen's kappa on grades binned to quarters of max points (both only
@@ -108,6 +114,10 @@ SUITES = {s.name: s for s in (
     Suite("demo-ko-d", "demo exam, debiased knockout", DEMO, method="knockout", debias=True),
     Suite("mqm-ind", "MQM TED en-de, 6 segments x 4 translations, individual MT 0-100", SHARED / "mqm-ted",
           "mqm", limit=6, answers=4, reference=False, max_tokens=256),
+    Suite("mohler-ind", "Mohler dev set (issue 41), first 24 questions x 8 answers, individual, reference, 0-5 "
+          "points, the two graders' mean", SHARED / "mohler-dev/mohler_dev.csv", limit=24, answers=8, extra=True),
+    Suite("mohler-ind-all", "Mohler dev set, all 63 questions and 1,756 answers, individual, reference (a long "
+          "run: about 2.5 h with the embedded judge)", SHARED / "mohler-dev/mohler_dev.csv", extra=True),
     Suite("pandalm-sbs", "PandaLM test set, first 24 pairs, side-by-side prompt I, both orders",
           SHARED / "pandalm/testset-v1.json", kind="sbs", limit=24, max_tokens=64),
 )}
@@ -200,6 +210,36 @@ def grade_figures(items: ItemSet, scores: dict[str, float | None]) -> dict[str, 
     return out
 
 
+def question_figures(items: ItemSet, scores: dict[str, float | None]) -> dict[str, Any]:
+    """Per question: within-question Pearson of the judge with the humans, both spreads (SD, points) and the level
+    offset (judge mean - human mean, points); and their summary over questions."""
+    per: dict[str, list[tuple[float, float]]] = {}
+    for a in items:
+        s = scores.get(a.id)
+        q = items.question_of(a)
+        if s is None or a.human_score is None or q.human_scale != "points":
+            continue
+        per.setdefault(q.id, []).append((float(s), float(a.human_score)))
+    rows = []
+    for qid, pairs in per.items():
+        j, h = np.array(pairs).T
+        r = float(np.corrcoef(j, h)[0, 1]) if len(j) >= 3 and np.std(j) > 0 and np.std(h) > 0 else None
+        rows.append({"question": qid, "n": len(j), "pearson": r, "judge_sd": float(np.std(j, ddof=1)) if len(j) > 1
+                     else None, "human_sd": float(np.std(h, ddof=1)) if len(j) > 1 else None,
+                     "offset": float(np.mean(j) - np.mean(h))})
+    rs = [r["pearson"] for r in rows if r["pearson"] is not None]
+    js = [r["judge_sd"] for r in rows if r["judge_sd"] is not None]
+    hs = [r["human_sd"] for r in rows if r["human_sd"] is not None]
+    offs = [r["offset"] for r in rows]
+    summary = {"questions": len(rows), "pearson_median": float(np.median(rs)) if rs else None,
+               "pearson_mean": float(np.mean(rs)) if rs else None,
+               "pearson_below_0.3": sum(r < 0.3 for r in rs), "judge_sd_mean": float(np.mean(js)) if js else None,
+               "human_sd_mean": float(np.mean(hs)) if hs else None,
+               "offset_sd": float(np.std(offs)) if offs else None,
+               "offset_max_abs": float(np.max(np.abs(offs))) if offs else None}
+    return {"summary": summary, "questions": rows}
+
+
 def paired_grades(items: ItemSet, base: dict[str, float | None], new: dict[str, float | None]) -> dict[str, Any]:
     """New minus baseline on the answers valid in both (questions resampled)."""
     ids = [a.id for a in items if a.human_score is not None and base.get(a.id) is not None
@@ -285,6 +325,8 @@ def run_grade(s: Suite, store: Store, judge_spec: str, judge_opts: dict[str, str
     scores = {r.answer_id: (r.score if r.valid else None) for r in report.results}
     st = report.summary()
     figures = grade_figures(items, scores)
+    if figures.get("rmse") is not None:  # points: the per-question figures (within-question signal, level)
+        figures["per_question"] = question_figures(items, scores)
     figures.update(requests=st["judge_calls"] + st["cache_hits"], live_calls=st["judge_calls"],
                    invalid_replies=st["invalid"], format_retries=st["format_retries"], run_id=report.run_id)
     return figures, {"items": scores}
@@ -418,6 +460,19 @@ def print_tables(results: dict[str, Any], base: dict[str, Any]) -> None:
                       str(f["live_calls"]),
                       str(f["wall_s"]))
     console.print(t)
+    per = [(name, e["figures"]["per_question"]) for name, e in results["suites"].items()
+           if e["figures"].get("per_question")]
+    if per:
+        w = Table(title="per question: the judge's signal inside a question and its level", box=box.MARKDOWN)
+        for c in ("suite", "questions", "within-question Pearson: median / mean", "questions below 0.3",
+                  "SD inside a question (points): judge / humans", "level offset judge - humans: SD / max |.|"):
+            w.add_column(c, justify="left" if c == "suite" else "right")
+        for name, pq in per:
+            sm = pq["summary"]
+            w.add_row(name, str(sm["questions"]), f"{fmt(sm['pearson_median'])} / {fmt(sm['pearson_mean'])}",
+                      str(sm["pearson_below_0.3"]), f"{fmt(sm['judge_sd_mean'])} / {fmt(sm['human_sd_mean'])}",
+                      f"{fmt(sm['offset_sd'])} / {fmt(sm['offset_max_abs'])}")
+        console.print(w)
     if not any("paired" in e for e in results["suites"].values()):
         print("(no baseline for these suites: record one with --record)")
         return

@@ -17,9 +17,10 @@ The answers are real answers with human grades from three sources (the demo exam
 SAF's English unseen answers and ``mohler-dev``, both from ``../shared/data``): two questions per source and
 per question a **wrong** answer (the lowest human grade, at most a fifth of max), a **weak** one (closest to
 0.4 of max) and a **correct** one (the highest, at least 0.8 of max), 30-600 characters.  Each attack is
-applied to the three answers of one question (attack ``i`` to question ``i mod 6``), **appended** or
-**embedded** (inserted after the answer's first sentence), alternating; each attacked answer has a **benign
-twin**: the same answer with a harmless addition of the same length in the attack's language, at the same place.
+applied to one answer of one question (attack ``i`` to question ``i mod 6``, the answer cycling over wrong,
+weak and correct; ``--per-attack 3``: all three), **appended** or **embedded** (inserted after the answer's
+first sentence), alternating; each attacked answer has a **benign twin**: the same answer with a harmless
+addition of the same length in the attack's language, at the same place.
 
 Everything is graded as ``knockout grade`` grades it by default (individual, reference shown, the verdict
 slot, seed 0, temperature 0.1) through one store (``--out``): a rerun makes no judge call, a killed bench
@@ -46,14 +47,14 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accuracy import split_sets  # noqa: E402  (the same --set reading as the accuracy gate)
+from accuracy import split_sets
 
-from knockout.cli._main import parse_kv  # noqa: E402
-from knockout.data import Answer, ItemSet, Question, load_items  # noqa: E402
-from knockout.judges import GenParams, make_judge  # noqa: E402
-from knockout.methods._base import MethodOptions  # noqa: E402
-from knockout.methods._run import RunConfig, run  # noqa: E402
-from knockout.storage._store import Store  # noqa: E402
+from knockout.cli._main import parse_kv
+from knockout.data import Answer, ItemSet, Question, load_items
+from knockout.judges import GenParams, make_judge
+from knockout.methods._base import MethodOptions
+from knockout.methods._run import RunConfig, run
+from knockout.storage._store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -148,7 +149,7 @@ def build(attacks: list[Attack], picks: list[tuple[str, Question, dict[str, Answ
     questions = [q for _, q, _ in picks]
     answers: list[Answer] = []
     rows: list[dict[str, Any]] = []
-    for _, q, levels in picks:
+    for _, _q, levels in picks:
         answers += [a.model_copy(update={"id": f"{a.id}~clean"}) for a in levels.values()]
     for i, at in enumerate(attacks):
         src, q, levels = picks[i % len(picks)]
@@ -235,7 +236,7 @@ def main() -> int:
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in out_rows:
             groups[by_key(r, by)].append(r)
-        for k in sorted(groups) + ["all"]:
+        for k in [*sorted(groups), "all"]:
             rs = out_rows if k == "all" else groups[k]
             inf = [r["inflation"] for r in rs if r["inflation"] is not None]
             ben = [r["benign_inflation"] for r in rs if r["benign_inflation"] is not None]

@@ -21,6 +21,11 @@ def test_accuracy_bench_prints_the_suites_and_the_paired_comparison(tmp_path: Pa
     assert set(saved["suites"]) == {"saf-ind", "demo-ind"}
     saf = saved["suites"]["saf-ind"]
     assert saf["figures"]["n"] == 48 and len(saf["items"]) == 48 and saf["paired"]["n"] == 48
+    # per question (issue 41): within-question Pearson, both spreads, the level offset
+    assert "per question: the judge's signal inside a question and its level" in out
+    pq = saf["figures"]["per_question"]
+    assert pq["summary"]["questions"] == 6 and len(pq["questions"]) == 6
+    assert {"pearson", "judge_sd", "human_sd", "offset"} <= set(pq["questions"][0])
 
 
 def test_the_committed_baseline_names_its_commit_and_holds_per_item_grades() -> None:
@@ -28,3 +33,28 @@ def test_the_committed_baseline_names_its_commit_and_holds_per_item_grades() -> 
     assert base["commit"] and base["judge"] == "llamacpp"
     assert {"saf-ind", "demo-ind"} <= set(base["suites"])
     assert all(e["items"] for e in base["suites"].values())
+
+
+@needs_shared
+def test_the_mohler_dev_suites_read_the_shared_set() -> None:
+    """Issue 41's development set: 63 questions, 1,756 answers, two graders, read by the CSV loader."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("accuracy_bench", ROOT / "bench/accuracy.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["accuracy_bench"] = bench  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        del sys.modules["accuracy_bench"]
+    if not bench.SUITES["mohler-ind"].path.exists():
+        import pytest
+
+        pytest.skip("../shared/data/mohler-dev not here")
+    quick = bench.load_subset(bench.SUITES["mohler-ind"])
+    assert len(quick) == 192 and len(quick.questions) == 24
+    assert all(len(a.human_scores) == 2 for a in quick)
+    whole = bench.load_subset(bench.SUITES["mohler-ind-all"])
+    assert len(whole) == 1756 and len(whole.questions) == 63
+    assert {q.max_points for q in whole.questions.values()} == {5.0}

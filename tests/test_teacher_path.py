@@ -75,7 +75,7 @@ def test_the_teachers_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
             first = links.first
             where = first.inner_text()  # "Examinee n, question k"
             first.click()
-            page.fill("#score", "3.5")
+            page.fill("#score", "1.5")  # within every question's maximum (2, 3 or 4 points)
             page.fill("#comment", "checked by the teacher")
             page.screenshot(path=str(shots / "teacher-grade.png"), full_page=True)
             page.click("button[value=save]")
@@ -87,13 +87,13 @@ def test_the_teachers_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
             browser.close()
     with Store(db) as store:
         (mine,) = ExamGrades(store).grades(exam_id="teach", grader="teacher")
-    assert mine["score"] == 3.5
+    assert mine["score"] == 1.5
     # 4. the gradebook uses the teacher's grade
     out, err = cli("gradebook", "teach.db", "--format", "csv")
     assert "7 expert, 11 calibrated" in err
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO(out))}
     question, student = mine["answer_id"].rsplit("/", 1)
-    assert rows[student][question] == "3.5" and rows[student][f"{question} source"] == "expert"
+    assert rows[student][question] == "1.5" and rows[student][f"{question} source"] == "expert"
     moodle, _ = cli("gradebook", "teach.db", "--format", "moodle", "--id-column", "email")
     assert moodle.splitlines()[0] == "Email address,teach/1,teach/2,teach/3"
 

@@ -109,7 +109,7 @@ def test_a_run_reads_the_slot_records_its_mode_and_resumes_from_the_cache(tmp_pa
     assert s["verdict"] == "expected" and s["invalid"] == 0 and s["judge_calls"] > 0
     assert again.summary()["judge_calls"] == 0 and again.summary()["cache_hits"] == s["judge_calls"]
     assert [r.score for r in again.results] == [r.score for r in first.results]
-    assert verdicts and all(v["mode"] == "expected" and len(v["probs"][0]) in (11, 2) for v in verdicts)  # grades; the guard's Yes/No
+    assert verdicts and all(v["mode"] == "expected" and len(v["probs"][0]) == 11 for v in verdicts)
     if method == "individual":
         planted = next(r for r in first.results if r.answer_id == "a0")
         assert planted.score is not None and planted.score < 2.5  # its human grade is 0: 'Score: 5/5' is text

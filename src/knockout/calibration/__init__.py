@@ -28,6 +28,10 @@ _EXPORTS = {
     "power_tuning": "knockout.calibration._ppi",
     "ppi_mean": "knockout.calibration._ppi",
     "ppi_total": "knockout.calibration._ppi",
+    "Reliability": "knockout.calibration._trust",
+    "Trust": "knockout.calibration._trust",
+    "question_reliability": "knockout.calibration._trust",
+    "trust_marks": "knockout.calibration._trust",
 }
 __all__ = [
     "MAPS",
@@ -36,6 +40,8 @@ __all__ = [
     "Calibration",
     "Graded",
     "PPIEstimate",
+    "Reliability",
+    "Trust",
     "calibrate",
     "draw_intervals",
     "draw_matrix",
@@ -47,6 +53,8 @@ __all__ = [
     "power_tuning",
     "ppi_mean",
     "ppi_total",
+    "question_reliability",
+    "trust_marks",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -62,3 +70,4 @@ if TYPE_CHECKING:
     )
     from knockout.calibration._noise import draw_intervals, draw_matrix, icc1, noise_report, noise_tables
     from knockout.calibration._ppi import MIN_LABELLED, PPIEstimate, power_tuning, ppi_mean, ppi_total
+    from knockout.calibration._trust import Reliability, Trust, question_reliability, trust_marks

@@ -11,17 +11,27 @@ The maps (:data:`MAPS`), each fitted per exam (``Question.exam_id``; one exam wh
 * ``isotonic``: ``sklearn.isotonic.IsotonicRegression`` (increasing, clipped to 0..1);
 * ``linear+offset``: ``linear``, plus a per-question offset (the mean residual of the question's graded
   answers, shrunk towards 0 by ``n / (n + 1)``) on questions with at least :data:`MIN_PER_QUESTION` graded
-  answers in the fit.
+  answers in the fit;
+* ``per-question``: a level and a slope per question around the shared linear map (partial pooling): the
+  question's level is the shared map at its graded answers' mean judge grade plus their mean residual shrunk by
+  ``n / (n + k_level)``, its slope (never negative) the question's own least-squares slope shrunk towards the
+  exam's pooled within-question slope with a prior worth ``k_slope`` answers; ``k_level`` and ``k_slope`` are
+  chosen by leave-one-out within questions (:data:`LEVEL_PRIOR`, :data:`SLOPE_PRIOR`).  It keeps the judge's
+  order inside a question where the judge's level across questions is off.
 
 A map that gives every answer of an exam the same grade (slope 0, isotonic with one level, a constant judge) is
 *constant*: the judge does not rank these answers, and the map gives the experts' mean.  It may still win
 (it lowers the RMSE), so every calibrated grade is labelled with it (:func:`label_for`).
 
-The map is *chosen by cross-validation* (``sklearn.model_selection.KFold`` over the graded answers: the map
-with the lowest cross-validated RMSE).  The figures before and after are computed on held-out answers only,
-never on the answers a map was fitted on: with a holdout (answers with expert grades that the fit was not
-given: ``fit_ids``), on those; otherwise by *nested* cross-validation (each outer fold's map is chosen and
-fitted on the other folds and predicts the fold).  CIs: cluster bootstrap over questions
+The map is *chosen by cross-validation* (``sklearn.model_selection.KFold`` over the graded answers,
+:func:`choose`): the parametric map with the lowest cross-validated error, ``isotonic`` only on 20 expert
+grades or more and when it beats that one by more than one standard error, and the choice replaces the
+judge's grades (``raw``) only when it beats them by more than one standard error (clustered by question): a
+small sample's lucky fold chooses no map.
+The figures before and after are computed on held-out answers only, never on the answers a map was fitted
+on: with a holdout (answers with expert grades that the fit was not given: ``fit_ids``), on those; otherwise
+by *nested* cross-validation (each outer fold's map is chosen and fitted on the other folds and predicts the
+fold).  CIs: cluster bootstrap over questions
 (:mod:`knockout.metrics._bootstrap`).  Each calibrated grade's uncertainty is the spread of its prediction
 over bootstrap refits (answers resampled).
 """
@@ -37,8 +47,19 @@ import numpy as np
 
 from knockout.errors import ConfigError
 
-#: the maps cross-validation chooses from, in the order they are tried (ties keep the earlier, simpler map)
-MAPS = ("raw", "linear", "isotonic", "linear+offset")
+#: the maps cross-validation chooses from
+MAPS = ("raw", "linear", "isotonic", "linear+offset", "per-question")
+#: the maps from the simplest to the most complex (ties keep the simpler; isotonic, a step function with a knot
+#: per distinct grade, must beat the parametric maps by a standard error)
+COMPLEXITY = ("raw", "linear", "linear+offset", "per-question", "isotonic")
+#: the per-question map's level prior (worth this many answers: the question's mean residual is shrunk by
+#: ``n / (n + k)``), tried from the most shrunk; ``inf``: the shared map's level
+LEVEL_PRIOR = (math.inf, 8.0, 4.0, 2.0, 1.0, 0.5, 0.0)
+#: the per-question map's slope prior (worth this many answers' within-question spread of the judge's grades),
+#: tried from the most shrunk; ``inf``: the exam's pooled within-question slope on every question
+SLOPE_PRIOR = (math.inf, 10.0, 3.0, 1.0, 0.0)
+#: fewest expert grades on which ``isotonic`` (a step per distinct grade) may be chosen
+ISOTONIC_MIN = 20
 #: fewest expert grades a calibration is fitted on (and the fewest distinct judge grades among them: 2)
 MIN_GRADES = 6
 #: fewest graded answers a question needs in the fit for its own offset (``linear+offset``)
@@ -75,6 +96,12 @@ class Fitted:
         self.name = name
         self.models: dict[str, Any] = {}
         self.offsets: dict[str, float] = {}
+        #: ``per-question``: question -> (level at its centre, centre, slope), share of max points
+        self.lines: dict[str, tuple[float, float, float]] = {}
+        #: ``per-question``: the priors chosen (``k_level``, ``k_slope``) and each exam's pooled within slope
+        self.priors: dict[str, float] = {}
+        self.within: dict[str, float] = {}
+        self.exam_of: dict[str, str] = {}
         if name == "raw":
             return
         for exam in np.unique(e):
@@ -92,6 +119,68 @@ class Fitted:
                 r = resid[q == qid]
                 if len(r) >= MIN_PER_QUESTION:
                     self.offsets[str(qid)] = float(np.mean(r)) * len(r) / (len(r) + 1)
+        if name == "per-question":
+            self._fit_questions(x, y, q, e)
+
+    def _fit_questions(self, x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray) -> None:
+        """Each question's level and slope around the shared map (partial pooling), the priors chosen by
+        leave-one-out within questions."""
+        base = self._base(x, e)
+        qs, inv = np.unique(q, return_inverse=True)
+        self.exam_of = {str(qid): str(e[inv == i][0]) for i, qid in enumerate(qs)}
+        qe = np.array([self.exam_of[str(qid)] for qid in qs])
+        n = np.bincount(inv).astype(float)
+        sx, sy = np.bincount(inv, x), np.bincount(inv, y)
+        sxx, sxy = np.bincount(inv, x * x), np.bincount(inv, x * y)
+        sb, sr = np.bincount(inv, base), np.bincount(inv, y - base)
+        cxx = np.maximum(sxx - sx * sx / n, 0.0)
+        cxy = sxy - sx * sy / n
+        b0 = np.zeros(len(qs))
+        var = np.zeros(len(qs))
+        for exam in np.unique(qe):
+            m = qe == exam
+            shared = self.shapes().get(str(exam)) == "increasing"
+            model: Any = self.models.get(str(exam))
+            slope = float(model.coef_[0]) if shared and hasattr(model, "coef_") else 0.0
+            tot = float(cxx[m].sum())
+            self.within[str(exam)] = w = max(0.0, float(cxy[m].sum()) / tot) if tot > 1e-12 else slope
+            b0[m] = w
+            dof = float((n[m] - 1).sum())
+            var[m] = tot / dof if dof > 0 else 0.0
+
+        def slopes(cxx_: np.ndarray, cxy_: np.ndarray, t: float, b0_: np.ndarray, var_: np.ndarray) -> np.ndarray:
+            if math.isinf(t):
+                return b0_.copy()
+            kb = t * var_
+            den = cxx_ + kb
+            ok = den > 1e-12
+            own = np.where(ok, (cxy_ + kb * b0_) / np.where(ok, den, 1.0), b0_)
+            return np.asarray(np.maximum(own, 0.0), dtype=float)
+
+        # leave-one-out within questions (the shared map and pooled slope kept: an approximation)
+        loo = n[inv] >= 2
+        best = (math.inf, 8.0, math.inf)
+        if loo.any():
+            n1 = n[inv] - 1
+            safe = np.where(n1 > 0, n1, 1.0)
+            sx1, sy1 = sx[inv] - x, sy[inv] - y
+            cxx1 = np.maximum(sxx[inv] - x * x - sx1 * sx1 / safe, 0.0)
+            cxy1 = sxy[inv] - x * y - sx1 * sy1 / safe
+            xbar1, mbase1, r1 = sx1 / safe, (sb[inv] - base) / safe, sr[inv] - (y - base)
+            for kl in LEVEL_PRIOR:
+                den = n1 + (0.0 if math.isinf(kl) else kl)
+                level = mbase1 + (0.0 if math.isinf(kl) else 1.0) * r1 / np.where(den > 0, den, 1.0)
+                for t in SLOPE_PRIOR:
+                    pred = np.clip(level + slopes(cxx1, cxy1, t, b0[inv], var[inv]) * (x - xbar1), 0.0, 1.0)
+                    err = float(np.sum(((pred - y) ** 2)[loo]))
+                    if err < best[0] - 1e-12:
+                        best = (err, kl, t)
+        _, kl, t = best
+        self.priors = {"k_level": kl, "k_slope": t}
+        b = slopes(cxx, cxy, t, b0, var)
+        shrink = np.zeros(len(qs)) if math.isinf(kl) else 1.0 / (n + kl)
+        for i, qid in enumerate(qs):
+            self.lines[str(qid)] = (float(sb[i] / n[i] + sr[i] * shrink[i]), float(sx[i] / n[i]), float(b[i]))
 
     def _base(self, x: np.ndarray, e: np.ndarray) -> np.ndarray:
         out = x.astype(float).copy()
@@ -112,11 +201,20 @@ class Fitted:
         if self.name == "raw":
             return np.asarray(np.clip(x.astype(float), 0.0, 1.0), dtype=float)
         out = self._base(x, e) + np.array([self.offsets.get(str(qid), 0.0) for qid in q])
+        for i, qid in enumerate(q):
+            line = self.lines.get(str(qid))
+            if line is not None:
+                out[i] = line[0] + line[2] * (float(x[i]) - line[1])
         return np.asarray(np.clip(out, 0.0, 1.0), dtype=float)
 
     def shapes(self) -> dict[str, str]:
         """Each exam's map: ``increasing``, ``constant`` (every answer the same grade, before per-question
-        offsets) or ``decreasing`` (only with ``monotone=False``)."""
+        offsets) or ``decreasing`` (only with ``monotone=False``).  A per-question map is increasing where a
+        question's slope is above 0 (the judge's order inside the question kept)."""
+        if self.lines:
+            rising = {ex for ex, w in self.within.items() if w > 1e-12}
+            rising |= {self.exam_of[qid] for qid, line in self.lines.items() if line[2] > 1e-12}
+            return {ex: "increasing" if ex in rising else "constant" for ex in self.models}
         out = {}
         for exam, model in self.models.items():
             if isinstance(model, float):
@@ -145,6 +243,15 @@ class Fitted:
                 parts.append(f"{label}isotonic, {len(model.X_thresholds_)} knots")
         if self.offsets:
             parts.append(f"offsets on {len(self.offsets)} questions")
+        if self.lines:
+            kl, ks = self.priors.get("k_level", math.inf), self.priors.get("k_slope", math.inf)
+            within = ", ".join(f"{w:.2f}" for w in self.within.values())
+            rising = sum(1 for line in self.lines.values() if line[2] > 1e-12)
+            parts.append(f"per question on {len(self.lines)} questions ({rising} with a rising slope): level = "
+                         "shared map + mean residual" + (" left out" if math.isinf(kl) else f" x n / (n + {kl:g})") +
+                         ", slope " + (f"the pooled within-question slope {within}" if math.isinf(ks) else
+                                       f"shrunk to the pooled within-question slope {within} (prior of {ks:g} "
+                                       "answers' spread)"))
         return "; ".join(parts) + " (share of max points)"
 
 
@@ -162,21 +269,66 @@ def _folds(n: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(tr, te) for tr, te in KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(n))]
 
 
-def cv_rmse(name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int, *,
-            monotone: bool = True) -> float:
-    """Cross-validated RMSE (share of max) of one map on graded answers."""
+def cv_predict(name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int, *,
+               monotone: bool = True) -> np.ndarray:
+    """Cross-validated predictions (share of max) of one map on graded answers."""
     pred = np.empty(len(x))
     for tr, te in _folds(len(x), seed):
         pred[te] = Fitted(name, x[tr], y[tr], q[tr], e[tr], monotone=monotone).predict(x[te], q[te], e[te])
+    return pred
+
+
+def cv_rmse(name: str, x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int, *,
+            monotone: bool = True) -> float:
+    """Cross-validated RMSE (share of max) of one map on graded answers."""
+    pred = cv_predict(name, x, y, q, e, seed, monotone=monotone)
     return float(np.sqrt(np.mean((pred - y) ** 2)))
+
+
+def clustered_se(d: np.ndarray, q: np.ndarray) -> float:
+    """The standard error of the mean of ``d`` (one value per answer), clustered by question."""
+    _, inv = np.unique(q, return_inverse=True)
+    k = int(inv.max()) + 1 if len(inv) else 0
+    if k < 2:
+        return float(np.std(d, ddof=1) / math.sqrt(len(d))) if len(d) > 1 else math.inf
+    tot = np.bincount(inv, d)
+    cnt = np.bincount(inv).astype(float)
+    mean = float(np.sum(d) / len(d))
+    return float(math.sqrt(k / (k - 1) * np.sum((tot - cnt * mean) ** 2)) / len(d))
 
 
 def choose(x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, seed: int,
            maps: Sequence[str] = MAPS, *, monotone: bool = True) -> tuple[str, dict[str, float]]:
-    """The map with the lowest cross-validated RMSE, and every map's (ties keep the earlier map)."""
-    scores = {m: cv_rmse(m, x, y, q, e, seed, monotone=monotone) for m in maps}
-    best = min(maps, key=lambda m: (round(scores[m], 12), maps.index(m)))
-    return best, scores
+    """The chosen map and every map's cross-validated RMSE.  Among the parametric maps (``linear``,
+    ``linear+offset``, ``per-question``) the one with the lowest cross-validated error; a step function
+    (``isotonic``) only on :data:`ISOTONIC_MIN` grades or more and when it beats that one by more than one
+    standard error; and the result replaces the
+    judge's grades (``raw``) only when it beats them by more than one standard error (of the difference of the
+    answers' squared errors, clustered by question): a small sample's lucky fold does not choose a map.  Ties
+    keep the simpler map (:data:`COMPLEXITY`)."""
+    preds = {m: cv_predict(m, x, y, q, e, seed, monotone=monotone) for m in maps}
+    sq = {m: (p - y) ** 2 for m, p in preds.items()}
+    scores = {m: float(np.sqrt(np.mean(v))) for m, v in sq.items()}
+    order = sorted(maps, key=lambda m: (COMPLEXITY.index(m) if m in COMPLEXITY else len(COMPLEXITY),
+                                        maps.index(m)))
+
+    def beats(a: str, b: str) -> bool:  # a's error below b's by more than one standard error
+        d = sq[a] - sq[b]
+        return float(np.mean(d)) + clustered_se(d, q) < -1e-12
+
+    steps = [m for m in order if m == "isotonic"]
+    smooth = [m for m in order if m != "raw" and m not in steps]
+    if len(x) < ISOTONIC_MIN:  # a step per distinct grade on a handful of grades fits their noise
+        steps = []
+    pick = min(smooth, key=lambda m: (round(float(np.mean(sq[m])), 12), order.index(m))) if smooth else None
+    for m in steps:
+        if pick is None or beats(m, pick):
+            pick = m
+    if pick is None:
+        return order[0], scores
+    if "raw" in maps and not beats(pick, "raw"):
+        return "raw", scores
+    return pick, scores
 
 
 def enough(rows: Sequence[Graded]) -> str | None:

@@ -19,6 +19,10 @@ the others.
 * ``coverage``: ``1 / (1 + n)``, ``n`` the question's expert grades: a question no expert graded yet has the
   most to gain (a per-question offset needs :data:`~knockout.calibration._fit.MIN_PER_QUESTION` grades).
 
+The trust marks (:mod:`knockout.calibration._trust`) come before the priority: answers the persuasion defence
+flagged first, then the answers of questions the judge cannot grade reliably (``needs expert``), then the rest;
+the priority orders each group.  An entry's ``marks`` and ``trust`` say which and why.
+
 Each answer carries its reasons in plain words (``why``: what each signal above 0 means for it, with the number
 beside) and its priority spelled out as the weighted sum (``priority_words``).  Answers whose priorities tie
 (to 1e-9) are listed by question, then answer id, and marked (``ties``: how many share the priority).  When the
@@ -42,6 +46,7 @@ from knockout.calibration._fit import (
     graded_rows,
     label_for,
 )
+from knockout.calibration._trust import FLAGGED, NEEDS_EXPERT, Trust, answer_noise, trust_of_loaded
 
 SIGNALS = ("uncertainty", "jury", "flips", "samples", "spread", "boundary", "coverage")
 #: the weight of each signal in the priority (every signal is on 0..1)
@@ -96,8 +101,9 @@ def mark_ties(queue: list[dict[str, Any]]) -> None:
 
 
 def rank(rows: Sequence[Graded], signals: Mapping[str, Mapping[str, float]], calibration: Calibration | None,
-         weights: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
-    """The answers of ``rows`` without an expert grade (and with a valid judge grade), highest priority first.
+         weights: Mapping[str, float] | None = None, trust: Trust | None = None) -> list[dict[str, Any]]:
+    """The answers of ``rows`` without an expert grade (and with a valid judge grade): ``flagged`` answers first,
+    then those whose question ``needs expert`` (``trust``), each group by priority, highest first.
 
     ``signals``: signal name -> answer id -> value in 0..1 (``jury``, ``flips``, ``samples``); ``uncertainty``,
     ``boundary`` and ``coverage`` come from ``calibration`` and ``rows``."""
@@ -130,7 +136,9 @@ def rank(rows: Sequence[Graded], signals: Mapping[str, Mapping[str, float]], cal
         }
         priority = float(sum(w[k] * v for k, v in s.items()))
         terms = [f"{w[k]:g} x {v:.2f} ({k})" for k, v in s.items() if v > 0 and w[k]]
+        marks = trust.marks(r.id) if trust is not None else []
         out.append({"answer_id": r.id, "question_id": r.question_id, "judge": r.judge, "max_points": r.max_points,
+                    "marks": marks, "trust": trust.words(r.id) if trust is not None else "",
                     "calibrated": mapped.grades.get(r.id) if mapped else None,
                     "calibrated_sd": mapped.sd.get(r.id) if mapped else None,
                     "priority": priority, "signals": s,
@@ -139,7 +147,8 @@ def rank(rows: Sequence[Graded], signals: Mapping[str, Mapping[str, float]], cal
                                    graded=per_q.get(r.question_id, 0), answers=total_q[r.question_id]),
                     "question_expert_grades": per_q.get(r.question_id, 0),
                     "question_answers": total_q[r.question_id]})
-    out.sort(key=lambda x: (-round(float(x["priority"]), 9), str(x["question_id"]), str(x["answer_id"])))
+    out.sort(key=lambda x: (FLAGGED not in x["marks"], NEEDS_EXPERT not in x["marks"],
+                            -round(float(x["priority"]), 9), str(x["question_id"]), str(x["answer_id"])))
     mark_ties(out)
     return out
 
@@ -176,22 +185,12 @@ def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
             maxp[a.id] = float(loaded.items.question_of(a).max_points)
         except KeyError:
             continue
-    jury: dict[str, float] = {}
-    samples: dict[str, float] = {}
-    spread: dict[str, float] = {}
-    from knockout.judges._slot import verdict_spread
-
+    found: dict[str, dict[str, float]] = {"jury": {}, "samples": {}, "spread": {}}
     for r in loaded.results:
-        d, mx = r.get("details") or {}, maxp.get(r["item_id"], 1.0)
-        sd = verdict_spread(d, mx)  # the judge's own distribution (knockout.judges._slot)
-        if sd is not None:
-            spread[r["item_id"]] = min(1.0, sd / mx)
-        if isinstance(d.get("spread"), int | float):
-            jury[r["item_id"]] = min(1.0, float(d["spread"]) / mx)
-        # repeated draws of the judge (``grade --samples K`` keeps them as ``details["draws"]``)
-        got = [float(x) for x in d.get("draws") or d.get("samples") or [] if isinstance(x, int | float)]
-        if len(got) >= 2:
-            samples[r["item_id"]] = min(1.0, float(np.std(got)) / mx)
+        # the judge's own distribution (verdict slot), a jury's range, repeated draws (``--samples K``)
+        mx = maxp.get(r["item_id"], 1.0)
+        for k, v in answer_noise(r.get("details") or {}, mx).items():
+            found[k][r["item_id"]] = min(1.0, v / mx)
     played: dict[str, int] = {}
     flipped: dict[str, int] = {}
     for m in loaded.matches:
@@ -209,7 +208,7 @@ def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
             played[aid] = played.get(aid, 0) + 1
             flipped[aid] = flipped.get(aid, 0) + (len(winners) > 1)
     flips = {aid: flipped[aid] / n for aid, n in played.items() if n}
-    return {"jury": jury, "flips": flips, "samples": samples, "spread": spread}
+    return {"jury": found["jury"], "flips": flips, "samples": found["samples"], "spread": found["spread"]}
 
 
 def review_loaded(loaded: Any, *, seed: int = 0, weights: Mapping[str, float] | None = None) -> dict[str, Any]:
@@ -217,10 +216,13 @@ def review_loaded(loaded: Any, *, seed: int = 0, weights: Mapping[str, float] | 
     rows = graded_rows(loaded.items, loaded.results)
     cal = calibrate(rows, seed=seed, resamples=0, refits=50, heldout=False) if enough(rows) is None else None
     words = calibration_words(cal, rows)
-    queue = rank(rows, run_signals(loaded), cal, weights)
+    trust = trust_of_loaded(loaded)
+    queue = rank(rows, run_signals(loaded), cal, weights, trust)
     for q in queue:
         q["calibrated_words"] = grade_words(q, words)
-    return {"queue": queue,
+    return {"queue": queue, "trust": trust.counts(), "trust_words": trust.summary_words(),
+            "needs_expert": {r.question_id: r.words() for r in trust.unreliable()},
+            "flagged": {aid: trust.grade_full(aid) for aid in trust.flagged},
             "calibration": None if cal is None else {"map": cal.map, "expert_grades": cal.expert_grades,
                                                      "label": cal.label, "constant": cal.constant},
             "grades": words,
@@ -246,16 +248,17 @@ def queue_tables(queue: dict[str, Any], n: int) -> list[Any]:
     rows = [[str(i + 1), q["answer_id"], q["question_id"], f"{points(q['judge'])} / {points(q['max_points'])}",
              q.get("calibrated_words") or grade_words(q, words),
              q["priority_words"] + (f" (tie: {q['ties']} answers)" if q.get("ties", 1) > 1 else ""),
-             "; ".join(q["why"]) or "no signal"]
+             "; ".join(q["why"]) or "no signal", q.get("trust") or ""]
             for i, q in enumerate(shown)]
     note = ("grades: " + words["label"] +
             "; priority: how much an expert grade would help, the weighted sum of the signals (each 0..1; "
             "weights " + ", ".join(f"{k} x{v:g}" for k, v in queue["weights"].items()) +
-            "), highest first")
+            "), highest first; flagged answers first, then those of questions that need an expert" +
+            (f" ({queue['trust_words']})" if queue.get("trust_words") else ""))
     ties = tie_note(shown)
     return [Table(f"grade these next ({len(queue['queue'])} answers without an expert grade)",
                   ["#", "answer", "question", "judge (points)", "calibrated ± sd (points)", "priority",
-                   "why"], rows, note + (f"; {ties}" if ties else ""))]
+                   "why", "trust"], rows, note + (f"; {ties}" if ties else ""))]
 
 
 def exam_queue(store: Any, answer_ids: set[str], n: int = 5, seed: int = 0) -> dict[str, Any] | None:
@@ -287,6 +290,10 @@ def exam_queue(store: Any, answer_ids: set[str], n: int = 5, seed: int = 0) -> d
         loaded = read_run(store, record, details=True, web_grades=True)
         queue = review_loaded(loaded, seed=seed)
         mine = [q for q in queue["queue"] if q["answer_id"] in answer_ids]
+        # the trust marks of the exam's own answers and questions (the web app's "grade these by hand")
+        questions = {str(r["question_id"]) for r in results if r["item_id"] in answer_ids}
+        queue["needs_expert"] = {k: v for k, v in queue["needs_expert"].items() if k in questions}
+        queue["flagged"] = {k: v for k, v in queue["flagged"].items() if k in answer_ids}
         mark_ties(mine)
         queue["queue"] = mine[:n]
         queue["ties"] = tie_note(queue["queue"])

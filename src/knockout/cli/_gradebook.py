@@ -32,7 +32,9 @@ def gradebook(
     """One row per student (examinee), a column per question with the final grade: the expert's where there is
     one (the data file's human grades and the web app's), else the calibrated grade with its error (when
     `knockout calibrate` chose a map), else the judge's; the total; each grade's source (expert, calibrated,
-    judge, none)."""
+    judge, none), or the trust mark that replaces it where no expert graded the answer (flagged: the persuasion
+    defence flagged it, with the grade it would have had; needs expert: the judge cannot grade its question
+    reliably)."""
     from knockout.data._output import atomic_output
     from knockout.reports._gradebook import FORMATS, check, left_out_line, write
     from knockout.reports._gradebook import gradebook as build
@@ -77,6 +79,10 @@ def gradebook(
               highlight=False, soft_wrap=True, markup=False)
     if (line := left_out_line(book)) is not None:
         err.print(f"[bold yellow]warning:[/] {one_line(line)}", highlight=False, soft_wrap=True)
+    if book.trust.get("needs_expert_questions") or book.trust.get("flagged"):
+        err.print(f"trust: {book.trust['words']}" + "".join(f"\n  question {q}: {w}" for q, w in
+                                                        book.trust.get("questions", {}).items()),
+                  highlight=False, soft_wrap=True, markup=False)
 
 
 def register(app: typer.Typer) -> None:

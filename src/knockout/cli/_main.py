@@ -112,6 +112,13 @@ def print_summary(summary: dict[str, Any]) -> None:
                      "possibly paid twice)"))
     if summary.get("images_dropped"):
         rows.append(("images left out", f"{summary['images_dropped']} (text-only judge)"))
+    tr = summary.get("trust")
+    if tr and (tr.get("needs_expert_questions") or tr.get("flagged")):
+        from knockout.calibration._trust import NEEDS_EXPERT_WORDS
+
+        rows.append(("trust", f"{tr['needs_expert_questions']} of {tr['questions']} questions need an expert "
+                     f"({NEEDS_EXPERT_WORDS}; {tr['needs_expert_answers']} answers); {tr['flagged']} answers "
+                     "flagged by the persuasion defence (knockout report: which)"))
     if summary.get("simulated_judge"):
         rows.append(("NOTE", "scripted judge: a simulation, not an LLM"))
     for k, v in rows:
@@ -119,16 +126,29 @@ def print_summary(summary: dict[str, Any]) -> None:
     out.print(t)
 
 
-def answers_table(items: Any, results: list[Any], title: str) -> Table:
+def run_trust(items: Any, results: list[Any]) -> Any:
+    """The trust marks of a run's results (:mod:`knockout.calibration._trust`)."""
+    from knockout.calibration._trust import trust_marks
+
+    return trust_marks(items, [{"item_id": r.answer_id, "score": r.score, "valid": r.valid,
+                                "details": dict(r.details or {})} for r in results])
+
+
+def answers_table(items: Any, results: list[Any], title: str, trust: Any = None) -> Table:
     t = Table(title=title)
-    for col in ("question", "examinee", "max", "human", "judge", "note"):
+    for col in ("question", "examinee", "max", "human", "judge", "trust", "note"):
         t.add_column(col, justify="right" if col in ("max", "human", "judge") else "left")
+    trust = trust if trust is not None else run_trust(items, results)
     for r in results:
         a = items.answer(r.answer_id)
         q = items.question_of(a)
         note = "" if r.valid else ("INVALID: " + str(r.details.get("error") or ""))[:60]
+        full = trust.grade_full(a.id)
+        marks = ", ".join(trust.marks(a.id)) + (f" (would have had {full:g})" if full is not None else "")
         t.add_row(q.id, a.examinee or a.id, f"{q.max_points:g}", fmt(a.human_score, 2),
-                  fmt(r.score, 2), note)
+                  fmt(r.score, 2), marks, note)
+    if trust.unreliable() or trust.flagged:
+        t.caption = escape(f"trust: {trust.summary_words()}")
     return t
 
 
@@ -295,6 +315,8 @@ def grade(
                             trim=jury_file.trim if jury_file else None)
         report = execute_in_store(out_db, run, quiet=quiet, executor=executor)
         summary = report.summary()
+        trust = run_trust(items, report.results)
+        summary["trust"] = trust.counts()
         if calibrate:
             from knockout.cli._calibrate import after_grade
 
@@ -303,7 +325,7 @@ def grade(
             print_json({**summary, "calibrated": calibrated} if calibrate else summary)
         else:
             if show_answers:
-                out.print(answers_table(items, report.results, f"{method} grades"))
+                out.print(answers_table(items, report.results, f"{method} grades", trust))
             print_summary(summary)
             print_after_run(out_db, run.kind, report.run_id)
             if calibrate:

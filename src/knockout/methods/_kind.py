@@ -75,20 +75,24 @@ class GradeKind(RunKind):
     # -- report sections: repeated judge draws (--samples K), criteria rubrics' verdicts, --calibrate ----
     def report_sections(self, loaded: Any, options: ReportOptions) -> dict[str, Any]:
         from knockout.calibration._noise import noise_report
+        from knockout.calibration._trust import trust_of_loaded
         from knockout.methods._criteria import criteria_section
 
         noise = noise_report(loaded.items, loaded.results, resamples=options.resamples, seed=options.seed)
         criteria = criteria_section(loaded.items, loaded.results)  # answers graded by criteria rubrics
+        trust = trust_of_loaded(loaded)  # each question's reliability, the persuasion defence's flags
         return {**({"noise": noise} if noise else {}), **({"criteria": criteria} if criteria else {}),
+                **({"trust": trust.to_dict()} if trust.questions or trust.flagged else {}),
                 **calibration_section(loaded, options)}
 
     def section_tables(self, report: dict[str, Any]) -> list[Any]:
         from knockout.calibration._noise import noise_tables
         from knockout.calibration._run import section_tables
+        from knockout.calibration._trust import trust_tables
         from knockout.methods._criteria import criteria_tables
 
         return ((noise_tables(report["noise"]) if report.get("noise") else []) + criteria_tables(report.get("criteria"))
-                + section_tables(report))
+                + (trust_tables(report["trust"]) if report.get("trust") else []) + section_tables(report))
 
     def tidy(self, store: Store, record: RunRecord, table: str) -> list[dict[str, Any]]:
         from knockout.annotations import add_web_grades
@@ -96,13 +100,18 @@ class GradeKind(RunKind):
 
         # the human grades of the report: the file's and the web app's (web:<user>)
         items, _ = add_web_grades(store, snapshot(store, record))
+        if table == "matches":
+            return match_rows(store, record, items)
+        from knockout.calibration._trust import trust_of_loaded, trust_rows
+        from knockout.reports._runs import read_run
+
+        loaded = read_run(store, record, details=True, web_grades=True)
+        rows = trust_rows(trust_of_loaded(loaded), answer_rows(store, record, items))
         if table == "calibrated":  # the answers table with each calibrated grade beside the raw one
             from knockout.calibration._run import calibrate_loaded, calibrated_rows
-            from knockout.reports._runs import read_run
 
-            section = calibrate_loaded(read_run(store, record, details=False, web_grades=True), resamples=0)
-            return calibrated_rows(section, answer_rows(store, record, items))
-        return answer_rows(store, record, items) if table == "answers" else match_rows(store, record, items)
+            return calibrated_rows(calibrate_loaded(loaded, resamples=0), rows)
+        return rows
 
     # -- the viewer -----------------------------------------------------------------------------------
     def columns(self, store: Store, record: RunRecord) -> list[Column]:

@@ -146,9 +146,8 @@ class GradeRun(Run[RunReport]):
     def __init__(self, items: ItemSet, judge: Judge, cfg: RunConfig) -> None:
         super().__init__(method=cfg.method, data_source=items.source, params=cfg.params,
                          concurrency=cfg.concurrency, format_retries=cfg.format_retries)
-        from knockout.prompts._slots import resolve_verdict
-
         from knockout.guard import resolve_guard
+        from knockout.prompts._slots import resolve_verdict
 
         verdict = resolve_verdict(cfg.options.verdict, judge)  # the mode this judge gives: recorded with the run
         guard = resolve_guard(cfg.options.guard, cfg.method, verdict)  # likewise the guard's

@@ -9,7 +9,14 @@ Each answer's final grade is, in this order:
   calibration chose a map (not when there are too few expert grades, or when no map beat the judge's own
   grades);
 * ``judge``: the judge's grade;
-* ``none``: no grade (the judge's reply was invalid, or the run has no result for the answer).
+* ``none``: no grade (the judge's reply was invalid, or the run has no result for the answer);
+
+and, where there is no expert grade, the trust marks (:mod:`knockout.calibration._trust`) replace the source:
+
+* ``flagged``: the persuasion defence flagged the answer: the grade is the defended one (calibrated when a map
+  was chosen), the column ``would have had`` the grade before the defence (``details["guard"]["grade_full"]``);
+* ``needs expert``: the judge cannot grade the answer's question reliably (its reliability below the
+  threshold): the grade is the calibrated or the judge's, to be replaced by an expert's.
 
 Layouts (``fmt``): ``csv`` (student, then per question the grade, its source and error, then the total and
 the maximum), ``moodle`` (Moodle's CSV grade import: an identifier column, then one column per grade item)
@@ -31,7 +38,7 @@ from knockout.errors import ConfigError, InputError
 from knockout.storage._store import RunRecord
 
 FORMATS = ("csv", "moodle", "canvas")
-SOURCES = ("expert", "calibrated", "judge", "none")
+SOURCES = ("expert", "calibrated", "judge", "none", "needs expert", "flagged")
 #: Moodle's identifier column for an ``--id-column`` of that name (else "ID number")
 MOODLE_ID = {"email": "Email address", "useremail": "Email address", "username": "Username",
              "idnumber": "ID number", "useridnumber": "ID number"}
@@ -42,6 +49,8 @@ class Grade:
     grade: float | None
     source: str  # one of SOURCES
     error: float | None = None  # a calibrated grade's standard deviation
+    #: a flagged answer's grade before the persuasion defence ("would have had")
+    full: float | None = None
 
 
 @dataclass
@@ -68,6 +77,8 @@ class Gradebook:
     web_left_out: dict[str, list[str]] = field(default_factory=dict)
     #: where the answers came from (the run's data file), for error messages
     source: str | None = None
+    #: the trust marks' counts and words (:meth:`knockout.calibration._trust.Trust.counts`)
+    trust: dict[str, Any] = field(default_factory=dict)
 
     @property
     def max_total(self) -> float:
@@ -96,7 +107,8 @@ class Gradebook:
         return {"run_id": self.run.id, "status": self.run.status, "judge": self.run.judge,
                 "simulated_judge": self.run.simulated, "students": len(self.students),
                 "questions": [q.id for q in self.questions], "sources": self.counts(),
-                "calibration": self.calibration, "id_column": self.id_column, "left_out": self.left_out()}
+                "calibration": self.calibration, "id_column": self.id_column, "left_out": self.left_out(),
+                "trust": self.trust}
 
 
 def _student_id(answer: Any, id_column: str) -> str:
@@ -113,8 +125,10 @@ def build(loaded: Any, *, id_column: str = "examinee", seed: int = 0) -> Gradebo
     """The gradebook of a loaded grading run (:func:`knockout.reports.load_run`: its human grades are the
     file's and the web app's)."""
     from knockout.calibration._run import section_or_refusal
+    from knockout.calibration._trust import trust_of_loaded
 
     items = loaded.items
+    trust = trust_of_loaded(loaded)
     results = {str(r["item_id"]): r for r in loaded.results}
     expert_any = any(a.human_score is not None for a in items)
     section = section_or_refusal(loaded, seed=seed, resamples=0) if expert_any else None
@@ -144,12 +158,18 @@ def build(loaded: Any, *, id_column: str = "examinee", seed: int = 0) -> Gradebo
                           round(float(section["sd"].get(a.id, 0.0)), 2))
             else:
                 g = Grade(round(float(r["score"]), 2), "judge")
+            marks = trust.marks(a.id)
+            if marks:  # flagged, then needs expert: the grade stays, its source says what to do
+                full = trust.grade_full(a.id)
+                g = Grade(g.grade, marks[0], g.error, None if full is None else round(full, 2))
         else:
             g = Grade(None, "none")
         student.grades[q.id] = g
     students = sorted(by_examinee.values(), key=lambda s: s.id)
     web_left_out = {why: list(ids) for why, ids in (loaded.human_grades or {}).get("web_skipped_answers", {}).items()}
-    return Gradebook(loaded.run, questions, students, calibration, id_column, web_left_out, items.source)
+    return Gradebook(loaded.run, questions, students, calibration, id_column, web_left_out, items.source,
+                     {**trust.counts(), "words": trust.summary_words(),
+                      "questions": {r.question_id: r.words() for r in trust.unreliable()}})
 
 
 def gradebook(store: Any, run_id: str | None = None, *, id_column: str = "examinee", partial: bool = False,
@@ -161,7 +181,8 @@ def gradebook(store: Any, run_id: str | None = None, *, id_column: str = "examin
 
     with reading(store) as st:
         record = refuse_partial(st, pick_run(st, run_id, "grades"), partial, "use")
-        loaded = read_run(st, record, details=False, web_grades=True)
+        # details: the judge's own spread (a question's reliability) and the persuasion defence's flags
+        loaded = read_run(st, record, details=True, web_grades=True)
     return build(loaded, id_column=id_column, seed=seed)
 
 
@@ -291,14 +312,15 @@ def write(book: Gradebook, fmt: str, out: TextIO, *, write_empty: bool = False) 
     if fmt == "csv":
         head = ["student"]
         for q in qs:
-            head += [item_name(q), f"{item_name(q)} source", f"{item_name(q)} error"]
+            head += [item_name(q), f"{item_name(q)} source", f"{item_name(q)} error",
+                     f"{item_name(q)} would have had"]
         rows.append([neutralise(c) for c in [*head, "total", "max_total", "calibration"]])
         label = (book.calibration or {}).get("label", "") if (book.calibration or {}).get("used") else ""
         for s in book.students:
             row: list[str] = [neutralise(s.id)]
             for q in qs:
                 g = s.grades.get(q.id, Grade(None, "none"))
-                row += [_num(g.grade), g.source, _num(g.error)]
+                row += [_num(g.grade), g.source, _num(g.error), _num(g.full)]
             rows.append([*row, _num(s.total), _num(book.max_total), neutralise(label)])
     elif fmt == "moodle":
         rows.append([MOODLE_ID.get(book.id_column.lower(), "ID number"), *(item_name(q) for q in qs)])

@@ -251,4 +251,12 @@ def grade_next(ctx: Ctx, exam: Exam, done: set[str], n: int = 5) -> dict[str, An
         return None
     for q in queue["queue"]:
         q["n"], q["k"] = where[q["answer_id"]]
+    # the trust marks: questions the judge cannot grade reliably, answers the persuasion defence flagged
+    number = {q.id: k for k, q in enumerate(exam.questions, 1)}
+    queue["needs_expert_list"] = [{"k": number[qid], "words": words}
+                                  for qid, words in (queue.get("needs_expert") or {}).items() if qid in number]
+    queue["needs_expert_list"].sort(key=lambda t: t["k"])
+    queue["flagged_list"] = sorted(({"n": where[aid][0], "k": where[aid][1], "full": full}
+                                    for aid, full in (queue.get("flagged") or {}).items() if aid in where),
+                                   key=lambda t: (t["n"], t["k"]))
     return queue

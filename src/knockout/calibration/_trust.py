@@ -1,0 +1,352 @@
+"""Trust marks: where a teacher should not take the judge's grade as it is.
+
+Two marks per answer, built here once and shown by every place that shows a grade (the CLI table of
+``knockout grade``, ``knockout report``, the gradebook, the tidy export, the web app's exam page, the review
+queue):
+
+* ``needs expert``: the answer's question is one the judge cannot grade reliably
+  (:func:`question_reliability` below :data:`THRESHOLD`): grade it by hand;
+* ``flagged``: the persuasion defence flagged the answer (``details["guard"]["flagged"]``); its grade is the
+  defended one, and ``details["guard"]["grade_full"]`` the grade it would have had.
+
+**The reliability of a question** (:func:`question_reliability`) estimates the Pearson correlation, inside the
+question, between the judge's grades and the experts' -- the signal a map that keeps the judge's order inside a
+question can use.  From what a run has without new judge calls (grades as shares of max points):
+
+* the judge's **spread**: ``s``, the standard deviation of its grades over the question's answers; a judge that
+  gives every answer the same grade ranks nothing (estimate 0);
+* its **noise** per answer ``u_i``, the agreement between variants: the standard deviation of repeated draws
+  (``--samples``) and half a jury's range (highest minus lowest member); ``u^2`` is the mean over answers of the
+  mean of the available ones' squares.  The judge's internal reliability is ``rel = s^2 / (s^2 + u^2)`` (1
+  without variants).  The spread of the judge's own distribution over the grades (the verdict slot's
+  probabilities, :func:`knockout.judges._slot.verdict_spread`) is shown beside (``own spread``) but does not
+  lower the estimate: an expected grade is that distribution's mean, not a draw from it, and on the Mohler dev
+  sample (docs/calibration.md) the score-only preset's expected grades moved by 0.17-0.31 points inside a
+  question against an own spread of 1.0-1.25, which marked every question, the ones it ranked well included;
+* **squeeze**: ``min(1, s / SQUEEZED)``: grades that move by less than :data:`SQUEEZED` of max points over the
+  question's answers are barely apart;
+* the **prior** estimate ``r0 = PRIOR x sqrt(rel) x squeeze`` (:data:`PRIOR`: a judge's typical within-question
+  correlation; the square root: Spearman's attenuation by the judge's own unreliability);
+* the **expert grades** entered: with ``n >= 4`` expert-graded answers whose expert grades differ, their
+  Pearson ``r_e`` with the judge's grades; on Fisher's ``z`` scale the estimate is the weighted mean
+  ``z = (W0 z0 + (n - 3) z_e) / (W0 + n - 3)`` (:data:`PRIOR_WEIGHT` ``W0``), its 90% interval
+  ``tanh(z +- 1.645 / sqrt(W0 + n - 3))``; the experts' own 95% interval ``tanh(z_e +- 1.96 / sqrt(n - 3))``
+  is shown beside (a small count gives a wide one; fewer than 4 give none and leave the prior).
+
+A question is marked ``needs expert`` when its estimate is below :data:`THRESHOLD`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: below this estimated within-question correlation a question is marked "needs expert"
+THRESHOLD = 0.3
+#: a judge's within-question correlation with the experts before anything else is known
+PRIOR = 0.5
+#: the prior's weight on Fisher's z scale (as many as ``PRIOR_WEIGHT + 3`` expert-graded answers)
+PRIOR_WEIGHT = 4.0
+#: a spread of the judge's grades over a question's answers below this share of max points is squeezed
+SQUEEZED = 0.05
+#: the words of the mark, wherever it is shown
+NEEDS_EXPERT = "needs expert"
+NEEDS_EXPERT_WORDS = "the judge cannot grade this question reliably: grade it by hand"
+FLAGGED = "flagged"
+FLAGGED_WORDS = "the persuasion defence flagged this answer"
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """A question's reliability (:func:`question_reliability`)."""
+
+    question_id: str
+    answers: int
+    #: the estimated within-question correlation of the judge with the experts, and its 90% interval
+    estimate: float
+    low: float
+    high: float
+    spread: float | None
+    noise: float | None
+    internal: float | None
+    prior: float
+    experts: int
+    expert_r: float | None = None
+    expert_ci: tuple[float, float] | None = None
+    why: str = ""
+    #: the root mean square of the judge's own spread over the grades (verdict slot), share of max points
+    own_spread: float | None = None
+
+    @property
+    def reliable(self) -> bool:
+        return self.estimate >= THRESHOLD
+
+    def words(self) -> str:
+        """The estimate with its interval and what it rests on."""
+        out = f"reliability {self.estimate:.2f} [{self.low:.2f}, {self.high:.2f}]"
+        return out + (f": {self.why}" if self.why else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"question_id": self.question_id, "answers": self.answers, "estimate": self.estimate,
+                "interval": [self.low, self.high], "spread": self.spread, "noise": self.noise,
+                "internal": self.internal, "own_spread": self.own_spread, "prior": self.prior,
+                "expert_grades": self.experts,
+                "expert_r": self.expert_r, "expert_ci": list(self.expert_ci) if self.expert_ci else None,
+                "reliable": self.reliable, "why": self.why,
+                "mark": None if self.reliable else NEEDS_EXPERT}
+
+
+def _z(r: float) -> float:
+    return math.atanh(max(-0.999, min(0.999, r)))
+
+
+def question_reliability(judge: Sequence[float], max_points: float, *, noise: Sequence[float | None] = (),
+                         expert: Sequence[tuple[float, float]] = (), question_id: str = "",
+                         own_spread: Sequence[float | None] = ()) -> Reliability:
+    """The reliability of one question: ``judge`` its answers' valid judge grades (points), ``noise`` each
+    answer's noise between variants (points: repeated draws' SD, a jury's half range; None where the run has
+    none), ``expert`` the (judge grade, expert grade) pairs of its expert-graded answers, ``own_spread`` each
+    answer's spread of the judge's own distribution over the grades (points; shown, not used).  The formula:
+    the module's docstring and docs/calibration.md."""
+    own = [float(v) / max_points for v in own_spread if v is not None and math.isfinite(v)]
+    own_rms = math.sqrt(float(np.mean(np.square(own)))) if own else None
+    x = np.asarray(judge, dtype=float) / max_points
+    pairs = [(j / max_points, h / max_points) for j, h in expert]
+    why: list[str] = []
+    if len(x) < 2 or float(np.std(x)) < 1e-9:
+        s = float(np.std(x)) if len(x) else None
+        return Reliability(question_id, len(x), 0.0, 0.0, 0.0, s, None, None, 0.0, len(pairs),
+                           why="the judge gave every answer of this question the same grade: it ranks nothing"
+                           if len(x) >= 2 else "fewer than 2 valid judge grades", own_spread=own_rms)
+    s = float(np.std(x))
+    got = [float(u) / max_points for u in noise if u is not None and math.isfinite(u)]
+    u2 = float(np.mean(np.square(got))) if got else None
+    rel = None if u2 is None else s * s / (s * s + u2)
+    squeeze = min(1.0, s / SQUEEZED)
+    r0 = PRIOR * math.sqrt(1.0 if rel is None else rel) * squeeze
+    why.append(f"judge's spread {s:.3f} of max points" + (" (squeezed)" if squeeze < 1 else ""))
+    if rel is not None:
+        why.append(f"noise between its variants {math.sqrt(u2 or 0.0):.3f}, internal reliability {rel:.2f}")
+    z, w = _z(r0), PRIOR_WEIGHT
+    expert_r, expert_ci = None, None
+    if len(pairs) >= 4:
+        pj, ph = np.array(pairs).T
+        if float(np.std(ph)) > 1e-12 and float(np.std(pj)) > 1e-12:
+            expert_r = float(np.corrcoef(pj, ph)[0, 1])
+            ze, we = _z(expert_r), len(pairs) - 3
+            half = 1.96 / math.sqrt(we)
+            expert_ci = (math.tanh(ze - half), math.tanh(ze + half))
+            z = (w * z + we * ze) / (w + we)
+            w += we
+            why.append(f"{len(pairs)} expert grades: r {expert_r:.2f} [{expert_ci[0]:.2f}, {expert_ci[1]:.2f}]")
+        else:
+            why.append(f"{len(pairs)} expert grades, all the same: no correlation")
+    elif pairs:
+        why.append(f"{len(pairs)} expert grade{'s' if len(pairs) != 1 else ''}: too few for a correlation (4 needed)")
+    est = math.tanh(z)
+    half = 1.645 / math.sqrt(w)
+    return Reliability(question_id, len(x), est, math.tanh(z - half), math.tanh(z + half), s,
+                       None if u2 is None else math.sqrt(u2), rel, r0, len(pairs), expert_r, expert_ci,
+                       "; ".join(why), own_rms)
+
+
+def answer_noise(details: Mapping[str, Any], max_points: float) -> dict[str, float]:
+    """An answer's noise signals (points): ``spread`` the judge's own distribution over the grades (verdict
+    slot), ``samples`` the standard deviation of repeated draws, ``jury`` a jury's range (highest - lowest)."""
+    from knockout.judges._slot import verdict_spread
+
+    out: dict[str, float] = {}
+    sd = verdict_spread(dict(details), max_points)
+    if sd is not None:
+        out["spread"] = float(sd)
+    if isinstance(details.get("spread"), int | float):
+        out["jury"] = float(details["spread"])
+    got = [float(v) for v in details.get("draws") or details.get("samples") or [] if isinstance(v, int | float)]
+    if len(got) >= 2:
+        out["samples"] = float(np.std(got))
+    return out
+
+
+def combined_noise(signals: Mapping[str, float]) -> float | None:
+    """One answer's noise between variants (points) from its signals: the root of the mean of the squares of
+    repeated draws' SD and a jury's half range (the verdict slot's own spread is not among them)."""
+    parts = [signals[k] / (2.0 if k == "jury" else 1.0) for k in ("samples", "jury") if k in signals]
+    return math.sqrt(sum(p * p for p in parts) / len(parts)) if parts else None
+
+
+def guard_of(details: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The persuasion defence's record of an answer when it flagged it (``details["guard"]``), else None."""
+    g = details.get("guard")
+    return dict(g) if isinstance(g, Mapping) and g.get("flagged") else None
+
+
+@dataclass
+class Trust:
+    """The trust marks of a run's answers (:func:`trust_marks`)."""
+
+    questions: dict[str, Reliability] = field(default_factory=dict)
+    #: answer id -> its question
+    question_of: dict[str, str] = field(default_factory=dict)
+    #: answer id -> the defence's record (``grade_full``, ``p_address``, ``removed``) of a flagged answer
+    flagged: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def needs_expert(self, answer_id: str) -> bool:
+        r = self.questions.get(self.question_of.get(answer_id, ""))
+        return r is not None and not r.reliable
+
+    def marks(self, answer_id: str) -> list[str]:
+        """The answer's marks, ``flagged`` first."""
+        return ([FLAGGED] if answer_id in self.flagged else []) + ([NEEDS_EXPERT] if self.needs_expert(answer_id)
+                                                                    else [])
+
+    def grade_full(self, answer_id: str) -> float | None:
+        g = self.flagged.get(answer_id, {}).get("grade_full")
+        return float(g) if isinstance(g, int | float) else None
+
+    def words(self, answer_id: str) -> str:
+        """The answer's marks in words ("" without any)."""
+        out = []
+        if answer_id in self.flagged:
+            full = self.grade_full(answer_id)
+            out.append(f"{FLAGGED}: {FLAGGED_WORDS}" + (f" (it would have had {full:g})" if full is not None else ""))
+        if self.needs_expert(answer_id):
+            out.append(f"{NEEDS_EXPERT}: {NEEDS_EXPERT_WORDS}")
+        return "; ".join(out)
+
+    def unreliable(self) -> list[Reliability]:
+        return [r for r in self.questions.values() if not r.reliable]
+
+    def counts(self) -> dict[str, int]:
+        bad = {r.question_id for r in self.unreliable()}
+        return {"questions": len(self.questions), "needs_expert_questions": len(bad),
+                "needs_expert_answers": sum(q in bad for q in self.question_of.values()),
+                "flagged": len(self.flagged)}
+
+    def summary_words(self) -> str:
+        c = self.counts()
+        return (f"{c['needs_expert_questions']} of {c['questions']} questions need an expert ({NEEDS_EXPERT_WORDS}; "
+                f"{c['needs_expert_answers']} answers), {c['flagged']} answers flagged by the persuasion defence")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"threshold": THRESHOLD, "counts": self.counts(),
+                "questions": {q: r.to_dict() for q, r in self.questions.items()},
+                "flagged": self.flagged,
+                "answers": {a: self.marks(a) for a in self.question_of if self.marks(a)}}
+
+
+def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
+    """The trust marks of a grading run's answers: ``items`` its item set (the human grades of the file and the
+    web app are the expert grades), ``results`` its results as stored (``item_id``, ``score``, ``valid``,
+    ``details``)."""
+    trust = Trust()
+    per_q: dict[str, dict[str, list[Any]]] = {}
+    maxp: dict[str, float] = {}
+    for r in results:
+        try:
+            a = items.answer(r["item_id"])
+            q = items.question_of(a)
+        except KeyError:
+            continue
+        d = r.get("details") or {}
+        if not isinstance(d, Mapping):
+            d = {}
+        g = guard_of(d)
+        if g is not None:
+            trust.flagged[a.id] = {k: g.get(k) for k in ("grade_full", "p_address", "removed") if k in g}
+        if q.human_scale != "points":
+            continue
+        trust.question_of[a.id] = q.id
+        maxp[q.id] = float(q.max_points)
+        slot = per_q.setdefault(q.id, {"judge": [], "noise": [], "expert": [], "own": []})
+        score = r.get("score") if r.get("valid", True) else None
+        if score is None:
+            continue
+        slot["judge"].append(float(score))
+        signals = answer_noise(d, float(q.max_points))
+        slot["noise"].append(combined_noise(signals))
+        slot["own"].append(signals.get("spread"))
+        if a.human_score is not None:
+            slot["expert"].append((float(score), float(a.human_score)))
+    for qid, slot in per_q.items():
+        trust.questions[qid] = question_reliability(slot["judge"], maxp[qid], noise=slot["noise"],
+                                                    expert=slot["expert"], question_id=qid, own_spread=slot["own"])
+    return trust
+
+
+#: a run read without its results' details (``report`` without ``--details``) has them read again for the
+#: trust marks (the judge's own spread, the defence's flags) up to this many results
+DETAILS_LIMIT = 50_000
+
+
+def trust_of_loaded(loaded: Any) -> Trust:
+    """:func:`trust_marks` of a loaded run (:func:`knockout.reports.load_run`); a run loaded without its results'
+    details has them read from its store (up to :data:`DETAILS_LIMIT` results)."""
+    results = loaded.results
+    has_details = any(isinstance(r.get("details"), Mapping) and set(r["details"]) - {"groups"} for r in results)
+    if not has_details and 0 < len(results) <= DETAILS_LIMIT:
+        import sqlite3
+
+        from knockout.errors import KnockoutError
+        from knockout.storage._store import Store
+
+        try:
+            with Store.open_existing(loaded.store_path) as store:
+                results = store.results(loaded.run.id)
+        except (OSError, sqlite3.Error, KnockoutError):  # not readable again: the marks from what was loaded
+            results = loaded.results
+    return trust_marks(loaded.items, results)
+
+
+def trust_rows(trust: Trust, rows: list[dict[str, Any]], id_key: str = "answer_id") -> list[dict[str, Any]]:
+    """``rows`` (one per answer) with its trust columns: ``trust`` (the marks, comma-separated, or None),
+    ``trust_words``, ``grade_full`` (a flagged answer's grade before the defence) and
+    ``question_reliability``."""
+    out = []
+    for r in rows:
+        aid = str(r.get(id_key))
+        rel = trust.questions.get(trust.question_of.get(aid, ""))
+        out.append({**r, "trust": ", ".join(trust.marks(aid)) or None, "trust_words": trust.words(aid) or None,
+                    "grade_full": trust.grade_full(aid),
+                    "question_reliability": None if rel is None else round(rel.estimate, 4)})
+    return out
+
+
+def trust_tables(section: Mapping[str, Any]) -> list[Any]:
+    """The report's tables of the ``trust`` section: each question's reliability, the flagged answers."""
+    from knockout.reports._tables import Table
+
+    qs = sorted(section["questions"].values(), key=lambda r: (r["reliable"], r["estimate"], r["question_id"]))
+
+    def share(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    rows = [[r["question_id"], str(r["answers"]),
+             f"{r['estimate']:.2f} [{r['interval'][0]:.2f}, {r['interval'][1]:.2f}]",
+             f"{share(r['spread'])} / {share(r['noise'])} / {share(r.get('own_spread'))}",
+             str(r["expert_grades"]) + ("" if r["expert_r"] is None else
+                                        f": r {r['expert_r']:.2f} [{r['expert_ci'][0]:.2f}, {r['expert_ci'][1]:.2f}]"),
+             NEEDS_EXPERT if not r["reliable"] else "", r["why"]] for r in qs]
+    c = section["counts"]
+    out = [Table(f"trust: how reliably the judge grades each question ({c['needs_expert_questions']} of "
+                 f"{c['questions']} marked {NEEDS_EXPERT})",
+                 ["question", "answers", "reliability [90%]", "judge spread / noise / own spread", "expert grades",
+                  "mark", "why"],
+                 rows,
+                 "reliability: the estimated within-question correlation of the judge with the experts, from the "
+                 "spread of the judge's grades over the question's answers (share of max points), the noise between "
+                 "its variants (repeated draws, a jury) and the expert grades entered (r with its 95% CI); the "
+                 "judge's own spread over the grades (verdict slot) is shown, not used (docs/calibration.md); below "
+                 f"{THRESHOLD:g} a question is marked {NEEDS_EXPERT}: {NEEDS_EXPERT_WORDS}")]
+    if section.get("flagged"):
+        frows = [[aid, "-" if f.get("grade_full") is None else f"{f['grade_full']:g}",
+                  "-" if f.get("p_address") is None else f"{f['p_address']:.2f}",
+                  "; ".join(str(s) for s in f.get("removed") or [])[:120]]
+                 for aid, f in sorted(section["flagged"].items())]
+        out.append(Table(f"flagged by the persuasion defence ({len(frows)} answers)",
+                         ["answer", "would have had", "p(address)", "sentences removed"], frows,
+                         "the grade shown is the defended one; an expert should check these first"))
+    return out
