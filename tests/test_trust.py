@@ -19,28 +19,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from knockout.calibration import Graded
 from knockout.calibration._fit import Fitted, _arrays, choose
 from knockout.calibration._trust import NEEDS_EXPERT_WORDS, THRESHOLD, question_reliability, trust_marks
-from knockout.cli import register_extensions
 from knockout.cli._main import app
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.judges import make_judge
 from knockout.methods._run import RunConfig, run
 from knockout.storage._store import ResultRow, Store
 from tests.conftest import ROOT
-
-register_extensions(app)
-RUNNER = CliRunner()
-
-
-def knockout(*args: str) -> tuple[int, str, str]:
-    r = RUNNER.invoke(app, list(args))
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return r.exit_code, r.stdout, r.stderr
+from tests.test_calibration import RUNNER, knockout  # the CLI in process, as test_calibration runs it
 
 
 def bench() -> Any:

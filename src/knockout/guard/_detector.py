@@ -12,7 +12,7 @@ reads each part with:
 * a **classifier**: logistic regression on character n-grams (scikit-learn) of the part, normalised (NFKC,
   case-folded, digits as ``0``, Latin look-alikes in mixed-script words read as Latin), trained when first
   used on ``sentences.jsonl`` beside this file: sentences written for knockout, aimed at the grader or not,
-  in 15 languages (notes, requests, pleas, threats, flattery, fake instructions and rubrics, claims of being
+  in 14 languages (notes, requests, pleas, threats, flattery, fake instructions and rubrics, claims of being
   correct; and answers to exam questions of many subjects, with the words a grader-aimed text uses —
   correct, score, grade, points, note — in their ordinary senses).  The text read backwards is scored too
   (a right-to-left override shows reversed text as forwards).
