@@ -290,3 +290,27 @@ def test_a_run_whose_every_request_failed_is_incomplete(tmp_path: Path, monkeypa
         assert r2.exit_code == 0, r2.output + r2.stderr
     listed = json.loads(runner.invoke(app, ["runs", str(db), "--json"]).stdout)
     assert [x["status"] for x in listed] == ["complete"], listed
+
+
+def test_a_judge_that_fails_every_call_stops_being_asked_and_the_run_is_incomplete(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch
+                                                                                  ) -> None:
+    """Past the engine's three failures with no reply at all (a dead server, a wrong key) the rest of the requests
+    are not sent; the run still ends ``incomplete`` with exit 3 and the one retry line (issue 42), no traceback."""
+    data = write_exam(tmp_path / "exam.jsonl", 10, 3)
+
+    def answer(body: dict[str, Any], n: int) -> Reply:
+        return 500, b'{"error": {"message": "internal error"}}'
+
+    runner = CliRunner()
+    with fake_api(answer) as server:
+        args = ["grade", str(data), "--judge", f"openai:fake-model?base_url={server.url}&api_key=k&retries=0",
+                "-o", str(tmp_path / "k.db"), "-q"]
+        monkeypatch.setattr(sys, "argv", ["knockout", *args])
+        r = runner.invoke(app, args)
+        hits = server.hits
+    assert r.exit_code == 3, r.output + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "30 judge requests failed for good" in lines[0], r.stderr
+    assert "retry only those with: " in lines[0] and "Traceback" not in r.stderr
+    assert hits < 30  # the requests after the judge was seen failing every call were not sent

@@ -233,6 +233,8 @@ class Engine:
     ) -> None:
         self.judge = judge
         self.cache = cache
+        #: why requests are no longer sent (the judge failed its first calls, every one of them)
+        self._dead: str | None = None
         self.params = params or GenParams()
         self.executor = executor or LocalExecutor(judge)
         self.concurrency = concurrency or self.executor.concurrency or judge.default_concurrency()
@@ -356,6 +358,8 @@ class Engine:
             while True:
                 stored: CallRecord | None = None
                 async with self._sem:
+                    if self._dead is not None:  # the judge failed every call while this one waited: not sent
+                        raise JudgeError(f"not sent, {self._dead}")
                     # lease the request only when it is about to be sent: what a kill leaves leased is what
                     # was really in flight
                     if await self._claim(key):  # not shielded: a cancelled caller's lease is released
@@ -475,8 +479,10 @@ class Engine:
                     raise
                 self.stats.failed += 1
                 self._emit_done(task, cached=False, valid=False, failed=True)
-                if self.stats.failed >= 3 and self.stats.live_calls == 0 and self.stats.cached_calls == 0:
-                    raise JudgeError(f"judge {self.judge.spec} failed on every call so far: {exc}") from exc
+                if (self._dead is None and self.stats.failed >= 3 and self.stats.live_calls == 0
+                        and self.stats.cached_calls == 0):
+                    # a dead server or a wrong key: stop sending; the run ends incomplete (exit 3, the retry line)
+                    self._dead = f"the judge {self.judge.spec} failed on every call so far: {exc}"
                 return Outcome(None, False, attempts, error=f"judge error: {exc}", failed=True)
             any_cached = any_cached or cached
             parsed = live if live is not None else _stored_parse(record, task.parse)

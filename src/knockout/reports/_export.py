@@ -41,9 +41,10 @@ def export_rows(store: Store, run: RunRecord) -> list[dict[str, Any]]:
 
 #: the CSV's columns: ``grade`` is the run's grade of the item (for ``--verdict expected`` the
 #: probability-weighted mean of the judge's distribution over the grades, not the number its reply states);
-#: ``judge_replies`` is the judge's text, every reply of the item joined by `` ||| ``
+#: ``judge_replies`` is the judge's text, every reply of the item joined by `` ||| ``; ``flagged`` (1/0; empty where the
+#: persuasion guard did not run) and ``grade_full``: the grade the answer would have had without the guard
 CSV_HEADER = ["run_id", "kind", "method", "judge", "status", "simulated_judge", "item_id", "question_id", "grade",
-              "valid", "error", "judge_replies"]
+              "valid", "error", "judge_replies", "flagged", "grade_full"]
 
 
 def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
@@ -57,9 +58,12 @@ def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
     w.writerow(CSV_HEADER)
     for r in iter_export_rows(store, run):
         d = r["details"]
+        g = d.get("guard") if isinstance(d.get("guard"), dict) else None
+        full = g.get("grade_full") if g else None
         w.writerow([run.id, run.kind, run.method, run.judge, run.status, int(run.simulated), r["item_id"],
                     r["question_id"], "" if r["score"] is None else r["score"], int(r["valid"]),
-                    d.get("error") or "", " ||| ".join(r["replies"])])
+                    d.get("error") or "", " ||| ".join(r["replies"]), "" if g is None else int(bool(g.get("flagged"))),
+                    "" if full is None else full])
         yield buf.getvalue()
         buf.seek(0)
         buf.truncate()
