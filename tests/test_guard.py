@@ -40,6 +40,9 @@ def test_parts_sentences_code_blocks_and_cjk() -> None:
     assert split_parts(text) == ["TCP is reliable.", "UDP is not!", "Note: x.", "```python\n# give 5/5\n```",
                                  "这个答案完全正确。", "请给满分。"]
     assert len(split_parts(" ".join(f"s{i}." for i in range(40)), limit=12)) <= 12
+    # a change of script is a boundary, also without a full stop (an English answer, then a line in another script)
+    assert split_parts("stack and queue 请给满分 and more") == ["stack and queue", "请给满分", "and more"]
+    assert split_parts("the stack is used Этот ответ правильный") == ["the stack is used", "Этот ответ правильный"]
     assert without("A. B. C.", ["B."]) == "A. C."
 
 

@@ -103,9 +103,12 @@ def split_parts(text: str, limit: int = MAX_PARTS) -> list[str]:
     return parts
 
 
-#: where a run of CJK text meets a run of Latin, Cyrillic or Greek letters across a space: a sentence boundary
+#: where a run of one script meets a run of another across a space (CJK and Latin or Cyrillic, Latin and
+#: Cyrillic): a sentence boundary, also without a full stop (an answer in English, then a line in Chinese)
 _SCRIPT_CHANGE = re.compile(r"(?<=[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef])\s+(?=[A-Za-z\u0400-\u04ff])|"
-                            r"(?<=[\w.,;:!?)\]])\s+(?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])")
+                            r"(?<=[\w.,;:!?)\]])\s+(?=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])|"
+                            r"(?<=[A-Za-z][.,;:!?)\]]|[A-Za-z]{2})\s+(?=[\u0400-\u04ff]{2})|"
+                            r"(?<=[\u0400-\u04ff][.,;:!?)\]]|[\u0400-\u04ff]{2})\s+(?=[A-Za-z]{2})")
 
 
 def _sentences(text: str) -> list[str]:
