@@ -39,7 +39,7 @@ over bootstrap refits (answers resampled).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -552,15 +552,22 @@ def graded_rows(items: Any, results: Sequence[Mapping[str, Any]]) -> list[Graded
     """One :class:`Graded` per result of a grading run (``items``: its :class:`~knockout.data.ItemSet` with the
     human grades of the file and the web app, which are the expert grades)."""
     out = []
+    for _, a, q, score in answered(items, results):
+        if q.human_scale != "points":
+            continue
+        out.append(Graded(a.id, q.id, float(q.max_points), score, a.human_score, q.exam_id or ""))
+    return out
+
+
+def answered(items: Any, results: Iterable[Mapping[str, Any]]
+             ) -> Iterator[tuple[Mapping[str, Any], Any, Any, float | None]]:
+    """Each stored result of a grading run with its answer and question in ``items`` and its grade (None when
+    invalid); a result whose answer the item set lacks is left out."""
     for r in results:
         try:
             a = items.answer(r["item_id"])
             q = items.question_of(a)
         except KeyError:
             continue
-        if q.human_scale != "points":
-            continue
         score = r.get("score") if r.get("valid", True) else None
-        out.append(Graded(a.id, q.id, float(q.max_points), None if score is None else float(score),
-                          a.human_score, q.exam_id or ""))
-    return out
+        yield r, a, q, None if score is None else float(score)

@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from knockout.calibration._fit import answered
+
 #: below this estimated within-question correlation a question is marked "needs expert"
 THRESHOLD = 0.3
 #: a judge's within-question correlation with the experts before anything else is known
@@ -245,12 +247,7 @@ def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
     trust = Trust()
     per_q: dict[str, dict[str, list[Any]]] = {}
     maxp: dict[str, float] = {}
-    for r in results:
-        try:
-            a = items.answer(r["item_id"])
-            q = items.question_of(a)
-        except KeyError:
-            continue
+    for r, a, q, score in answered(items, results):
         d = r.get("details") or {}
         if not isinstance(d, Mapping):
             d = {}
@@ -262,15 +259,14 @@ def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
         trust.question_of[a.id] = q.id
         maxp[q.id] = float(q.max_points)
         slot = per_q.setdefault(q.id, {"judge": [], "noise": [], "expert": [], "own": []})
-        score = r.get("score") if r.get("valid", True) else None
         if score is None:
             continue
-        slot["judge"].append(float(score))
+        slot["judge"].append(score)
         signals = answer_noise(d, float(q.max_points))
         slot["noise"].append(combined_noise(signals))
         slot["own"].append(signals.get("spread"))
         if a.human_score is not None:
-            slot["expert"].append((float(score), float(a.human_score)))
+            slot["expert"].append((score, float(a.human_score)))
     for qid, slot in per_q.items():
         trust.questions[qid] = question_reliability(slot["judge"], maxp[qid], noise=slot["noise"],
                                                     expert=slot["expert"], question_id=qid, own_spread=slot["own"])

@@ -5,7 +5,6 @@ from knockout.guard._guard import (
     FLAG_AT,
     GUARD_MODES,
     GuardDetails,
-    check_guard,
     detect,
     resolve_guard,
     split_parts,
@@ -13,5 +12,5 @@ from knockout.guard._guard import (
     without,
 )
 
-__all__ = ["FLAG_AT", "GUARD_MODES", "GuardDetails", "check_guard", "detect", "resolve_guard", "split_parts",
+__all__ = ["FLAG_AT", "GUARD_MODES", "GuardDetails", "detect", "resolve_guard", "split_parts",
            "visible", "without"]

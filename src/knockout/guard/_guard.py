@@ -48,7 +48,7 @@ class GuardDetails(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     #: the largest score of the answer's parts (how surely some part is aimed at the grader, 0..1)
-    p_address: float | None
+    p_address: float
     flagged: bool
     #: per part, its score (flagged answers only)
     parts: list[float] | None = None
@@ -60,16 +60,12 @@ class GuardDetails(BaseModel):
     error: str | None = None
 
 
-def check_guard(option: str) -> None:
-    if option not in GUARD_MODES:
-        raise ConfigError(f"unknown guard mode '{option}' (known: {', '.join(GUARD_MODES)})")
-
-
 def resolve_guard(option: str, method: str, verdict: str) -> str:
     """``on`` or ``off``: ``auto`` is on for individual grading whose verdict is read from a verdict slot
     (``expected`` or ``constrained``: the default command with the embedded judge); ``on`` needs individual
     grading."""
-    check_guard(option)
+    if option not in GUARD_MODES:
+        raise ConfigError(f"unknown guard mode '{option}' (known: {', '.join(GUARD_MODES)})")
     if option == "auto":
         return "on" if method == "individual" and verdict in ("expected", "constrained") else "off"
     if option == "on" and method != "individual":

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from knockout.data._records import Criterion, ItemSet
+from knockout.data._records import Answer, Criterion, ItemSet
 from knockout.engine import Outcome, Subject, Task
 from knockout.guard import detect, visible, without
 from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
@@ -37,6 +37,18 @@ def individual_details(o: Outcome, prompt: str, shots: list[str], criteria: Sequ
     return out
 
 
+def grade_task(builder: PromptBuilder, a: Answer, label: str) -> tuple[Task, str, list[str], list[Criterion]]:
+    """The grade request of one answer: the task, its template's name, the few-shot answers shown and the
+    question's criteria when a criteria rubric grades it."""
+    q = builder.items.question_of(a)
+    t, rendered, shot_ids = builder.individual(a)
+    criteria = builder.criteria(q)
+    parse, slot, mode = builder.read(t, q, rendered, criteria)
+    task = Task(messages=rendered.messages, parse=parse, reminder=reminder_for(t, q.max_points),
+                subject=Subject("individual", (a.id,)), label=label, slot=slot, slot_mode=mode)
+    return task, t.name, shot_ids, q.criteria if criteria else []
+
+
 def grade_of(value: Any) -> float:
     """A parsed grade: a number, or the sum of a criteria verdict (``{"grade": ..., "criteria": [...]}``)."""
     return float(value["grade"]) if isinstance(value, dict) else float(value)
@@ -56,23 +68,17 @@ class Individual(Method):
         n = len(items)
         chunked = n > self.chunk
         results: list[AnswerResult] = []
+        guard = options.guard == "on"
         for start in range(0, n, self.chunk):  # each chunk's answers built from the item set's columns
             part = items.answers[start:start + self.chunk]
-            guard = options.guard == "on"
             if guard:  # the judge sees what a person sees: no invisible characters
-                part = [a if visible(a.text) == a.text else a.model_copy(update={"text": visible(a.text)})
-                        for a in part]
+                part = [a if (v := visible(a.text)) == a.text else a.model_copy(update={"text": v}) for a in part]
             tasks: list[Task] = []
             meta: list[tuple[str, list[str], list[Criterion]]] = []
             for a in part:
-                q = items.question_of(a)
-                t, rendered, shot_ids = builder.individual(a)
-                criteria = builder.criteria(q)
-                parse, slot, mode = builder.read(t, q, rendered, criteria)
-                tasks.append(Task(messages=rendered.messages, parse=parse,
-                                  reminder=reminder_for(t, q.max_points), subject=Subject("individual", (a.id,)),
-                                  label=a.id, slot=slot, slot_mode=mode))
-                meta.append((t.name, shot_ids, q.criteria if criteria else []))
+                task, template, shot_ids, criteria = grade_task(builder, a, a.id)
+                tasks.append(task)
+                meta.append((template, shot_ids, criteria))
             outcomes = await ctx.engine.ask_all(tasks, wave=1)
             done = [
                 AnswerResult(
@@ -116,13 +122,7 @@ class Individual(Method):
             if not text:  # nothing but text aimed at the grader: nothing to grade
                 self._lower(done[i], g, 0.0, None)
                 continue
-            a = part[i].model_copy(update={"text": text})
-            q = builder.items.question_of(a)
-            t, rendered, _ = builder.individual(a)
-            parse, slot, mode = builder.read(t, q, rendered, builder.criteria(q))
-            tasks.append(Task(messages=rendered.messages, parse=parse, reminder=reminder_for(t, q.max_points),
-                              subject=Subject("individual", (a.id,)), label=f"{a.id} (guarded)", slot=slot,
-                              slot_mode=mode))
+            tasks.append(grade_task(builder, part[i].model_copy(update={"text": text}), f"{part[i].id} (guarded)")[0])
             kept.append(i)
         for i, o in zip(kept, await ctx.engine.ask_all(tasks, wave=2), strict=True):
             if o.valid:
