@@ -16,7 +16,7 @@ import pytest
 from knockout.data._loaders import load_items
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.engine import Done, Event, Planned, Queued
-from knockout.errors import ConfigError, JudgeError
+from knockout.errors import ConfigError
 from knockout.judges import make_judge
 from knockout.judges._base import Completion, Judge, JudgeRequest
 from knockout.meta import MetaConfig, MetaOptions, load_verdicts, run_meta
@@ -64,7 +64,7 @@ def test_run_kinds_are_registered_by_name() -> None:
 
 # -- states ---------------------------------------------------------------------------------------
 class FailingJudge(Judge):
-    """A backend that always fails (not an LLM): the run must end 'failed', never 'complete'."""
+    """A backend that always fails (not an LLM): the run must end 'incomplete', never 'complete'."""
 
     backend = "failing"
 
@@ -75,17 +75,21 @@ class FailingJudge(Judge):
         raise ConnectionError("server down")
 
 
-def test_failed_run_is_marked_failed_and_not_exported_without_partial(tmp_path: Path) -> None:
+def test_a_judge_that_fails_every_call_leaves_the_run_incomplete_and_not_exported_without_partial(
+        tmp_path: Path) -> None:
+    """The engine stops sending after three failures with no reply (issue 42): the run ends ``incomplete``, with
+    why it stopped as its error, every answer invalid (none graded), and export refuses it without --partial."""
     db = tmp_path / "s.db"
-    with Store(db) as store, pytest.raises(JudgeError):
-        run(items(), FailingJudge(), store, RunConfig())
+    with Store(db) as store:
+        report = run(items(), FailingJudge(), store, RunConfig())
+    assert report.status == "incomplete" and report.summary()["valid"] == 0
     with Store(db) as store:
         (r,) = store.runs()
-        assert r.status == "failed" and "failed on every call" in (r.error or "")
+        assert r.status == "incomplete" and "failed on every call" in (r.error or "")
     res = knockout("export", str(db))
-    assert res.returncode == 2 and "failed" in res.stderr and "--partial" in res.stderr
+    assert res.returncode == 2 and "incomplete" in res.stderr and "--partial" in res.stderr
     listed = json.loads(knockout("runs", str(db), "--json").stdout)
-    assert listed[0]["status"] == "failed" and listed[0]["results"] == 0
+    assert listed[0]["status"] == "incomplete" and "failed on every call" in listed[0]["error"]
 
 
 class SlowJudge(Judge):

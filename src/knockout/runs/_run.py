@@ -241,7 +241,8 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
             if hasattr(report, "status"):  # every kind's own report: its summary() says so too
                 report.status = INCOMPLETE
             summary["status"] = INCOMPLETE
-        store.finish_run(run_id, summary, status)
+        stopped = next((e.stopped for e in engines.values() if e.stopped), None)
+        store.finish_run(run_id, summary, status, error=stopped)
     except (KeyboardInterrupt, asyncio.CancelledError):
         store.end_run(run_id, "interrupted", "stopped by the user")
         raise

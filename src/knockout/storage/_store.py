@@ -600,14 +600,16 @@ class Store:
              data_source and redact(data_source), data_fingerprint, "running", now, now, owner()),
         )
 
-    def finish_run(self, run_id: str, summary: dict[str, Any], status: str = "complete") -> None:
-        """Mark a run that ran to its end (``complete``, or ``incomplete``: judge requests failed) with its
-        summary (redacted, as :meth:`start_run`'s row)."""
+    def finish_run(self, run_id: str, summary: dict[str, Any], status: str = "complete",
+                   error: str | None = None) -> None:
+        """Mark a run that ran to its end (``complete``, or ``incomplete``: judge requests failed, with why the
+        engine stopped sending where it did) with its summary (redacted, as :meth:`start_run`'s row)."""
         if status not in ("complete", "incomplete"):
             raise ValueError(f"not an end state for a finished run: {status}")
         self.db.execute(
-            "UPDATE runs SET status = ?, updated = ?, summary = ?, error = NULL WHERE id = ?",
-            (status, time.time(), json.dumps(redact_all(summary), ensure_ascii=False), run_id),
+            "UPDATE runs SET status = ?, updated = ?, summary = ?, error = ? WHERE id = ?",
+            (status, time.time(), json.dumps(redact_all(summary), ensure_ascii=False),
+             error and redact(error) if status == "incomplete" else None, run_id),
         )
 
     def end_run(self, run_id: str, status: str, error: str | None = None) -> None:
