@@ -43,3 +43,18 @@ def test_help_names_the_extra(command: str, extra: str) -> None:
                        timeout=120, env={"COLUMNS": "200", "PATH": "", "PYTHONPATH": ":".join(sys.path)})
     assert r.returncode == 0, r.stderr
     assert extra in r.stdout, r.stdout
+
+
+def test_extensions_are_registered_once() -> None:
+    """Typer keeps a command registered twice twice, and builds the click group from every registration at each
+    call of the app: tests that each call ``register_extensions`` made every later command line slower."""
+    from knockout.cli import register_extensions
+    from knockout.cli._main import app
+
+    register_extensions(app)
+    before = (len(app.registered_commands), len(app.registered_groups))
+    register_extensions(app)
+    assert (len(app.registered_commands), len(app.registered_groups)) == before
+    fresh = typer.Typer()  # another app gets the commands too
+    register_extensions(fresh)
+    assert {c.callback.__name__ for c in fresh.registered_commands if c.callback} >= {"gradebook", "report", "serve"}

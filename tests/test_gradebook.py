@@ -34,8 +34,7 @@ def launcher() -> str:
 
 
 def cli(*args: str, code: int = 0) -> tuple[str, str]:
-    if not any(c.name == "gradebook" for c in app.registered_commands):
-        register_extensions(app)
+    register_extensions(app)
     r = CliRunner().invoke(app, list(args))
     assert r.exit_code == code, r.output
     return r.stdout, r.stderr

@@ -33,8 +33,7 @@ REPO = FIX / "sciex_repo"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-if "solve" not in {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}:
-    register_extensions(app)
+register_extensions(app)
 
 
 def cli(*args: str) -> Any:
