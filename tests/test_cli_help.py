@@ -58,3 +58,23 @@ def test_extensions_are_registered_once() -> None:
     fresh = typer.Typer()  # another app gets the commands too
     register_extensions(fresh)
     assert {c.callback.__name__ for c in fresh.registered_commands if c.callback} >= {"gradebook", "report", "serve"}
+
+
+def test_the_click_command_is_built_once_per_app_and_again_when_a_command_is_added() -> None:
+    """tests/conftest.py: ``CliRunner.invoke`` reuses the app's click command while its registrations stay."""
+    import typer.testing
+
+    app = typer.Typer()
+    for name in ("one", "two"):
+        app.command(name)(lambda name=name: print(name))
+    built = typer.testing._get_command(app)
+    assert typer.testing._get_command(app) is built
+    assert typer.testing.CliRunner().invoke(app, ["two"]).stdout == "two\n"
+    app.command("three")(lambda: print("three"))
+    sub = typer.Typer()
+    sub.command("four")(lambda: print("four"))
+    sub.command("five")(lambda: print("five"))
+    app.add_typer(sub, name="sub")
+    assert typer.testing.CliRunner().invoke(app, ["three"]).stdout == "three\n"
+    assert typer.testing.CliRunner().invoke(app, ["sub", "five"]).stdout == "five\n"
+    assert typer.testing._get_command(app) is not built
