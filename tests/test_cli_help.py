@@ -60,21 +60,25 @@ def test_extensions_are_registered_once() -> None:
     assert {c.callback.__name__ for c in fresh.registered_commands if c.callback} >= {"gradebook", "report", "serve"}
 
 
-def test_the_click_command_is_built_once_per_app_and_again_when_a_command_is_added() -> None:
+def test_the_click_command_is_built_once_per_app_and_again_when_a_command_is_added(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """tests/conftest.py: ``CliRunner.invoke`` reuses the app's click command while its registrations stay."""
-    import typer.testing
+    import typer.main
+    from typer.testing import CliRunner
 
+    builds: list[typer.Typer] = []
+    build = typer.main.get_command
+    monkeypatch.setattr(typer.main, "get_command", lambda app: builds.append(app) or build(app))
     app = typer.Typer()
     for name in ("one", "two"):
         app.command(name)(lambda name=name: print(name))
-    built = typer.testing._get_command(app)
-    assert typer.testing._get_command(app) is built
-    assert typer.testing.CliRunner().invoke(app, ["two"]).stdout == "two\n"
+    assert [CliRunner().invoke(app, [n]).stdout for n in ("one", "two", "one")] == ["one\n", "two\n", "one\n"]
+    assert builds == [app]
     app.command("three")(lambda: print("three"))
     sub = typer.Typer()
     sub.command("four")(lambda: print("four"))
     sub.command("five")(lambda: print("five"))
     app.add_typer(sub, name="sub")
-    assert typer.testing.CliRunner().invoke(app, ["three"]).stdout == "three\n"
-    assert typer.testing.CliRunner().invoke(app, ["sub", "five"]).stdout == "five\n"
-    assert typer.testing._get_command(app) is not built
+    assert CliRunner().invoke(app, ["three"]).stdout == "three\n"
+    assert CliRunner().invoke(app, ["sub", "five"]).stdout == "five\n"
+    assert builds == [app, app]
