@@ -9,10 +9,14 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer.main
+import typer.testing
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -98,6 +102,31 @@ def llama_server(small_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 def tmp_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Keep stores written by a test out of the user's cache (the model cache is shared)."""
     return tmp_path
+
+
+# -- one click command per CLI app, not one per CliRunner.invoke -------------------------------------------
+def _registrations(app: typer.Typer) -> tuple[Any, ...]:
+    """What typer builds the app's click command from: its commands, callback and sub-apps (by identity)."""
+    return (tuple(map(id, app.registered_commands)), id(app.registered_callback), id(app.info.callback),
+            tuple((id(g), _registrations(g.typer_instance)) for g in app.registered_groups if g.typer_instance))
+
+
+_built: weakref.WeakKeyDictionary[typer.Typer, tuple[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
+
+
+def _command_of(app: typer.Typer) -> Any:
+    """typer's ``CliRunner.invoke`` builds the click command of the app at each call (inspecting every
+    command's signature: 40 ms for knockout's app); a command line's own process builds it once.  The tests
+    build it once per app and build it again when a command is registered."""
+    key = _registrations(app)
+    got = _built.get(app)
+    if got is None or got[0] != key:
+        got = (key, typer.main.get_command(app))
+        _built[app] = got
+    return got[1]
+
+
+typer.testing._get_command = _command_of
 
 
 # -- the fuzzer's budgets (tests/test_fuzz.py; docs/testing.md) ------------------------------------------

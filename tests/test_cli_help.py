@@ -43,3 +43,42 @@ def test_help_names_the_extra(command: str, extra: str) -> None:
                        timeout=120, env={"COLUMNS": "200", "PATH": "", "PYTHONPATH": ":".join(sys.path)})
     assert r.returncode == 0, r.stderr
     assert extra in r.stdout, r.stdout
+
+
+def test_extensions_are_registered_once() -> None:
+    """Typer keeps a command registered twice twice, and builds the click group from every registration at each
+    call of the app: tests that each call ``register_extensions`` made every later command line slower."""
+    from knockout.cli import register_extensions
+    from knockout.cli._main import app
+
+    register_extensions(app)
+    before = (len(app.registered_commands), len(app.registered_groups))
+    register_extensions(app)
+    assert (len(app.registered_commands), len(app.registered_groups)) == before
+    fresh = typer.Typer()  # another app gets the commands too
+    register_extensions(fresh)
+    assert {c.callback.__name__ for c in fresh.registered_commands if c.callback} >= {"gradebook", "report", "serve"}
+
+
+def test_the_click_command_is_built_once_per_app_and_again_when_a_command_is_added(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/conftest.py: ``CliRunner.invoke`` reuses the app's click command while its registrations stay."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    builds: list[typer.Typer] = []
+    build = typer.main.get_command
+    monkeypatch.setattr(typer.main, "get_command", lambda app: builds.append(app) or build(app))
+    app = typer.Typer()
+    for name in ("one", "two"):
+        app.command(name)(lambda name=name: print(name))
+    assert [CliRunner().invoke(app, [n]).stdout for n in ("one", "two", "one")] == ["one\n", "two\n", "one\n"]
+    assert builds == [app]
+    app.command("three")(lambda: print("three"))
+    sub = typer.Typer()
+    sub.command("four")(lambda: print("four"))
+    sub.command("five")(lambda: print("five"))
+    app.add_typer(sub, name="sub")
+    assert CliRunner().invoke(app, ["three"]).stdout == "three\n"
+    assert CliRunner().invoke(app, ["sub", "five"]).stdout == "five\n"
+    assert builds == [app, app]

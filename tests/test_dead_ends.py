@@ -21,8 +21,7 @@ from tests.test_gradebook import TEACHER
 
 
 def cli(*args: str) -> tuple[int, str]:
-    if not any(c.name == "gradebook" for c in app.registered_commands):
-        register_extensions(app)
+    register_extensions(app)
     r = CliRunner().invoke(app, list(args))
     return r.exit_code, r.output
 

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import re
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -34,8 +35,7 @@ def launcher() -> str:
 
 
 def cli(*args: str, code: int = 0) -> tuple[str, str]:
-    if not any(c.name == "gradebook" for c in app.registered_commands):
-        register_extensions(app)
+    register_extensions(app)
     r = CliRunner().invoke(app, list(args))
     assert r.exit_code == code, r.output
     return r.stdout, r.stderr
@@ -57,11 +57,26 @@ def grade(*args: str, monkeypatch: pytest.MonkeyPatch) -> None:
     cli("grade", *args)
 
 
+@pytest.fixture(scope="module")
+def graded_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("graded") / "t.db"
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        grade(str(TEACHER), "--judge", LENIENT, "--reference", "--out", str(db), "--json", "--quiet",
+              monkeypatch=monkeypatch)
+    return db
+
+
 @pytest.fixture()
-def graded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def graded(graded_once: Path, tmp_path: Path) -> Path:
+    """The teacher's exam graded by the lenient simulated judge: graded once per module, a copy per test (tests
+    change it)."""
     db = tmp_path / "t.db"
-    grade(str(TEACHER), "--judge", LENIENT, "--reference", "--out", str(db), "--json", "--quiet",
-          monkeypatch=monkeypatch)
+    src, dst = sqlite3.connect(graded_once), sqlite3.connect(db)
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
     return db
 
 
@@ -367,7 +382,6 @@ def test_empty_cells_are_not_written_for_moodle_unless_asked_and_are_counted(gra
 
 
 def test_unusable_web_grades_are_counted(graded: Path) -> None:
-    import sqlite3
     import time
 
     cli("import", str(TEACHER), "--db", str(graded))

@@ -18,8 +18,7 @@ from tests.conftest import DATA, ROOT, needs_model, needs_shared
 from tests.test_cli import knockout as knockout_subprocess
 from tests.test_meta import write_verdicts
 
-if "meta" not in {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}:
-    register_extensions(app)
+register_extensions(app)
 
 
 def knockout(*args: str) -> subprocess.CompletedProcess[str]:

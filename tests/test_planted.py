@@ -242,8 +242,7 @@ def test_finding5_refused_commands_create_no_store(tmp_path: Path) -> None:
     from knockout.cli import register_extensions
     from knockout.cli._main import app
 
-    if not any(c.name == "serve" for c in app.registered_commands):
-        register_extensions(app)
+    register_extensions(app)
     pair = {"idx": 1, "motivation_app": "m", "cmp_key": "k", "instruction": "Say hi.", "input": "",
             "response1": "Hi.", "response2": "Hello.", "annotator1": 1, "annotator2": 1, "annotator3": 2}
     dup = tmp_path / "dup.json"

@@ -33,8 +33,7 @@ REPO = FIX / "sciex_repo"
 ROOT = Path(__file__).resolve().parents[1]
 
 
-if "solve" not in {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}:
-    register_extensions(app)
+register_extensions(app)
 
 
 def cli(*args: str) -> Any:
@@ -275,10 +274,12 @@ def grid_file(tmp_path: Path, **replace: str) -> Path:
 def test_the_sciex_grid_experiment_lays_out_tables_4_9_10_and_11(tmp_path: Path) -> None:
     from knockout.experiments._report import experiment_tables
 
-    res = cli("run", str(grid_file(tmp_path)), "--json")
+    # 100 resamples, not the file's 1000: the layout is checked here, not the intervals' precision
+    grid = grid_file(tmp_path, **{"resamples = 1000": "resamples = 100"})
+    res = cli("run", str(grid), "--json")
     assert res.exit_code == 0, res.output
     rep = json.loads(res.stdout)
-    assert rep["layout"] == "sciex-grid"
+    assert rep["layout"] == "sciex-grid" and rep["resamples"] == 100
     assert len(rep["parts"]) == 2 * (1 + 2 * 3)  # reference x (zero-shot + 2 shots x 3 sources)
     assert all(c["fewer_shots"] == 0 for c in rep["cells"].values())
     tables = experiment_tables(rep)
@@ -291,7 +292,7 @@ def test_the_sciex_grid_experiment_lays_out_tables_4_9_10_and_11(tmp_path: Path)
     assert [row[1] for row in t4.rows] == ["0 shot", "1 shot", "2 shot"]
     zero = t4.rows[0]
     assert zero[3] == zero[4] == "" and zero[2] != "-"  # zero-shot: one value per reference
-    again = cli("run", str(grid_file(tmp_path)), "--json")  # every cell is an ordinary run: all from the cache
+    again = cli("run", str(grid), "--json")  # every cell is an ordinary run: all from the cache
     assert again.exit_code == 0 and json.loads(again.stdout)["cells"] == rep["cells"]
 
 

@@ -28,8 +28,7 @@ def _cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def cli(*args: str, stdin: str | None = None) -> str:
-    if not any(c.name == "serve" for c in app.registered_commands):
-        register_extensions(app)
+    register_extensions(app)
     r = CliRunner().invoke(app, list(args), input=stdin)
     assert r.exit_code == 0, r.output
     return r.stdout

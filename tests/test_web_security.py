@@ -158,8 +158,7 @@ def test_user_removal_and_expiry_end_sessions(db: Path) -> None:
 
 
 def cli_with_web() -> Any:
-    if not any(c.name == "serve" for c in cli_app.registered_commands):
-        register_extensions(cli_app)
+    register_extensions(cli_app)
     return cli_app
 
 

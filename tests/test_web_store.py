@@ -213,8 +213,7 @@ def test_read_pairs_formats(tmp_path: Path) -> None:
 # -- CLI -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cli() -> CliRunner:
-    if not any(c.name == "serve" for c in app.registered_commands):
-        register_extensions(app)
+    register_extensions(app)
     return CliRunner()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import weakref
 
 import typer
 
@@ -19,9 +20,18 @@ EXTENSIONS: list[str] = [
 ]
 
 
+#: the apps that have the extensions' commands
+_EXTENDED: weakref.WeakSet[typer.Typer] = weakref.WeakSet()
+
+
 def register_extensions(app: typer.Typer) -> None:
+    """Add the extensions' commands to ``app``, once: a second call does nothing.  Typer keeps every command
+    registered, a duplicate too, and builds the click group from all of them at each call of the app."""
+    if app in _EXTENDED:
+        return
     for name in EXTENSIONS:
         importlib.import_module(name).register(app)
+    _EXTENDED.add(app)
 
 
 def main() -> None:
