@@ -229,7 +229,8 @@ class FakeActor:
         self.ray = ray
         self.index = len(ray.actors)
         self.dead = self.index in ray.doomed
-        self.starts = self.index < ray.startable and self.index not in ray.silent
+        self.starts = self.index < ray.startable
+        self.calls = 0
         self.body = _JudgeWorker(*recipe) if self.starts else None  # type: ignore[arg-type]
         ray.actors.append(self)
 
@@ -239,7 +240,8 @@ class FakeActor:
         class Method:
             @staticmethod
             async def remote(*args: object) -> object:
-                if not actor.starts:
+                actor.calls += 1
+                if not actor.starts or (actor.index in actor.ray.silent and actor.calls > 1):
                     await asyncio.sleep(3600)
                 await asyncio.sleep(0.01)
                 if actor.dead:
@@ -254,7 +256,7 @@ class FakeRay:
         self.actors: list[FakeActor] = []
         self.doomed = doomed  # actors (by creation order) that die
         self.startable = startable  # actors that can be started at all (the cluster's room)
-        self.silent = silent or set()  # actors that never answer anything (a hung process, a stopped node)
+        self.silent = silent or set()  # actors that answer their first call, then nothing (a node that hangs)
         self.exceptions = types.SimpleNamespace(RayActorError=FakeActorError)
         self.killed: list[int] = []
 
@@ -335,8 +337,9 @@ def test_a_replacement_that_dies_before_it_answers_is_started_again(monkeypatch:
 
 
 def test_a_silent_actor_is_retired_after_the_deadline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Actor 0 never answers (neither its requests nor its liveness check): after the per-request deadline
-    it is retired and its requests are sent to the others; the run fails nothing and counts the re-sends."""
+    """Actor 0 answers once, then nothing more (neither its requests nor its liveness check): after the
+    per-request deadline it is retired and its requests are sent to the others; the run fails nothing and
+    counts the re-sends."""
     from knockout.engine._ray import RayExecutor
 
     monkeypatch.setattr(RayExecutor, "ping_timeout_s", 0.2)

@@ -253,7 +253,7 @@ def test_every_worker_lost_and_the_node_back_within_the_window(cluster: Cluster,
     node is started again at once (``ray start``: a new node, up in about 5 s).  A replacement placed on the
     dying node and lost with it is started again until a node the cluster holds alive takes it, within the
     window: nothing fails.  (Before, the run could stop with WorkersLost seconds after the kill: it did in one
-    of three tries here; tests/test_ray.py holds the deterministic case.)"""
+    of two tries here; tests/test_ray.py holds the deterministic case.)"""
     cluster.ensure_worker()
     exam = write_exam(tmp_path / "exam.jsonl", 10, 12)  # 120 answers
     times: dict[str, float] = {}
