@@ -72,7 +72,7 @@ def test_executor_specs() -> None:
 def test_ray_tests_run_in_a_loopback_only_netns(request: pytest.FixtureRequest) -> None:
     """The gate: this file's tests that start Ray, re-executed in a network namespace with only ``lo``."""
     counts = rerun_in_loopback_netns(request.config, str(Path(__file__).relative_to(ROOT)), timeout=420)
-    assert counts.get("passed", 0) >= 4, counts
+    assert counts.get("passed", 0) >= 5, counts
 
 
 @loopback_only
@@ -162,6 +162,24 @@ def test_a_killed_actor_loses_and_fails_nothing(ray_local: None, tmp_path: Path)
 
 
 @loopback_only
+def test_a_slow_judge_is_not_taken_for_a_silent_actor(ray_local: None, tmp_path: Path) -> None:
+    """Once the actors have answered, replies take 3 s against a 1 s deadline with every request slot of each
+    actor busy: the actors still answer their liveness check at once (a concurrency group of its own), so
+    none is retired and nothing is sent twice."""
+    def slow(req: dict[str, object], n: int) -> tuple[int, bytes]:
+        time.sleep(3.0 if n > 4 else 0.1)
+        return graded_reply(req, n)
+
+    data = items(2, 4)
+    with fake_api(slow) as server, Store(tmp_path / "slow.db") as s:
+        rep = run(data, make_judge(f"openai:m?base_url={server.url}"), s, RunConfig(format_retries=0),
+                  executor="ray?workers=2&cpus=0&per_worker=2&deadline=1")
+        assert server.hits == len(data.answers)
+    assert rep.stats["failed"] == 0 and rep.stats["judge_calls"] == len(data.answers)
+    assert rep.stats["resent_after_lost_worker"] == 0
+
+
+@loopback_only
 def test_json_summary_stays_one_document_with_ray(tmp_path: Path) -> None:
     """``--json --executor ray``: stdout is one JSON document (Ray's own output goes to stderr)."""
     from tests.fake_server import write_exam
@@ -212,6 +230,7 @@ class FakeActor:
         self.index = len(ray.actors)
         self.dead = self.index in ray.doomed
         self.starts = self.index < ray.startable
+        self.calls = 0
         self.body = _JudgeWorker(*recipe) if self.starts else None  # type: ignore[arg-type]
         ray.actors.append(self)
 
@@ -221,7 +240,8 @@ class FakeActor:
         class Method:
             @staticmethod
             async def remote(*args: object) -> object:
-                if not actor.starts:
+                actor.calls += 1
+                if not actor.starts or (actor.index in actor.ray.silent and actor.calls > 1):
                     await asyncio.sleep(3600)
                 await asyncio.sleep(0.01)
                 if actor.dead:
@@ -232,10 +252,11 @@ class FakeActor:
 
 
 class FakeRay:
-    def __init__(self, doomed: set[int], startable: int) -> None:
+    def __init__(self, doomed: set[int], startable: int, silent: set[int] | None = None) -> None:
         self.actors: list[FakeActor] = []
         self.doomed = doomed  # actors (by creation order) that die
         self.startable = startable  # actors that can be started at all (the cluster's room)
+        self.silent = silent or set()  # actors that answer their first call, then nothing (a node that hangs)
         self.exceptions = types.SimpleNamespace(RayActorError=FakeActorError)
         self.killed: list[int] = []
 
@@ -255,6 +276,9 @@ class FakeRay:
             return types.SimpleNamespace(remote=lambda *recipe: FakeActor(ray, recipe))
 
         return wrap
+
+    def method(self, **options: object) -> object:
+        return lambda f: f
 
     def kill(self, actor: FakeActor, no_restart: bool = True) -> None:
         self.killed.append(actor.index)
@@ -291,3 +315,63 @@ def test_no_actor_left_stops_the_run_with_a_clear_error(monkeypatch: pytest.Monk
             run(items(2, 3), make_judge("scripted"), s, RunConfig(format_retries=0),
                 executor="ray?workers=2&cpus=1&per_worker=2")
         assert [r.status for r in s.runs()] == ["failed"]
+
+
+def test_a_replacement_that_dies_before_it_answers_is_started_again(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    """Every actor lost, and the first replacement dies before it answers (Ray placed it on a node that had
+    died before the cluster marked it dead): it is started again within the window, and the run fails
+    nothing (before: WorkersLost at the first replacement's death)."""
+    data = items(3, 4)
+    cfg = RunConfig(method="individual", concurrency=4, format_retries=0)
+    with Store(tmp_path / "local.db") as s:
+        local = run(data, make_judge("scripted"), s, cfg)
+    fake = FakeRay(doomed={0, 1}, startable=3)  # the one actor dies; so does its first replacement
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with Store(tmp_path / "fake.db") as s:
+        remote = run(data, make_judge("scripted"), s, cfg, executor="ray?workers=1&cpus=1&per_worker=2")
+    assert remote.stats["failed"] == 0 and remote.stats["judge_calls"] == len(data.answers)
+    assert remote.stats["resent_after_lost_worker"] >= 1
+    assert [r.score for r in remote.results] == [r.score for r in local.results]
+    assert len(fake.actors) == 3 and {0, 1} <= set(fake.killed)
+
+
+def test_a_silent_actor_is_retired_after_the_deadline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Actor 0 answers once, then nothing more (neither its requests nor its liveness check): after the
+    per-request deadline it is retired and its requests are sent to the others; the run fails nothing and
+    counts the re-sends."""
+    from knockout.engine._ray import RayExecutor
+
+    monkeypatch.setattr(RayExecutor, "ping_timeout_s", 0.2)
+    data = items(3, 4)
+    cfg = RunConfig(method="individual", concurrency=4, format_retries=0)
+    fake = FakeRay(doomed=set(), startable=3, silent={0})
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with Store(tmp_path / "fake.db") as s:
+        remote = run(data, make_judge("scripted"), s, cfg, executor="ray?workers=2&cpus=1&per_worker=2&deadline=1")
+    assert remote.stats["failed"] == 0 and remote.stats["judge_calls"] == len(data.answers)
+    assert remote.stats["resent_after_lost_worker"] >= 1
+    assert fake.killed.count(0) == 2  # retired mid-run, and killed again with the others at the end
+
+
+def test_a_run_that_loses_every_worker_prints_its_status_as_json(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    """``--json`` on a run that stops with WorkersLost: one JSON document on stdout with the run's status
+    (``failed``) and error, the one error line on stderr, exit 1."""
+    from typer.testing import CliRunner
+
+    from knockout.cli._main import app
+    from knockout.engine._ray import RayExecutor
+    from tests.fake_server import write_exam
+
+    monkeypatch.setattr(RayExecutor, "replace_timeout_s", 0.3)
+    monkeypatch.setitem(sys.modules, "ray", FakeRay(doomed={0, 1}, startable=2))
+    exam = write_exam(tmp_path / "exam.jsonl", 2, 3)
+    r = CliRunner().invoke(app, ["grade", str(exam), "--judge", "scripted", "--executor",
+                                 "ray?workers=2&cpus=1&per_worker=2", "-o", str(tmp_path / "s.db"), "--json", "-q"])
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "failed" and "no Ray worker is left" in doc["error"]
+    with Store(tmp_path / "s.db") as s:
+        assert [(x.id, x.status) for x in s.runs()] == [(doc["run_id"], "failed")]
+    assert "no Ray worker is left" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -7,6 +7,8 @@ class KnockoutError(Exception):
     """Base class for errors the CLI reports as one line."""
 
     exit_code = 1
+    #: the run this error stopped (stored ``failed``), where one had been written
+    run_id: str | None = None
 
 
 class InputError(KnockoutError):

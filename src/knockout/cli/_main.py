@@ -313,7 +313,7 @@ def grade(
             run = make_jury(grade_member_runs(items, members, cfg, kv, file=file), members,
                             aggregate=aggregate or (jury_file.aggregate if jury_file else None),
                             trim=jury_file.trim if jury_file else None)
-        report = execute_in_store(out_db, run, quiet=quiet, executor=executor)
+        report = execute_in_store(out_db, run, quiet=quiet, executor=executor, as_json=as_json)
         summary = report.summary()
         trust = run_trust(items, report.results)
         summary["trust"] = trust.counts()

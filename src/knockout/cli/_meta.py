@@ -138,7 +138,7 @@ def register(app: typer.Typer) -> None:
             j = make_judge(meta_judge, kv)
             d = make_judge(debater, kv) if debater else None
             report = execute_in_store(out_db, MetaRun(vs, j, cfg, limit=selection.limit, debater=d), quiet=quiet,
-                                      label="meta-judging", executor=executor)
+                                      label="meta-judging", executor=executor, as_json=as_json)
             if export_matches:
                 write_outcomes(export_matches, outcome_rows(report.judgements, run_id=report.run_id,
                                                             meta_judge=report.judge))

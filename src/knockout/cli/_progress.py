@@ -28,9 +28,9 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from knockout.cli._common import note_incomplete, resume_command
+from knockout.cli._common import note_incomplete, print_json, resume_command
 from knockout.engine import Done, Event, Observer, Planned, Queued
-from knockout.errors import ConfigError
+from knockout.errors import ConfigError, KnockoutError
 
 if TYPE_CHECKING:
     from knockout.runs import Report, Run
@@ -205,13 +205,15 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 
 
 def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, label: str = "judging",
-                     executor: str | None = None) -> R:
+                     executor: str | None = None, as_json: bool = False) -> R:
     """Open the store, run ``run`` through the one lifecycle with a progress bar, close the store.
 
     SIGINT, SIGTERM and SIGHUP stop the run: it is stored ``interrupted``, one line on stderr names it and
     the command that resumes it, and the command exits with 128 + the signal's number (130, 143, 129).  A
     run stored ``incomplete`` (judge requests failed for good) is noted: the command ends with one line and
-    exit code 3 after its output (:func:`exit_if_incomplete`)."""
+    exit code 3 after its output (:func:`exit_if_incomplete`).  ``as_json``: a run that stops with an error
+    (stored ``failed``: e.g. every Ray worker lost) is printed as one JSON document on stdout (its id,
+    status and error) before the error goes up to the command's one line."""
     from knockout.runs import INCOMPLETE, RunStopped, check_run, execute
     from knockout.runs._run import failed_requests
     from knockout.storage import Store
@@ -230,6 +232,13 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
                 return report
             except sqlite3.OperationalError as exc:  # locked by another process past the wait, disk full, ...
                 raise ConfigError(f"{store_path}: cannot write the store ({exc})") from None
+            except KnockoutError as exc:
+                failed = store.get_run(exc.run_id) if as_json and exc.run_id is not None else None
+                if failed is not None:
+                    print_json({"run_id": failed.id, "kind": failed.kind, "method": failed.method,
+                                "judge": failed.judge, "status": failed.status, "error": failed.error,
+                                "store": str(store_path)})
+                raise
     except RunStopped as stop:
         name = signal.Signals(stop.signum).name
         what = (f"run {stop.run_id} in {store_path} is stored as interrupted" if stop.run_id

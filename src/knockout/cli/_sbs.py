@@ -101,14 +101,14 @@ def sbs(
             runs = sbs_member_runs(items, members, cfg, kv, source=str(data), file=str(jury or "<command line>"))
             jr = make_jury(runs, members, aggregate=aggregate or (jury_file.aggregate if jury_file else None),
                            trim=jury_file.trim if jury_file else None)
-            summary = execute_in_store(out_db, jr, quiet=quiet, executor=executor).summary()
+            summary = execute_in_store(out_db, jr, quiet=quiet, executor=executor, as_json=as_json).summary()
             if as_json:
                 print_json(summary)
             else:
                 print_sbs(out_db, summary)
             return
         report = execute_in_store(out_db, SbsRun(items, make_judge(members[0].judge, kv), cfg, source=str(data)),
-                                  quiet=quiet, executor=executor)
+                                  quiet=quiet, executor=executor, as_json=as_json)
     except KnockoutError as exc:
         fail(exc)
         return

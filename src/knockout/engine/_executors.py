@@ -73,8 +73,8 @@ def parse_executor(spec: str) -> tuple[str, str | None, dict[str, str]]:
     return "ray", address, options
 
 
-#: the Ray executor's options: name -> smallest value
-RAY_OPTIONS = {"workers": 1, "cpus": 0, "gpus": 0, "per_worker": 1}
+#: the Ray executor's options: name -> smallest value (``window`` and ``deadline`` are seconds)
+RAY_OPTIONS = {"workers": 1, "cpus": 0, "gpus": 0, "per_worker": 1, "window": 1, "deadline": 1}
 
 
 def ray_options(options: dict[str, str]) -> dict[str, int]:

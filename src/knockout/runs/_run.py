@@ -7,13 +7,15 @@ must wait for each other) and writes its typed results
 through the :class:`RunContext`.  :func:`execute_async` does the rest, the same way for every kind:
 
 1. validate everything (``check``) before anything is written;
-2. hash the identity into the run id; snapshot the data; ``start_run`` (status ``running``);
+2. hash the identity into the run id; build each judge role's executor (a Ray cluster is reached here: one
+   that refuses the connection leaves nothing in the store); snapshot the data; ``start_run`` (status
+   ``running``);
 3. build one engine per judge role over the store (the cache), with the observer for progress;
 4. ``execute``: the kind asks the engines and writes results (one transaction per batch);
 5. ``finish_run`` with the kind's typed summary (status ``complete``; ``incomplete`` when judge requests
    failed for good — no reply after the backend's retries —, which running it again asks, and only those)
-   — or, when the run stops early, ``interrupted`` (Ctrl-C, cancelled) or ``failed`` (with the error),
-   never ``complete``.
+   — or, when the run stops early, ``interrupted`` (Ctrl-C, cancelled) or ``failed`` (with the error, whose
+   ``run_id`` then names the run), never ``complete``.
 
 :func:`execute` is the synchronous entry; it also works inside a running event loop (Jupyter) by running
 the run on a fresh loop in a worker thread.
@@ -37,8 +39,8 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from knockout.data._records import ItemSet
 from knockout.engine import Engine, Observer, Planned, Subject
 from knockout.engine._choose import make_executor
-from knockout.engine._executors import parse_executor
-from knockout.errors import ConfigError
+from knockout.engine._executors import Executor, parse_executor
+from knockout.errors import ConfigError, KnockoutError
 from knockout.judges._base import GenParams, Judge
 from knockout.storage._store import MatchRow, ResultRow, Store
 
@@ -223,35 +225,39 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         config["command"] = {"argv": command, "cwd": os.getcwd()}  # the store redacts what it writes
     stored = store.get_run(run_id)
     before = stored.summary if stored is not None else None
-    store.start_run(run_id, kind=run.kind, method=run.method, judge=run.spec(), config=config,
-                    data_source=run.data_source,
-                    data_fingerprint=store.save_items(snapshot) if snapshot is not None else None)
-    engines: dict[str, Engine] = {}
+    executors: dict[str, Executor] = {}
     try:
-        for role, j in judges.items():
-            engines[role] = Engine(j, store, params=run.params, concurrency=run.concurrency,
-                                   format_retries=run.format_retries, run_id=run_id, observer=observer,
-                                   executor=make_executor(executor, j, store, run_id))
-        ctx = RunContext(run_id, store, engines, observer, executor)
-        report = await run.execute(ctx)
-        summary = report.summary()
-        keep_work_time(summary, before, engines.values())
-        status = INCOMPLETE if failed_requests(summary, engines.values()) else "complete"
-        if status == INCOMPLETE:
-            if hasattr(report, "status"):  # every kind's own report: its summary() says so too
-                report.status = INCOMPLETE
-            summary["status"] = INCOMPLETE
-        stopped = next((e.stopped for e in engines.values() if e.stopped), None)
-        store.finish_run(run_id, summary, status, error=stopped)
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        store.end_run(run_id, "interrupted", "stopped by the user")
-        raise
-    except BaseException as exc:
-        store.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
-        raise
+        for role, j in judges.items():  # a Ray cluster reached (or refused) before the run is written
+            executors[role] = make_executor(executor, j, store, run_id)
+        store.start_run(run_id, kind=run.kind, method=run.method, judge=run.spec(), config=config,
+                        data_source=run.data_source,
+                        data_fingerprint=store.save_items(snapshot) if snapshot is not None else None)
+        try:
+            engines = {role: Engine(j, store, params=run.params, concurrency=run.concurrency,
+                                    format_retries=run.format_retries, run_id=run_id, observer=observer,
+                                    executor=executors[role]) for role, j in judges.items()}
+            ctx = RunContext(run_id, store, engines, observer, executor)
+            report = await run.execute(ctx)
+            summary = report.summary()
+            keep_work_time(summary, before, engines.values())
+            status = INCOMPLETE if failed_requests(summary, engines.values()) else "complete"
+            if status == INCOMPLETE:
+                if hasattr(report, "status"):  # every kind's own report: its summary() says so too
+                    report.status = INCOMPLETE
+                summary["status"] = INCOMPLETE
+            stopped = next((e.stopped for e in engines.values() if e.stopped), None)
+            store.finish_run(run_id, summary, status, error=stopped)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            store.end_run(run_id, "interrupted", "stopped by the user")
+            raise
+        except BaseException as exc:
+            store.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, KnockoutError):
+                exc.run_id = run_id
+            raise
     finally:
-        for e in engines.values():
-            await e.executor.aclose()
+        for ex in executors.values():
+            await ex.aclose()
     return report
 
 
