@@ -222,11 +222,13 @@ def constrained(slot: Slot, chosen: Sequence[str], note: str | None = None) -> d
     return out
 
 
-def invalid(why: str) -> dict[str, Any]:
-    """The verdict a backend returns in the ``constrained`` mode when the server's structured output is not
-    exactly a verdict object of the slot's schema (:meth:`Slot.object_error`): why, stored with the reply and
-    read as an invalid verdict (asked again, then recorded invalid), never a grade."""
-    return {"mode": "constrained", "invalid": why}
+def invalid(why: str, mode: str = "constrained") -> dict[str, Any]:
+    """The verdict a backend returns when it cannot read one: in the ``constrained`` mode, the server's structured
+    output is not exactly a verdict object of the slot's schema (:meth:`Slot.object_error`); in the ``expected``
+    mode over a server (:mod:`knockout.judges._expected`), the server gave no token probabilities at the value or
+    the allowed values carry too little of them.  Why, stored with the reply and read as an invalid verdict (asked
+    again, then recorded invalid), never a grade."""
+    return {"mode": mode, "invalid": why}
 
 
 def distribution(slot: Slot, probs: Sequence[Sequence[float]], chosen: Sequence[str]) -> dict[str, Any]:
