@@ -31,7 +31,7 @@ from knockout.methods._base import MethodOptions
 from knockout.methods._run import RunConfig, run
 from knockout.prompts._slots import resolve_verdict
 from knockout.storage._store import Store
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, free_port, needs_model
 from tests.fake_server import fake_api
 
 ASK = [Message(role="user", content="Grade the answer 'DNS maps names to addresses' from 0 to 5. "
@@ -134,7 +134,8 @@ TREE = {"Score: ": {"4": 0.5, "3": 0.3, "5": 0.2}, "Score: 4": {"/": 0.8, ".": 0
         "Score: 4.5": {"/": 1.0}, "Score: 3": {"/": 1.0}, "Score: 5": {"/": 1.0}}
 
 
-def _prefill_server(tail: str) -> Callable[[dict[str, Any], int], tuple[int, bytes]]:
+def _prefill_server(tail: str, tree: dict[str, dict[str, float]] = TREE
+                    ) -> Callable[[dict[str, Any], int], tuple[int, bytes]]:
     def answer(body: dict[str, Any], n: int) -> tuple[int, bytes]:
         prefill = body["messages"][-1]["content"]
         if body["max_tokens"] > 1:  # the explanation line after the verdict
@@ -142,7 +143,7 @@ def _prefill_server(tail: str) -> Callable[[dict[str, Any], int], tuple[int, byt
             choice: dict[str, Any] = {"index": 0, "finish_reason": "stop",
                                       "message": {"role": "assistant", "content": text}}
         else:
-            top = TREE[prefill]
+            top = tree[prefill]
             first = max(top, key=top.__getitem__)
             choice = {"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": first},
                       "logprobs": {"content": [{"token": first, "logprob": math.log(top[first]),
@@ -188,6 +189,54 @@ def test_prefill_servers_score_every_allowed_value(kind: str) -> None:
     assert v["exact"] is True and v["requests"] == len(bodies) and v["chosen"] == ["4"]
     assert done.text == "Score: 4/5 Explanation: it is right." and done.prompt_tokens == 50 * len(bodies)
     assert read_verdict(slot, v).values[0] == pytest.approx(0.4 * 4 + 0.1 * 4.5 + 0.3 * 3 + 0.2 * 5)
+
+
+def test_a_matchs_two_grades_the_second_read_after_the_firsts_most_probable_value() -> None:
+    """A pair slot (``Answer 1: X/2 Answer 2: Y/2``) over a prefill server, as the embedded judge reads it: the
+    second field's distribution after the first's most probable value."""
+    tree = {"Answer 1: ": {"2": 0.7, "1": 0.3}, "Answer 1: 2": {"/": 1.0}, "Answer 1: 1": {"/": 0.5, ".": 0.5},
+            "Answer 1: 1.": {"5": 1.0}, "Answer 1: 1.5": {"/": 1.0},
+            "Answer 1: 2/2 Answer 2: ": {"0": 0.9, "z": 0.1}, "Answer 1: 2/2 Answer 2: 0": {"/": 0.6, ".": 0.4},
+            "Answer 1: 2/2 Answer 2: 0.": {"5": 1.0}, "Answer 1: 2/2 Answer 2: 0.5": {"/": 1.0}}
+    slot = Slot("pair", ("Answer 1: ", " Answer 2: "), score_values(2), "/2")
+    with fake_api(_prefill_server("", tree)) as server:
+        done = _complete(make_judge(f"openai:m?base_url={server.url}&server=vllm"), slot)
+        asked = sorted(b["messages"][-1]["content"] for b in server.requests)
+    assert asked == sorted(tree)
+    read = read_verdict(slot, done.verdict)
+    assert done.verdict["chosen"] == ["2", "0"] and done.text == "Answer 1: 2/2 Answer 2: 0/2"
+    assert read.values[0] == pytest.approx(0.7 * 2 + 0.15 * 1 + 0.15 * 1.5)
+    assert read.values[1] == pytest.approx(0.36 * 0.5 / 0.9) and done.verdict["mass"][1] == pytest.approx(0.9)
+
+
+@needs_model
+def test_llama_cpp_python_server_gets_completions_in_the_ggufs_chat_template(small_gguf: Path) -> None:
+    """``python -m llama_cpp.server``'s completions endpoint, https://llama-cpp-python.readthedocs.io/en/latest/server/
+    (OpenAI-compatible) with OpenAI's ``logprobs`` of the completions API,
+    https://platform.openai.com/docs/api-reference/completions/create ("Include the log probabilities on the
+    logprobs most likely output tokens, as well the chosen tokens"), read from ``choices[0].logprobs.top_logprobs``
+    (one map of token to log probability per generated token).  The prompt is the GGUF's own chat template, applied
+    here (only the GGUF's vocabulary is loaded), the verdict's field after the assistant's turn begins."""
+
+    def answer(body: dict[str, Any], n: int) -> tuple[int, bytes]:
+        prefill = body["prompt"].rsplit("<|im_start|>assistant\n", 1)[1]
+        top = TREE[prefill]
+        first = max(top, key=top.__getitem__)
+        return 200, json.dumps({"id": "c", "object": "text_completion", "created": 0, "model": "m", "choices": [
+            {"index": 0, "text": first, "finish_reason": "length", "logprobs": {
+                "tokens": [first], "text_offset": [0], "token_logprobs": [math.log(top[first])],
+                "top_logprobs": [{t: math.log(p) for t, p in top.items()}]}}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 1, "total_tokens": 31}}).encode()
+
+    with fake_api(answer) as server:
+        judge = make_judge(f"openai:small?base_url={server.url}&server=llama-cpp-python&gguf={small_gguf}")
+        assert judge.identity()["server_kind"] == "llama-cpp-python" and len(judge.identity()["chat_template"]) == 16
+        done = _complete(judge, SLOT5)
+        bodies = server.requests
+    assert len(bodies) == len(TREE) and all(b["max_tokens"] == 1 and b["logprobs"] == 20 for b in bodies)
+    assert all(b["prompt"].startswith("<|im_start|>system\n") and ASK[0].content in b["prompt"] for b in bodies)
+    assert "messages" not in bodies[0] and done.verdict["via"] == "llama-cpp-python"
+    assert read_verdict(SLOT5, done.verdict).values[0] == pytest.approx(0.4 * 4 + 0.1 * 4.5 + 0.3 * 3 + 0.2 * 5)
 
 
 def test_expected_is_refused_where_the_server_is_not_named_and_auto_is_unchanged(
