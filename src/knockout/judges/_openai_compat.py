@@ -9,8 +9,12 @@ completion is re-asked here, after ``backoff`` seconds, doubled each time), ``co
 ``images`` (whether the model accepts image parts; default yes), ``pools`` (HTTP client pools the
 requests are spread over; default one per 16 requests in flight), ``slot`` (the structured output of
 verdict slots, :func:`resolve_slot`: ``json-schema`` on the OpenAI API itself, free text elsewhere unless
-given).  A slot reply is read only as the server's structured output (:func:`slot_reply`): the whole reply one
-JSON object of the schema, carrying the request's schema check.
+given), ``server`` (what serves the model, for the ``expected`` verdict read from token probabilities at the value:
+:func:`resolve_server`, :mod:`knockout.judges._expected`; ``openai`` on the OpenAI API itself, no expected verdict
+elsewhere unless named) and ``gguf`` (with ``server=llama-cpp-python``: the GGUF whose chat template is applied
+here).  A slot reply is read only as the server's structured output (:func:`slot_reply`): the whole reply one
+JSON object of the schema, carrying the request's schema check; an expected verdict only from the server's token
+probabilities, never from the text.
 
 The cache identity is the server (normalised ``base_url``) and the model: two servers never share a
 cached reply, whatever they call their model.
@@ -54,8 +58,6 @@ MAX_POOLS = 64
 
 #: where ``slot=auto`` (the default) takes the JSON-schema slot: the OpenAI API itself, which honours it
 SCHEMA_HOSTS = ("api.openai.com",)
-#: the servers that continue an assistant prefill: every allowed value scored (knockout.judges._expected.walk)
-PREFILL_SERVERS = ("vllm", "llama-server", "llama-cpp-python")
 #: how each server's expected verdict is read (recorded with the run as ``info.verdict_via``)
 EXPECTED_VIA = {
     "openai": "openai-top-logprobs: the reply's top_logprobs at the value (half points not exact)",
@@ -348,12 +350,10 @@ class OpenAIJudge(ServerJudge):
             body.update(logprobs=True, top_logprobs=TOP)
             if not slot.then:  # the verdict alone: a few tokens
                 body["max_tokens"] = min(request.params.max_tokens, REPLY_TOKENS)
-            (data, done) = await self._post("/chat/completions", body, lambda r: r)
-            text = _reply(data, dropped).text
-            done.text = text
-            done.verdict = await read_reply(slot, text, chat_logprobs(data), via)
-            done.finish_reason = _reply(data, dropped).finish_reason
-            done.images_dropped = dropped
+            # a reply without a message is malformed (asked again) before it is read
+            (data, said), done = await self._post("/chat/completions", body, lambda r: (r, _reply(r, dropped)))
+            done.text, done.finish_reason, done.images_dropped = said.text, said.finish_reason, dropped
+            done.verdict = await read_reply(slot, said.text, chat_logprobs(data), via)
             done.latency_s = time.perf_counter() - t0
             return done
         probe, explain = await self._prefill_calls(request)

@@ -10,7 +10,9 @@ an explanation).  A backend that offers a slot fills it itself and returns the v
   distribution; the grade is its probability-weighted mean (never the argmax), kept with the
   distribution and its spread.  Where the allowed values carry less than :data:`MIN_MASS` of the
   probability the judge wanted to write something else: the grade falls back to the most probable
-  allowed value, and the fallback is recorded and counted.
+  allowed value, and the fallback is recorded and counted.  An ``openai:`` judge reads it from a server's
+  ``top_logprobs`` (:mod:`knockout.judges._expected`), where values outside the top 20 are unknown: there too
+  little probability is an invalid verdict instead (:func:`invalid`), never a grade.
 * ``constrained``: the backend constrains decoding so that only an allowed value can be written there
   (a llama.cpp grammar, a JSON schema for OpenAI structured outputs and vLLM guided decoding, a forced
   tool call with a typed input for Anthropic); the grade is the value written, read only from the server's
