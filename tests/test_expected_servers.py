@@ -328,4 +328,5 @@ def test_llama_cpp_server_expected_grades_equal_the_embedded_judges(default_serv
         diffs[a.answer_id] = abs(a.score - b.score)
         v = b.details["attempts"][-1]["verdict"]
         assert v["exact"] is True and v["mass"][0] > 0.9 and v["via"] == "llama-cpp-python"
+    print("\nexpected grade, embedded vs llama_cpp.server:", {k: round(d, 4) for k, d in diffs.items()})
     assert max(diffs.values()) < 0.05, diffs
