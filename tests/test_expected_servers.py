@@ -210,6 +210,7 @@ def test_a_matchs_two_grades_the_second_read_after_the_firsts_most_probable_valu
 
 
 @needs_model
+@pytest.mark.model
 def test_llama_cpp_python_server_gets_completions_in_the_ggufs_chat_template(small_gguf: Path) -> None:
     """``python -m llama_cpp.server``'s completions endpoint, https://llama-cpp-python.readthedocs.io/en/latest/server/
     (OpenAI-compatible) with OpenAI's ``logprobs`` of the completions API,
@@ -303,6 +304,8 @@ def default_server() -> Iterator[str]:
 DEMO_QUESTIONS, DEMO_ANSWERS = 2, 2
 
 
+@pytest.mark.model
+@pytest.mark.slow
 def test_llama_cpp_server_expected_grades_equal_the_embedded_judges(default_server: str, tmp_path: Path) -> None:
     """The demo exam's first answers (DEMO_QUESTIONS x DEMO_ANSWERS, to keep the test short) graded with the expected
     verdict by the embedded judge and by ``openai:...&server=llama-cpp-python`` on a real ``llama_cpp.server`` with the
