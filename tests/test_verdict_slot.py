@@ -268,14 +268,16 @@ def test_the_openai_api_itself_gets_the_json_schema_slot_by_default(monkeypatch:
     assert resolve_slot("none", "https://api.openai.com/v1") == "none"
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     judge = make_judge("openai:gpt-4o-mini?api_key=k")  # no base_url: the OpenAI API (no request is sent here)
-    assert judge.slot_modes == ("constrained",) and resolve_verdict("auto", judge) == "constrained"
+    # the expected verdict (the reply's top_logprobs) is offered too, and taken only when asked for
+    assert judge.slot_modes == ("expected", "constrained") and resolve_verdict("auto", judge) == "constrained"
     assert judge.identity()["slot"] == "json-schema"
     slot = Slot("score", ("Score: ",), score_values(2), "/2")
     body = judge.body(JudgeRequest([Message(role="user", content="grade")], GenParams(), slot,  # type: ignore[attr-defined]
                                    "constrained"))
     schema = body["response_format"]["json_schema"]["schema"]
     assert body["response_format"]["type"] == "json_schema" and list(schema["properties"]) == ["check", "score"]
-    assert make_judge("openai:gpt-4o-mini?api_key=k&slot=none").slot_modes == ()
+    free = make_judge("openai:gpt-4o-mini?api_key=k&slot=none")
+    assert free.slot_modes == ("expected",) and resolve_verdict("auto", free) == "text"
     assert make_judge("openai:m?base_url=http://127.0.0.1:9/v1").slot_modes == ()
     batch = make_judge("openai-batch:gpt-4o-mini?api_key=k")  # reads its result lines as free text
     assert batch.slot_modes == () and batch.identity() == judge.identity()

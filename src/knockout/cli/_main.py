@@ -97,7 +97,8 @@ def print_summary(summary: dict[str, Any]) -> None:
             rows.append(("prompts", ", ".join(f"{k} ({v})" for k, v in info["shots"]["prompts"].items())))
     verdict = summary.get("verdict")
     if verdict:
-        rows.append(("verdict", verdict_words(verdict, summary.get("verdict_questions"))))
+        rows.append(("verdict", verdict_words(verdict, summary.get("verdict_questions"))
+                     + (f" — {info['verdict_via']}" if info.get("verdict_via") else "")))
     if info.get("verdict_schema_ignored"):
         rows.append(("verdict schema ignored", f"{info['verdict_schema_ignored']} answers invalid: the server wrote "
                      "no structured output under the verdict schema (use ?slot=none, or a server that honours it)"))

@@ -163,6 +163,15 @@ class Judge(ABC):
     def default_concurrency(self) -> int:
         return 4
 
+    def default_slot_mode(self) -> str | None:
+        """The slot mode ``--verdict auto`` takes: the best one offered (None: free text)."""
+        return self.slot_modes[0] if self.slot_modes else None
+
+    def verdict_via(self, mode: str) -> str | None:
+        """How this backend reads a verdict in ``mode`` (recorded with the run as ``info.verdict_via``); None
+        where there is nothing to say beside the mode."""
+        return None
+
     def check_params(self, params: GenParams) -> None:
         """Refuse, before a run starts, an optional generation parameter this backend cannot send."""
         for k in self.unsupported_params:

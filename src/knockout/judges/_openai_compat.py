@@ -9,8 +9,12 @@ completion is re-asked here, after ``backoff`` seconds, doubled each time), ``co
 ``images`` (whether the model accepts image parts; default yes), ``pools`` (HTTP client pools the
 requests are spread over; default one per 16 requests in flight), ``slot`` (the structured output of
 verdict slots, :func:`resolve_slot`: ``json-schema`` on the OpenAI API itself, free text elsewhere unless
-given).  A slot reply is read only as the server's structured output (:func:`slot_reply`): the whole reply one
-JSON object of the schema, carrying the request's schema check.
+given), ``server`` (what serves the model, for the ``expected`` verdict read from token probabilities at the value:
+:func:`resolve_server`, :mod:`knockout.judges._expected`; ``openai`` on the OpenAI API itself, no expected verdict
+elsewhere unless named) and ``gguf`` (with ``server=llama-cpp-python``: the GGUF whose chat template is applied
+here).  A slot reply is read only as the server's structured output (:func:`slot_reply`): the whole reply one
+JSON object of the schema, carrying the request's schema check; an expected verdict only from the server's token
+probabilities, never from the text.
 
 The cache identity is the server (normalised ``base_url``) and the model: two servers never share a
 cached reply, whatever they call their model.
@@ -18,8 +22,12 @@ cached reply, whatever they call their model.
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
@@ -28,6 +36,15 @@ from pydantic import Field
 from knockout.data import is_local
 from knockout.errors import ConfigError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
+from knockout.judges._expected import (
+    TOP,
+    Alternatives,
+    Probe,
+    alternatives,
+    chat_logprobs,
+    read_prefilled,
+    read_reply,
+)
 from knockout.judges._options import ServerOptions, normalise_url
 from knockout.judges._server import ServerJudge, counting_http_client
 from knockout.judges._slot import CHECK, Slot, constrained, invalid, parse_object, schema_check
@@ -41,6 +58,23 @@ MAX_POOLS = 64
 
 #: where ``slot=auto`` (the default) takes the JSON-schema slot: the OpenAI API itself, which honours it
 SCHEMA_HOSTS = ("api.openai.com",)
+#: how each server's expected verdict is read (recorded with the run as ``info.verdict_via``)
+EXPECTED_VIA = {
+    "openai": "openai-top-logprobs: the reply's top_logprobs at the value (half points not exact)",
+    "vllm": "vllm-prefill: continue_final_message and top_logprobs, every allowed value scored",
+    "llama-server": "llama-server-prefill: a trailing assistant message and top_logprobs (n_probs), every allowed "
+                    "value scored",
+    "llama-cpp-python": "llama-cpp-python-completions: the chat template applied here, completions logprobs, every "
+                        "allowed value scored",
+}
+
+
+def resolve_server(option: str, server: str) -> str:
+    """What serves the model: ``option`` as given, or for ``auto`` ``openai`` on the OpenAI API itself and
+    ``other`` (no expected verdict) on any other server."""
+    if option != "auto":
+        return option
+    return "openai" if urlsplit(server).hostname in SCHEMA_HOSTS else "other"
 
 
 class OpenAIOptions(ServerOptions):
@@ -52,6 +86,14 @@ class OpenAIOptions(ServerOptions):
         "support is not known unless given here)")
     pools: int | None = Field(None, ge=1, le=MAX_POOLS, description="HTTP client pools requests are spread over "
                               "(default: one per 16 requests in flight, at most 64)")
+    server: Literal["auto", "openai", "vllm", "llama-server", "llama-cpp-python", "other"] = Field(
+        "auto", description="what serves the model, for the expected verdict (--verdict expected: token "
+        "probabilities at the value): openai (the reply's top_logprobs), vllm and llama-server (an assistant "
+        "prefill and top_logprobs, every allowed value scored), llama-cpp-python (python -m llama_cpp.server: the "
+        "completions endpoint, the chat template applied here from gguf); other: no expected verdict; auto: openai "
+        "for the OpenAI API itself, other elsewhere")
+    gguf: str | None = Field(None, description="server=llama-cpp-python: the GGUF the server serves (a path, or an "
+                             "embedded model's name), read for its chat template (vocabulary only)")
 
 
 def resolve_slot(option: str, server: str) -> str:
@@ -168,8 +210,15 @@ class OpenAIJudge(ServerJudge):
         self.supports_images = o.images
         #: the structured output of its verdict slots (resolve_slot: json-schema for the OpenAI API itself)
         self.slot_format = resolve_slot(o.slot, normalise_url(self.base_url or self.default_base_url))
-        if self.slot_format != "none" and self.reads_slots:
-            self.slot_modes = ("constrained",)
+        #: what serves the model (resolve_server): how an expected verdict is read, if at all
+        self.server_kind = resolve_server(o.server, normalise_url(self.base_url or self.default_base_url))
+        if self.reads_slots:
+            self.slot_modes = tuple(m for m, on in (("expected", self.server_kind in EXPECTED_VIA),
+                                                     ("constrained", self.slot_format != "none")) if on)
+        self._gguf: Path | None = None
+        self._template_sha: str | None = None
+        if self.server_kind == "llama-cpp-python":
+            self._gguf, self._template_sha = _gguf_of(o.gguf or self.model)
         # Above POOL_SIZE requests in flight, one client's connection pool becomes the bottleneck (each
         # request scans it): the requests are spread over several clients, in turn.
         def new_client() -> Any:
@@ -183,6 +232,19 @@ class OpenAIJudge(ServerJudge):
         self.expect_concurrency(o.concurrency)
         self._client = self._clients[0]
         self._connect(openai, self.base_url)
+
+    def default_slot_mode(self) -> str | None:
+        """``--verdict auto``: the constrained verdict where the structured output is on (the OpenAI API itself, or a
+        server named with ``slot=``), else free text.  The expected verdict is taken only when asked for
+        (``--verdict expected``): auto gives what it gave before it existed."""
+        return "constrained" if "constrained" in self.slot_modes else None
+
+    def verdict_via(self, mode: str) -> str | None:
+        if mode == "expected":
+            return EXPECTED_VIA.get(self.server_kind)
+        if mode == "constrained":
+            return f"structured output ({self.slot_format}) with the schema check"
+        return None
 
     def expect_concurrency(self, n: int) -> None:
         """Up to ``n`` requests will be in flight: one client pool per 16 of them, at most 64 (or ``pools``)."""
@@ -207,7 +269,7 @@ class OpenAIJudge(ServerJudge):
             body["top_p"] = p.top_p
         if p.frequency_penalty is not None:
             body["frequency_penalty"] = p.frequency_penalty
-        if request.slot is not None and request.slot_mode in self.slot_modes:
+        if request.slot is not None and request.slot_mode == "constrained" and "constrained" in self.slot_modes:
             schema = request.slot.json_schema(self.check_of(request))
             if self.slot_format == "json-object":
                 body["response_format"] = {"type": "json_object", "schema": schema}
@@ -229,23 +291,211 @@ class OpenAIJudge(ServerJudge):
         if self.slot_format != "none":  # another request body (its schema with the check): its replies are its own
             ident["slot"] = self.slot_format
             ident["slot_check"] = CHECK
+        if self.options.server != "auto":  # how expected verdicts are asked (auto: as before, nothing added)
+            ident["server_kind"] = self.server_kind
+        if self._template_sha is not None:  # the chat template applied here is part of every prompt
+            ident["chat_template"] = self._template_sha
         return ident
+
+    def _client_now(self) -> Any:
+        client = self._clients[self._turn % len(self._clients)]
+        self._turn += 1
+        return client
 
     async def complete(self, request: JudgeRequest) -> Completion:
         dropped = 0 if self.supports_images else sum(len(m.images) for m in request.messages)
+        if request.slot is not None and request.slot_mode == "expected" and "expected" in self.slot_modes:
+            return await self._expected(request, request.slot, dropped)
         kwargs = self.body(request)
-        client = self._clients[self._turn % len(self._clients)]
-        self._turn += 1
+        client = self._client_now()
         # The SDK's own POST of chat.completions.create, without its request transform (the body is already
         # plain JSON: the transform walks it against the SDK's TypedDicts, about a tenth of a call's CPU at
         # 256 in flight) and without building its reply model (``cast_to=object``: the reply's JSON, read by
         # _reply; the model's construction was about a sixth of a call's CPU at 8 in flight); same path,
         # headers, retries and errors.
-        slot = request.slot if request.slot_mode in self.slot_modes else None
+        slot = request.slot if request.slot_mode == "constrained" and "constrained" in self.slot_modes else None
         check = self.check_of(request) if slot is not None else None
         return await self._ask(lambda: client.post("/chat/completions", body=kwargs, cast_to=object),
                                lambda r: slot_reply(_reply(r, dropped), slot, check))
 
+    # -- the expected verdict: token probabilities at the value (knockout.judges._expected) -------------------
+    async def _post(self, path: str, body: dict[str, Any], pick: Callable[[dict[str, Any]], Any]) -> tuple[Any,
+                                                                                                        Completion]:
+        """One request: ``pick(reply)`` of its JSON (a reply without choices is malformed: asked again), and its
+        token counts and failed attempts."""
+        client = self._client_now()
+        box: list[Any] = []
+
+        def read(r: Any) -> Completion:
+            if not isinstance(r, dict) or not isinstance(r.get("choices"), list) or not r["choices"] \
+                    or not isinstance(r["choices"][0], dict):
+                raise MalformedReply("no choices in the reply")
+            box.append(pick(r))
+            usage = r.get("usage")
+            if not isinstance(usage, dict):
+                usage = {}
+            return Completion(text="", prompt_tokens=_count(usage.get("prompt_tokens")),
+                              completion_tokens=_count(usage.get("completion_tokens")))
+
+        done = await self._ask(lambda: client.post(path, body=body, cast_to=object), read)
+        return box[-1], done
+
+    async def _expected(self, request: JudgeRequest, slot: Slot, dropped: int) -> Completion:
+        """An expected verdict: the OpenAI API's reply read at the value, or a prefill server's every allowed value
+        scored (the module docs of :mod:`knockout.judges._expected`)."""
+        t0 = time.perf_counter()
+        via = self.server_kind
+        if via == "openai":
+            body = self.body(request)
+            body.update(logprobs=True, top_logprobs=TOP)
+            if not slot.then:  # the verdict alone: a few tokens
+                body["max_tokens"] = min(request.params.max_tokens, REPLY_TOKENS)
+            # a reply without a message is malformed (asked again) before it is read
+            (data, said), done = await self._post("/chat/completions", body, lambda r: (r, _reply(r, dropped)))
+            done.text, done.finish_reason, done.images_dropped = said.text, said.finish_reason, dropped
+            done.verdict = await read_reply(slot, said.text, chat_logprobs(data), via)
+            done.latency_s = time.perf_counter() - t0
+            return done
+        probe, explain = await self._prefill_calls(request)
+        reading = await read_prefilled(slot, probe, explain if slot.then else None, via)
+        if via == "llama-cpp-python":
+            dropped = sum(len(m.images) for m in request.messages)
+        return Completion(text=reading.text, prompt_tokens=reading.prompt_tokens,
+                          completion_tokens=reading.completion_tokens, latency_s=time.perf_counter() - t0,
+                          finish_reason="stop", images_dropped=dropped, failed_attempts=reading.failed_attempts,
+                          verdict=reading.verdict)
+
+    async def _prefill_calls(self, request: JudgeRequest) -> tuple[Callable[[str], Awaitable[Probe]],
+                                                                    Callable[[str], Awaitable[tuple[str, Probe]]]]:
+        """The two requests of a prefill server: the next token's alternatives after the assistant's reply begun
+        with a text, and the line the judge writes after it."""
+        p = request.params
+        sampling: dict[str, Any] = {"temperature": p.temperature, "max_tokens": p.max_tokens,
+                                    "stop": ["\n", *p.stop]}
+        if p.seed is not None:
+            sampling["seed"] = p.seed
+        if self.server_kind == "llama-cpp-python":
+            prompt = await self._chat_prompt(request)
+
+            def completions(prefill: str, extra: dict[str, Any]) -> dict[str, Any]:
+                return {"model": self.model, "prompt": prompt + prefill, **extra}
+
+            async def probe(prefill: str) -> Probe:
+                alts, done = await self._post("/completions", completions(prefill, {
+                    "max_tokens": 1, "temperature": 0, "logprobs": TOP}), _completion_alternatives)
+                return Probe(alts, done.prompt_tokens, done.completion_tokens, done.failed_attempts)
+
+            async def explain(prefill: str) -> tuple[str, Probe]:
+                text, done = await self._post("/completions", completions(prefill, sampling), _completion_text)
+                return text, Probe(None, done.prompt_tokens, done.completion_tokens, done.failed_attempts)
+
+            return probe, explain
+        messages = [{"role": m.role, "content": _content(m, self.supports_images)} for m in request.messages]
+        cont: dict[str, Any] = ({"continue_final_message": True, "add_generation_prompt": False}
+                                if self.server_kind == "vllm" else {})
+
+        def chat(prefill: str, extra: dict[str, Any]) -> dict[str, Any]:
+            return {"model": self.model, "messages": [*messages, {"role": "assistant", "content": prefill}],
+                    **extra, **cont}
+
+        probe_params: dict[str, Any] = {"max_tokens": 1, "temperature": 0, "logprobs": True, "top_logprobs": TOP}
+        if self.server_kind == "llama-server":
+            probe_params["n_probs"] = TOP
+
+        async def chat_probe(prefill: str) -> Probe:
+            alts, done = await self._post("/chat/completions", chat(prefill, probe_params), _chat_alternatives)
+            return Probe(alts, done.prompt_tokens, done.completion_tokens, done.failed_attempts)
+
+        async def chat_explain(prefill: str) -> tuple[str, Probe]:
+            text, done = await self._post("/chat/completions", chat(prefill, sampling), _chat_text)
+            return text, Probe(None, done.prompt_tokens, done.completion_tokens, done.failed_attempts)
+
+        return chat_probe, chat_explain
+
+    async def _chat_prompt(self, request: JudgeRequest) -> str:
+        """The request's messages in the GGUF's own chat template (as the embedded judge and llama-cpp-python's
+        chat endpoint format them), ending where the assistant's reply starts."""
+        from knockout.judges._chat import chat_prompt
+
+        assert self._gguf is not None
+        llm = await asyncio.to_thread(_vocab, self._gguf)
+        prompt, _, _ = chat_prompt(llm, [{"role": m.role, "content": m.content} for m in request.messages])
+        return prompt
+
     async def aclose(self) -> None:
         for client in self._clients:
             await client.close()
+
+
+#: the most tokens an expected verdict without an explanation may take on the OpenAI API ("Answer 1: 4.5/5 ...")
+REPLY_TOKENS = 24
+
+
+def _chat_alternatives(r: dict[str, Any]) -> Alternatives:
+    toks = chat_logprobs(r)
+    return toks[0][1] if toks else None
+
+
+def _completion_alternatives(r: dict[str, Any]) -> Alternatives:
+    try:
+        top = r["choices"][0]["logprobs"]["top_logprobs"][0]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return alternatives(top)
+
+
+def _chat_text(r: dict[str, Any]) -> str:
+    message = r["choices"][0].get("message")
+    text = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(text, str):
+        raise MalformedReply("a message without text")
+    return text
+
+
+def _completion_text(r: dict[str, Any]) -> str:
+    text = r["choices"][0].get("text")
+    if not isinstance(text, str):
+        raise MalformedReply("a completion without text")
+    return text
+
+
+#: vocabulary-only models of GGUF files (their chat templates), by path
+_VOCABS: dict[str, Any] = {}
+_VOCAB_LOCK = threading.Lock()
+
+
+def _vocab(path: Path) -> Any:
+    """The GGUF's vocabulary and metadata (``vocab_only``: no weights), loaded once."""
+    with _VOCAB_LOCK:
+        found = _VOCABS.get(str(path))
+        if found is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError:
+                raise ConfigError("server=llama-cpp-python applies the GGUF's chat template with llama-cpp-python; "
+                                  "install it with: pip install 'knockout[embedded]'") from None
+            from llama_cpp._utils import suppress_stdout_stderr
+
+            with suppress_stdout_stderr(disable=False):  # llama.cpp's own notes on a context it does not need
+                found = Llama(model_path=str(path), vocab_only=True, n_ctx=64, verbose=False)
+            _VOCABS[str(path)] = found
+        return found
+
+
+def _gguf_of(name: str) -> tuple[Path, str]:
+    """The GGUF of ``gguf=`` (an embedded model's name, or a path) and the digest of its chat template."""
+    import hashlib
+
+    from knockout.judges._models import MODELS, model_path
+
+    if name in MODELS:
+        path = model_path(name)
+    elif name.endswith(".gguf") and Path(name).expanduser().is_file():
+        path = Path(name).expanduser()
+    else:
+        raise ConfigError(f"server=llama-cpp-python needs gguf=PATH (or an embedded model's name: "
+                          f"{', '.join(MODELS)}), the GGUF the server serves, for its chat template; got {name!r}")
+    template = _vocab(path).metadata.get("tokenizer.chat_template")
+    if not template:
+        raise ConfigError(f"the GGUF {path} has no chat template (tokenizer.chat_template)")
+    return path, hashlib.sha256(str(template).encode()).hexdigest()[:16]

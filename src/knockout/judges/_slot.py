@@ -10,7 +10,9 @@ an explanation).  A backend that offers a slot fills it itself and returns the v
   distribution; the grade is its probability-weighted mean (never the argmax), kept with the
   distribution and its spread.  Where the allowed values carry less than :data:`MIN_MASS` of the
   probability the judge wanted to write something else: the grade falls back to the most probable
-  allowed value, and the fallback is recorded and counted.
+  allowed value, and the fallback is recorded and counted.  An ``openai:`` judge reads it from a server's
+  ``top_logprobs`` (:mod:`knockout.judges._expected`), where values outside the top 20 are unknown: there too
+  little probability is an invalid verdict instead (:func:`invalid`), never a grade.
 * ``constrained``: the backend constrains decoding so that only an allowed value can be written there
   (a llama.cpp grammar, a JSON schema for OpenAI structured outputs and vLLM guided decoding, a forced
   tool call with a typed input for Anthropic); the grade is the value written, read only from the server's
@@ -222,11 +224,13 @@ def constrained(slot: Slot, chosen: Sequence[str], note: str | None = None) -> d
     return out
 
 
-def invalid(why: str) -> dict[str, Any]:
-    """The verdict a backend returns in the ``constrained`` mode when the server's structured output is not
-    exactly a verdict object of the slot's schema (:meth:`Slot.object_error`): why, stored with the reply and
-    read as an invalid verdict (asked again, then recorded invalid), never a grade."""
-    return {"mode": "constrained", "invalid": why}
+def invalid(why: str, mode: str = "constrained") -> dict[str, Any]:
+    """The verdict a backend returns when it cannot read one: in the ``constrained`` mode, the server's structured
+    output is not exactly a verdict object of the slot's schema (:meth:`Slot.object_error`); in the ``expected``
+    mode over a server (:mod:`knockout.judges._expected`), the server gave no token probabilities at the value or
+    the allowed values carry too little of them.  Why, stored with the reply and read as an invalid verdict (asked
+    again, then recorded invalid), never a grade."""
+    return {"mode": mode, "invalid": why}
 
 
 def distribution(slot: Slot, probs: Sequence[Sequence[float]], chosen: Sequence[str]) -> dict[str, Any]:

@@ -251,6 +251,9 @@ class GradeRun(Run[RunReport]):
 
             outcome.info.update(grading_info(self.items, outcome.results, self.cfg.options, left_out))
         verdict, per_mode = self.verdict_read()
+        via = self.judge.verdict_via(self.cfg.options.verdict) if verdict != "text" else None
+        if via:  # said with the mode: how this backend read the verdicts (docs/methods.md#the-verdict-slot)
+            outcome.info["verdict_via"] = via
         ignored = sum(SCHEMA_IGNORED in str(r.details.get("error") or "") for r in outcome.results if not r.valid)
         if ignored:  # said, never silent: the server wrote free text where the verdict schema was asked for
             outcome.info["verdict_schema_ignored"] = ignored

@@ -19,13 +19,16 @@ from knockout.prompts._templates import CHOICES, PromptTemplate, fmt_points, ren
 
 
 def resolve_verdict(option: str, judge: Judge) -> str:
-    """The verdict mode a run with ``--verdict option`` uses with ``judge``: ``auto`` is the backend's best slot
-    mode (``text`` when it has none); a slot mode the backend does not offer is refused."""
+    """The verdict mode a run with ``--verdict option`` uses with ``judge``: ``auto`` is the backend's default slot
+    mode (:meth:`Judge.default_slot_mode`: its best one, except where a mode is offered only when asked for, as an
+    ``openai:`` judge's ``expected``; ``text`` when it has none); a slot mode the backend does not offer is
+    refused."""
     if option not in VERDICTS:
         raise ConfigError(f"unknown verdict mode '{option}' (known: {', '.join(VERDICTS)})")
     offered = tuple(m for m in judge.slot_modes if m in MODES)
     if option == "auto":
-        return offered[0] if offered else "text"
+        default = judge.default_slot_mode()
+        return default if default in offered else "text"
     if option != "text" and option not in offered:
         have = ", ".join(offered) if offered else "none: its verdicts are read from free text"
         raise ConfigError(f"the {judge.backend} backend offers no '{option}' verdict slot (offers: {have}); "
