@@ -3,15 +3,26 @@ prompt-prefix reuse), on the same prompts.
 
     nice -n 10 python bench/embedded_throughput.py [--questions 3] [--answers 4] [--parallel 6] [--max-tokens 48]
                                                    [--rounds 1] [--model qwen2.5-coder-1.5b] [--flash-attn]
-                                                   [--steps]
+                                                   [--steps] [--order grouped|interleaved]
+                                                   [--verdict text|expected] [--data synthetic|demo]
+                                                   [--skip-raw]
 
 The GGUF (``--model``: the default judge's 1.5B by default, or the 0.5B of knockout[embedded-small]) grades
 ``--questions`` x ``--answers`` answers with the English individual prompt (the prompts of one question share
 their instructions and question text), through ``llamacpp:MODEL`` (knockout's judge, one call at a time),
 then ``llamacpp:MODEL?parallel=N`` (one context decoding N sequences together), and last through
 llama-cpp-python alone (``Llama.create_chat_completion``, no knockout code: the raw row).  Prints calls/s,
-completion tokens/s (and as a fraction of the raw row's) and, for the parallel mode, the prompt tokens
-reused from the KV cache (in brackets: those shared from another sequence's cells).  ``--flash-attn`` runs
+completion tokens/s (and as a fraction of the raw row's) and, for knockout's two modes, the prompt tokens per
+grade, those evaluated per grade and the share reused from the KV cache (the judge's own count, the
+completions' ``reused_prompt_tokens``, as the run summary gives it); for the parallel mode in brackets the
+tokens shared from another sequence's cells.  ``--order grouped`` (the default) sends one question's answers
+one after the other, as knockout's engine does; ``--order interleaved`` sends each answer after one of another
+question (what a file ordered by examinee gave before the engine grouped them).  ``--verdict expected``
+grades with the verdict slot read from token probabilities (the default grade of ``knockout grade`` with
+this judge; one request at a time in both modes, so only the one-at-a-time row is run).  ``--data demo``
+grades the answers of knockout's demo exam (two English and two German questions of a few sentences, answers
+of a few lines: prompts as long as real ones, where one question's answers share more than the instructions)
+instead of the short synthetic ones; ``--skip-raw`` leaves out the raw row.  ``--flash-attn`` runs
 all three with llama.cpp's flash attention.  The machine's load average is printed too: on a shared 2-core
 machine, the numbers move with it, so ``--rounds R`` repeats the three modes R times (each round with fresh
 KV caches) and prints medians, with the ratios taken round by round.
@@ -37,41 +48,66 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from knockout.data._records import Answer, ItemSet, Question  # noqa: E402
-from knockout.judges import GenParams, make_judge  # noqa: E402
-from knockout.judges._base import JudgeRequest  # noqa: E402
+from knockout.judges import GenParams, Message, make_judge  # noqa: E402
+from knockout.judges._base import Completion, JudgeRequest  # noqa: E402
 from knockout.judges._models import DEFAULT_MODEL  # noqa: E402
 from knockout.methods._base import MethodOptions  # noqa: E402
+from knockout.methods._individual import grade_task  # noqa: E402
 from knockout.prompts._builder import PromptBuilder  # noqa: E402
 
 TOPICS = ["what a hash table is", "why TCP needs a handshake", "what a deadlock is", "how binary search works"]
 
 
-def requests(nq: int, na: int, max_tokens: int) -> list[JudgeRequest]:
-    qs = [Question(id=f"q{i}", text=f"Explain {TOPICS[i % len(TOPICS)]}.", max_points=4) for i in range(nq)]
-    ans = [Answer(id=f"q{i}a{j}", question_id=f"q{i}", text=f"Answer {j}: it is about {TOPICS[(i + j) % 4]}.")
-           for i in range(nq) for j in range(na)]
+def requests(nq: int, na: int, max_tokens: int, order: str = "grouped", verdict: str = "text",
+             data: str = "synthetic") -> list[JudgeRequest]:
+    """The requests grading ``na`` answers to each of ``nq`` questions: one question's answers together
+    (``grouped``) or each after an answer of another question (``interleaved``)."""
+    pairs = [(i, j) for i in range(nq) for j in range(na)] if order == "grouped" else \
+        [(i, j) for j in range(na) for i in range(nq)]
+    if data == "demo":
+        from importlib import resources
+
+        from knockout.data import load_items
+
+        with resources.as_file(resources.files("knockout.examples") / "demo_exam.jsonl") as path:
+            demo = load_items(path, "jsonl")
+        qids = demo.question_ids()[:nq]
+        qs = [demo.questions[q] for q in qids]
+        ans = [demo.answers_for(qids[i])[j] for i, j in pairs]
+    else:
+        qs = [Question(id=f"q{i}", text=f"Explain {TOPICS[i % len(TOPICS)]}.", max_points=4) for i in range(nq)]
+        ans = [Answer(id=f"q{i}a{j}", question_id=f"q{i}", text=f"Answer {j}: it is about {TOPICS[(i + j) % 4]}.")
+               for i, j in pairs]
     items = ItemSet(qs, ans)
-    builder = PromptBuilder(items, "individual", MethodOptions())
+    builder = PromptBuilder(items, "individual", MethodOptions(verdict=verdict))
     params = GenParams(max_tokens=max_tokens, temperature=0.1)
-    return [JudgeRequest(builder.individual(a)[1].messages, params) for a in items]
+    tasks = [grade_task(builder, a, a.id)[0] for a in items.answers]
+    return [JudgeRequest(t.messages, params, t.slot, t.slot_mode) for t in tasks]
 
 
 async def measure(spec: str, reqs: list[JudgeRequest], concurrency: int) -> tuple[float, int, dict[str, int]]:
+    """Wall time, completion tokens and the prompt tokens (all, and reused from the KV cache) of ``reqs`` sent
+    in their order with ``concurrency`` in flight; the model loaded first by another prompt (so the first
+    request finds no prefix of its own in the cache)."""
     judge = make_judge(spec)
-    await judge.complete(reqs[0])  # load the model (and warm the context) before timing
+    await judge.complete(JudgeRequest([Message(role="system", content="Warm up."),
+                                       Message(role="user", content="Say hello.")],
+                                      GenParams(max_tokens=4, temperature=0.1)))  # load and warm, before timing
     sem = asyncio.Semaphore(concurrency)
 
-    async def one(r: JudgeRequest) -> int:
+    async def one(r: JudgeRequest) -> Completion:
         async with sem:
-            return (await judge.complete(r)).completion_tokens
+            return await judge.complete(r)
 
     t0 = time.perf_counter()
-    tokens = sum(await asyncio.gather(*(one(r) for r in reqs)))
+    done = await asyncio.gather(*(one(r) for r in reqs))
     wall = time.perf_counter() - t0
     from knockout.judges._llamacpp import _DECODERS
 
     stats = dict(next(iter(_DECODERS.values())).stats) if _DECODERS and "parallel" in spec else {}
-    return wall, tokens, stats
+    stats["prompt"] = sum(c.prompt_tokens for c in done)
+    stats["reused"] = sum(c.reused_prompt_tokens for c in done)
+    return wall, sum(c.completion_tokens for c in done), stats
 
 
 def raw(reqs: list[JudgeRequest], model: str, threads: int, flash_attn: bool) -> tuple[float, int]:
@@ -141,6 +177,14 @@ def step_costs(model: str, threads: int, flash_attn: bool, sizes: tuple[int, ...
     return out
 
 
+def fresh_models() -> None:
+    """Drop the one-at-a-time models' contexts (a cleared KV cache: the next round reuses nothing of this one)."""
+    from knockout.judges._llamacpp import _LOADED
+
+    for llm, _ in _LOADED.values():
+        llm.reset()
+
+
 def fresh_decoders() -> None:
     """Close the parallel decoders, so that the next round starts with an empty KV cache (no prefix left
     over from the round before)."""
@@ -162,6 +206,13 @@ def main() -> None:
     ap.add_argument("--model", default=DEFAULT_MODEL, help="an embedded model (knockout judges)")
     ap.add_argument("--flash-attn", action="store_true", help="all three modes with llama.cpp's flash attention")
     ap.add_argument("--steps", action="store_true", help="first, the cost of one decode step by its sequences")
+    ap.add_argument("--order", choices=("grouped", "interleaved"), default="grouped",
+                    help="one question's answers sent together, or each after one of another question")
+    ap.add_argument("--verdict", choices=("text", "expected"), default="text",
+                    help="free text, or the expected grade from the verdict slot (one at a time only)")
+    ap.add_argument("--data", choices=("synthetic", "demo"), default="synthetic",
+                    help="short synthetic questions and answers, or the demo exam's (at most 4 x 6)")
+    ap.add_argument("--skip-raw", action="store_true", help="leave out the raw llama-cpp-python row")
     a = ap.parse_args()
     if a.steps:
         costs = step_costs(a.model, a.threads, a.flash_attn)
@@ -171,48 +222,57 @@ def main() -> None:
         print(f"{'k':>3} {'ms/step':>8} {'ms/token':>9} {'tokens/s vs k=1':>16}")
         for k, sec in costs:
             print(f"{k:>3} {sec * 1000:>8.1f} {sec * 1000 / k:>9.1f} {one * k / sec:>15.2f}x")
-    reqs = requests(a.questions, a.answers, a.max_tokens)
+    reqs = requests(a.questions, a.answers, a.max_tokens, a.order, a.verdict, a.data)
     base = f"llamacpp:{a.model}?threads={a.threads}" + ("&flash_attn=true" if a.flash_attn else "")
     par = f"parallel={a.parallel}"
-    names = ["raw llama.cpp", "one at a time", par]
+    text = a.verdict == "text"  # the expected grade is read one request at a time, in both modes
+    raw_row = text and not a.skip_raw
+    names = (["raw llama.cpp"] if raw_row else []) + ["one at a time"] + ([par] if text else [])
     walls: dict[str, list[float]] = {n: [] for n in names}
     tokens: dict[str, list[int]] = {n: [] for n in names}
     loads: dict[str, list[float]] = {n: [] for n in names}
-    stats: dict[str, int] = {}
+    stats: dict[str, dict[str, int]] = {}
+    modes = (("one at a time", base, 1), (par, f"{base}&{par}", 2 * a.parallel))
     for _ in range(a.rounds):
-        for name, spec, conc in (("one at a time", base, 1), (par, f"{base}&{par}", 2 * a.parallel)):
+        for name, spec, conc in modes[:2 if text else 1]:
             loads[name].append(os.getloadavg()[0])
             wall, tok, st = asyncio.run(measure(spec, reqs, conc))
             walls[name].append(wall)
             tokens[name].append(tok)
-            stats = st or stats
+            stats[name] = st  # the same requests each round: the same counts (fresh caches)
             fresh_decoders()
-        loads["raw llama.cpp"].append(os.getloadavg()[0])
-        # last: the model's pages are then as warm as for the others
-        wall, tok = raw(reqs, a.model, a.threads, a.flash_attn)
-        walls["raw llama.cpp"].append(wall)
-        tokens["raw llama.cpp"].append(tok)
+            fresh_models()
+        if raw_row:
+            loads["raw llama.cpp"].append(os.getloadavg()[0])
+            # last: the model's pages are then as warm as for the others
+            wall, tok = raw(reqs, a.model, a.threads, a.flash_attn)
+            walls["raw llama.cpp"].append(wall)
+            tokens["raw llama.cpp"].append(tok)
     med = statistics.median
     print(f"{a.model}{' (flash attention)' if a.flash_attn else ''}, {len(reqs)} prompts "
-          f"({a.questions} questions x {a.answers} answers), max_tokens "
+          f"({a.questions} questions x {a.answers} answers, {a.data}, {a.order}), verdict {a.verdict}, max_tokens "
           f"{a.max_tokens}, {a.threads} threads, {a.rounds} round(s): medians; ratios taken round by round, "
           "then their median")
     print(f"{'mode':<16} {'wall s':>7} {'calls/s':>8} {'tok/s':>7} {'vs one':>7} {'of raw':>7} "
-          f"{'reused (shared) prompt tok':>27} {'load':>5}")
+          f"{'prompt/grade':>12} {'evaluated/grade':>15} {'reused':>6} {'(shared)':>8} {'load':>5}")
     for name in names:
         rate = [t / w for t, w in zip(tokens[name], walls[name], strict=True)]
         raw_rate = [t / w for t, w in zip(tokens[names[0]], walls[names[0]], strict=True)]
         vs_one = med([o / w for o, w in zip(walls["one at a time"], walls[name], strict=True)])
-        of_raw = med([r / q for r, q in zip(rate, raw_rate, strict=True)])
-        reused = (f"{stats['reused_tokens']} ({stats.get('shared_tokens', 0)})/{stats['prompt_tokens']}"
-                  if name == par and stats else "-")
+        of_raw = med([r / q for r, q in zip(rate, raw_rate, strict=True)]) if raw_row else float("nan")
+        st = stats.get(name)
+        reuse = (f"{st['prompt'] / len(reqs):>12.1f} {(st['prompt'] - st['reused']) / len(reqs):>15.1f} "
+                 f"{st['reused'] / st['prompt']:>6.0%} {st.get('shared_tokens', '-'):>8}") if st else \
+            f"{'-':>12} {'-':>15} {'-':>6} {'-':>8}"
         print(f"{name:<16} {med(walls[name]):>7.1f} {len(reqs) / med(walls[name]):>8.3f} {med(rate):>7.1f} "
-              f"{vs_one:>6.2f}x {of_raw:>6.2f}x {reused:>27} {med(loads[name]):>5.1f}")
-    if a.rounds > 1:
+              f"{vs_one:>6.2f}x {of_raw:>6.2f}x {reuse} {med(loads[name]):>5.1f}")
+    if a.rounds > 1 and text:
         print("vs one, round by round: " + ", ".join(
             f"{o / w:.2f}x" for o, w in zip(walls["one at a time"], walls[par], strict=True)))
     print("vs one: calls/s over knockout's one-at-a-time judge; of raw: completion tokens/s over llama-cpp-python "
-          "alone, one at a time, same requests (raw llama.cpp row)")
+          "alone, one at a time, same requests (raw llama.cpp row); prompt/grade: prompt tokens per request, "
+          "evaluated/grade: those not taken from the KV cache, reused: their share of the prompt tokens "
+          "(shared: tokens a parallel sequence took from another's cells)")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,14 @@ def verdict_words(verdict: str, questions: dict[str, int] | None = None) -> str:
                      for m, n in sorted(questions.items(), key=lambda kv: kv[0] == "text"))
 
 
+def reuse_words(summary: dict[str, Any]) -> str:
+    """The judge's prompt-prefix reuse in words, after the tokens (nothing where it reported none)."""
+    if not summary.get("reused_prompt_tokens"):
+        return ""
+    return (f"; {summary.get('evaluated_prompt_tokens_per_call', 0):g} prompt tokens evaluated per call, "
+            f"{summary.get('prompt_reuse', 0):.0%} reused from the judge's KV cache")
+
+
 def print_summary(summary: dict[str, Any]) -> None:
     t = Table(title=escape(f"run {summary['run_id']} — {summary['method']} — {summary['judge']}"),
               show_header=False)
@@ -78,7 +86,8 @@ def print_summary(summary: dict[str, Any]) -> None:
         ("questions", summary["questions"]),
         ("judge calls", f"{summary['judge_calls']} live, {summary['cache_hits']} from cache"),
         ("waves", summary["waves"]),
-        ("tokens", f"{summary['prompt_tokens']} prompt + {summary['completion_tokens']} completion"),
+        ("tokens", f"{summary['prompt_tokens']} prompt + {summary['completion_tokens']} completion"
+                   + reuse_words(summary)),
         ("wall time", f"{summary['wall_s']:.1f} s"),
     ]
     if ag:

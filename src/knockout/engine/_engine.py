@@ -8,7 +8,9 @@ each question on its own); the engine does the rest:
   flight is asked once; a request another process on the same store is sending (it
   holds the request's lease in the cache) is waited for, not sent again;
 * sends misses to the judge with at most ``concurrency`` in flight, through an executor
-  (:mod:`knockout.engine._choose`: in process by default, Ray workers, or a provider's batch job);
+  (:mod:`knockout.engine._choose`: in process by default, Ray workers, or a provider's batch job), the
+  tasks of one ``group`` (one question's answers, whose prompts start alike) one after the other, so a
+  judge that keeps the start of the last prompt in its KV cache (the embedded one) reuses it;
 * stores every reply the moment it arrives (so a killed run loses nothing);
 * parses the reply; when it cannot, asks again with the format reminder appended (``format_retries``
   times), then records the result as invalid with the raw replies; an invalid result never becomes a
@@ -57,6 +59,9 @@ class Task:
     label: str = ""
     slot: Slot | None = None
     slot_mode: str | None = None
+    #: what the request's prompt shares its start with (the question of an answer graded alone): a batch's
+    #: tasks of one group are sent one after the other, in the batch's order (empty: a group of its own)
+    group: str = ""
 
 
 class Attempt(BaseModel):
@@ -115,6 +120,9 @@ class Stats:
     #: run would have cost from scratch (a request asked twice within the run counts once)
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
+    #: prompt tokens of the live calls that the backend took from its KV cache instead of evaluating them
+    #: (the embedded judge's prompt-prefix reuse; 0 from a backend that reports none)
+    reused_prompt_tokens: int = 0
     invalid: int = 0
     failed: int = 0
     failed_attempts: int = 0  # attempts the backend retried (HTTP errors, time-outs, malformed replies)
@@ -142,6 +150,8 @@ class Stats:
             "completion_tokens": self.completion_tokens,
             "cached_prompt_tokens": self.cached_prompt_tokens,
             "cached_completion_tokens": self.cached_completion_tokens,
+            "reused_prompt_tokens": self.reused_prompt_tokens,
+            **prompt_reuse(self.prompt_tokens, self.reused_prompt_tokens, self.live_calls),
             "invalid_requests": self.invalid,
             "failed": self.failed,
             "failed_attempts": self.failed_attempts,
@@ -155,6 +165,13 @@ class Stats:
             "calls_per_s": round(self.live_calls / wall, 3) if wall > 0 else 0.0,
             "mean_latency_s": round(self.latency_s / self.live_calls, 3) if self.live_calls else 0.0,
         }
+
+
+def prompt_reuse(prompt_tokens: int, reused: int, calls: int) -> dict[str, float]:
+    """The prompt tokens the judge evaluated per live call (those it did not take from its KV cache) and the
+    share of the prompt tokens it reused: ``evaluated_prompt_tokens_per_call`` and ``prompt_reuse``."""
+    return {"evaluated_prompt_tokens_per_call": round((prompt_tokens - reused) / calls, 1) if calls else 0.0,
+            "prompt_reuse": round(reused / prompt_tokens, 3) if prompt_tokens else 0.0}
 
 
 def _jsonable(value: Any) -> Any:
@@ -416,6 +433,7 @@ class Engine:
             s = self.stats
             s.live_calls += 1
             s.prompt_tokens += comp.prompt_tokens
+            s.reused_prompt_tokens += comp.reused_prompt_tokens
             s.completion_tokens += comp.completion_tokens
             s.latency_s += comp.latency_s
             s.images_dropped += comp.images_dropped
@@ -512,7 +530,10 @@ class Engine:
         return Outcome(None, False, attempts, error=parsed.error)
 
     async def ask_all(self, tasks: Iterable[Task], *, wave: int | None = None) -> list[Outcome]:
-        """One batch: all tasks concurrently (up to ``concurrency`` calls in flight).
+        """One batch: all tasks concurrently (up to ``concurrency`` calls in flight), those not answered by the
+        store sent in the batch's order with the tasks of one ``group`` together (where the group first comes),
+        so that the prompts sent one after the other start alike, on a first run and on a resumed one.  The
+        outcomes are in the batch's order.
 
         ``waves`` counts the run's sequential steps: each call is one, unless the caller numbers its step
         (``wave``: batches of independent pipelines at the same depth share a number)."""
@@ -532,6 +553,9 @@ class Engine:
             if got is None:
                 later.append((i, t, known))
         if later:
+            first: dict[str, int] = {}  # each group sent where its first task comes, its tasks in order
+            rank = [first.setdefault(t.group, n) if t.group else n for n, (_, t, _) in enumerate(later)]
+            later = [x for _, x in sorted(zip(rank, later, strict=True), key=lambda p: p[0])]
             done = await asyncio.gather(*(self.ask(t, known) for _, t, known in later))
             for (i, _, _), o in zip(later, done, strict=True):
                 outcomes[i] = o

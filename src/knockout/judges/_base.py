@@ -94,6 +94,10 @@ class Completion:
     #: times the request was sent again because the executor's worker it was on was lost (a Ray actor whose
     #: node died): counted in the run's summary, never stored with the call
     resent_after_lost_worker: int = 0
+    #: prompt tokens the backend took from its KV cache instead of evaluating them (the embedded judge's
+    #: prompt-prefix reuse: the start of this prompt was the start of one before it); part of
+    #: ``prompt_tokens``; counted in the run's summary, never stored with the call
+    reused_prompt_tokens: int = 0
 
 
 def image_digest(path: str) -> str:

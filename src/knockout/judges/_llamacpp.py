@@ -4,6 +4,12 @@ The model is text-only: images in a request are left out and counted.  Calls
 run one at a time in a worker thread (a llama.cpp context is not thread-safe), or, with
 ``parallel=N``, N at a time in one context (:mod:`knockout.judges._parallel`: continuous batching
 with prompt-prefix reuse).
+
+Each completion says how many of its prompt tokens were taken from the KV cache rather than evaluated
+(``reused_prompt_tokens``): one at a time, the tokens the context still held from the call before it that
+start this prompt too (llama-cpp-python's prefix match, or the slot reader's, :class:`_Kept`); in parallel,
+those the decoder kept or shared from another sequence.  The answers of one question share their
+instructions and question text, so sent one after the other they reuse them.
 """
 
 from __future__ import annotations
@@ -80,6 +86,11 @@ class LlamaCppOptions(JudgeOptions):
 _DECODERS: dict[tuple[str, int, int, int, bool], Any] = {}
 
 
+def _built_decoder(path: Path, n_ctx: int, n_threads: int, parallel: int, flash_attn: bool = False) -> Any:
+    """The parallel decoder when it is already built (None: :func:`_decoder` builds it, in a thread)."""
+    return _DECODERS.get((str(path), n_ctx, n_threads, parallel, flash_attn))
+
+
 def _decoder(path: Path, n_ctx: int, n_threads: int, parallel: int, flash_attn: bool = False) -> Any:
     key = (str(path), n_ctx, n_threads, parallel, flash_attn)
     with _LOAD_LOCK:
@@ -143,7 +154,7 @@ class LlamaCppJudge(Judge):
     def _run(self, request: JudgeRequest) -> Completion:
         llm, lock = self._llm()
         dropped, messages, p = _chat_parts(request)
-        with lock:
+        with lock, _Kept(llm) as kept:
             t0 = time.perf_counter()
             out = llm.create_chat_completion(
                 messages=messages,
@@ -156,13 +167,15 @@ class LlamaCppJudge(Judge):
             latency = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage") or {}
+        n_prompt = int(usage.get("prompt_tokens", 0))
         return Completion(
             text=choice["message"].get("content") or "",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            prompt_tokens=n_prompt,
             completion_tokens=int(usage.get("completion_tokens", 0)),
             latency_s=latency,
             finish_reason=choice.get("finish_reason"),
             images_dropped=dropped,
+            reused_prompt_tokens=min(kept.tokens, n_prompt),
         )
 
     def _run_slot(self, request: JudgeRequest) -> Completion:
@@ -176,7 +189,7 @@ class LlamaCppJudge(Judge):
         assert slot is not None
         llm, lock = self._llm()
         dropped, messages, p = _chat_parts(request)
-        with lock:
+        with lock, _Kept(llm) as kept:
             t0 = time.perf_counter()
             prompt, stop, special = chat_prompt(llm, messages)
             n_prompt = len(tokens_of(llm, prompt, special))
@@ -204,7 +217,8 @@ class LlamaCppJudge(Judge):
             latency = time.perf_counter() - t0
         verdict = distribution(slot, probs, chosen) if mode == "expected" else constrained(slot, chosen)
         return Completion(text=written + tail, prompt_tokens=n_prompt, completion_tokens=generated,
-                          latency_s=latency, finish_reason="stop", images_dropped=dropped, verdict=verdict)
+                          latency_s=latency, finish_reason="stop", images_dropped=dropped, verdict=verdict,
+                          reused_prompt_tokens=min(kept.tokens, n_prompt))
 
     def _sample_value(self, llm: Any, text: str, slot: Slot, p: Any) -> str:
         """One allowed value, sampled under a grammar that admits only those."""
@@ -248,14 +262,51 @@ class LlamaCppJudge(Judge):
                 return await self._in_thread(self._run_slot, request)
         if self.options.parallel > 1:
             path = self._path or model_path(self.model)
-            decoder = await asyncio.to_thread(_decoder, path, self.n_ctx, self.n_threads, self.options.parallel,
-                                            self.options.flash_attn)
+            args = (path, self.n_ctx, self.n_threads, self.options.parallel, self.options.flash_attn)
+            # built: queued at once, so requests reach the decoder in the order they were sent (one question's
+            # answers together); a thread's return would reorder them
+            decoder = _built_decoder(*args) or await asyncio.to_thread(_decoder, *args)
             t0 = time.perf_counter()
             done: Completion = await decoder.complete(request)
             done.latency_s = time.perf_counter() - t0
             return done
         async with self._lock:
             return await self._in_thread(self._run, request)
+
+
+class _Kept:
+    """The tokens a model's context already held when a call's first evaluation began (``tokens``): those of
+    the call before it that start this call's prompt too, kept in the KV cache instead of evaluated again
+    (llama-cpp-python's ``generate`` keeps the longest common prefix; the slot reader keeps it in whole
+    blocks).  Read by watching the model's ``eval`` for the length of the call (the caller holds the model's
+    lock)."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self.tokens = 0
+        self._seen = False
+        self._own: Any = None
+
+    def __enter__(self) -> _Kept:
+        llm = self.llm
+        self._own = vars(llm).get("eval")
+        inner = llm.eval
+
+        def counted(tokens: Any) -> Any:
+            if not self._seen:
+                self._seen = True
+                self.tokens = int(llm.n_tokens)
+            return inner(tokens)
+
+        llm.eval = counted
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._own is not None:
+            self.llm.eval = self._own
+        else:
+            with contextlib.suppress(AttributeError):
+                del self.llm.eval
 
 
 #: one entry per llama.cpp call running in its daemon thread

@@ -241,7 +241,7 @@ class ParallelDecoder:
         job = slot.job
         assert job is not None
         done = Completion(text=text, prompt_tokens=len(job.tokens), completion_tokens=len(slot.generated),
-                          finish_reason=reason, images_dropped=job.images_dropped)
+                          finish_reason=reason, images_dropped=job.images_dropped, reused_prompt_tokens=slot.reused)
         job.loop.call_soon_threadsafe(_set_result, job.future, done)
         self._release(slot)
 

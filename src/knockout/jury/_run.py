@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from knockout._verdict import Verdict
 from knockout.data._records import ItemSet
 from knockout.engine import Done, Event, Observer, Planned
+from knockout.engine._engine import prompt_reuse
 from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
 from knockout.jury._aggregate import DEFAULT, check_aggregate, score_aggregates, verdict_aggregates
@@ -31,7 +32,7 @@ from knockout.storage._store import ResultRow
 
 #: engine counters summed over the members (waves: the deepest member; times: the jury's own)
 SUMMED = ("judge_calls", "cache_hits", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
-          "cached_completion_tokens", "invalid_requests", "failed",
+          "cached_completion_tokens", "reused_prompt_tokens", "invalid_requests", "failed",
           "format_retries", "images_dropped", "waited_for_other_process",
           "resent_after_lost_worker")
 
@@ -152,6 +153,7 @@ def summed_stats(summaries: Sequence[dict[str, Any]], own: dict[str, Any]) -> di
     calls = out["judge_calls"]
     lat = sum(float(s.get("mean_latency_s", 0.0)) * int(s.get("judge_calls", 0)) for s in summaries)
     out["mean_latency_s"] = round(lat / calls, 3) if calls else 0.0
+    out.update(prompt_reuse(out["prompt_tokens"], out["reused_prompt_tokens"], calls))
     return out
 
 

@@ -1,5 +1,9 @@
 """Individual (pointwise) grading: one judge call per answer, in one wave.
 
+The answers' requests are grouped by question (the engine sends one question's answers one after the other,
+whatever their order in the file, on a first run and on a resumed one): their prompts share the
+instructions and the question, which the embedded judge then takes from its KV cache instead of evaluating.
+
 A large item set is asked in chunks of :attr:`Individual.chunk` answers (the same wave, in bounded
 pieces): each chunk's results are written in one transaction as soon as it is done, so memory stays flat
 whatever the size of the run.  When a run has more than one chunk, the results it returns keep the
@@ -45,7 +49,8 @@ def grade_task(builder: PromptBuilder, a: Answer, label: str) -> tuple[Task, str
     criteria = builder.criteria(q)
     parse, slot, mode = builder.read(t, q, rendered, criteria)
     task = Task(messages=rendered.messages, parse=parse, reminder=reminder_for(t, q.max_points),
-                subject=Subject("individual", (a.id,)), label=label, slot=slot, slot_mode=mode)
+                subject=Subject("individual", (a.id,)), label=label, slot=slot, slot_mode=mode,
+                group=q.id)  # one question's prompts start alike: sent together (the judge's prefix reuse)
     return task, t.name, shot_ids, q.criteria if criteria else []
 
 

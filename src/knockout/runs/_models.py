@@ -18,6 +18,11 @@ class CostStats(BaseModel):
     #: plus the live ones)
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
+    #: prompt tokens of the live calls the backend took from its KV cache instead of evaluating them (the
+    #: embedded judge's prompt-prefix reuse); the prompt tokens it evaluated per live call, and the share reused
+    reused_prompt_tokens: int = 0
+    evaluated_prompt_tokens_per_call: float = 0.0
+    prompt_reuse: float = 0.0
     invalid_requests: int = 0
     failed: int = 0
     failed_attempts: int = 0
