@@ -284,21 +284,27 @@ class FakeRay:
         self.killed.append(actor.index)
 
 
+def resent_without_loss(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake: FakeRay, data: ItemSet,
+                        executor: str) -> None:
+    """Grade ``data`` locally and through ``fake``: every request answered once in the end (none failed, some
+    re-sent after a lost actor), with the local run's grades."""
+    cfg = RunConfig(method="individual", concurrency=4, format_retries=0)
+    with Store(tmp_path / "local.db") as s:
+        local = run(data, make_judge("scripted"), s, cfg)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with Store(tmp_path / "fake.db") as s:
+        remote = run(data, make_judge("scripted"), s, cfg, executor=executor)
+    assert remote.stats["failed"] == 0 and remote.stats["judge_calls"] == len(data.answers)
+    assert remote.stats["resent_after_lost_worker"] >= 1
+    assert [r.score for r in remote.results] == [r.score for r in local.results]
+
+
 def test_requests_of_a_lost_actor_go_to_the_others_and_a_replacement(monkeypatch: pytest.MonkeyPatch,
                                                                      tmp_path: Path) -> None:
     """Actor 0 dies: its requests are sent again (counted), none fails, the scores are those of a local run;
     with room in the cluster a replacement is started and takes requests."""
-    data = items(4, 6)
-    cfg = RunConfig(method="individual", concurrency=4, format_retries=0)
-    with Store(tmp_path / "local.db") as s:
-        local = run(data, make_judge("scripted"), s, cfg)
     fake = FakeRay(doomed={0}, startable=3)
-    monkeypatch.setitem(sys.modules, "ray", fake)
-    with Store(tmp_path / "fake.db") as s:
-        remote = run(data, make_judge("scripted"), s, cfg, executor="ray?workers=2&cpus=1&per_worker=2")
-    assert remote.stats["failed"] == 0 and remote.stats["judge_calls"] == len(data.answers)
-    assert remote.stats["resent_after_lost_worker"] >= 1
-    assert [r.score for r in remote.results] == [r.score for r in local.results]
+    resent_without_loss(monkeypatch, tmp_path, fake, items(4, 6), "ray?workers=2&cpus=1&per_worker=2")
     assert len(fake.actors) == 3 and 0 in fake.killed  # the lost one killed, a replacement started
 
 
@@ -322,17 +328,8 @@ def test_a_replacement_that_dies_before_it_answers_is_started_again(monkeypatch:
     """Every actor lost, and the first replacement dies before it answers (Ray placed it on a node that had
     died before the cluster marked it dead): it is started again within the window, and the run fails
     nothing (before: WorkersLost at the first replacement's death)."""
-    data = items(3, 4)
-    cfg = RunConfig(method="individual", concurrency=4, format_retries=0)
-    with Store(tmp_path / "local.db") as s:
-        local = run(data, make_judge("scripted"), s, cfg)
     fake = FakeRay(doomed={0, 1}, startable=3)  # the one actor dies; so does its first replacement
-    monkeypatch.setitem(sys.modules, "ray", fake)
-    with Store(tmp_path / "fake.db") as s:
-        remote = run(data, make_judge("scripted"), s, cfg, executor="ray?workers=1&cpus=1&per_worker=2")
-    assert remote.stats["failed"] == 0 and remote.stats["judge_calls"] == len(data.answers)
-    assert remote.stats["resent_after_lost_worker"] >= 1
-    assert [r.score for r in remote.results] == [r.score for r in local.results]
+    resent_without_loss(monkeypatch, tmp_path, fake, items(3, 4), "ray?workers=1&cpus=1&per_worker=2")
     assert len(fake.actors) == 3 and {0, 1} <= set(fake.killed)
 
 
