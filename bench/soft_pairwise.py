@@ -113,8 +113,8 @@ def pandalm(limit: int, store: Store, judge_spec: str, judge_opts: dict[str, str
                                        "kappa": kap_orders(np.arange(len(h))), "pbias": pbias_ab(sw0, sw1),
                                        "consistency": pcon_ab(sw0, sw1)},
         "letters, both orders (equal, else tie)": {"accuracy": acc(ba)(np.arange(len(h))),
-                                                   "kappa": kap(ba)(np.arange(len(h))), "pbias": 0.0,
-                                                   "consistency": None},
+                                                   "kappa": kap(ba)(np.arange(len(h))), "pbias": pbias_ab(sw0, sw1),
+                                                   "consistency": pcon_ab(sw0, sw1)},
         "soft, both orders": {"accuracy": acc(sa)(np.arange(len(h))), "kappa": kap(sa)(np.arange(len(h))),
                               "pbias": float(np.mean([a + b - 1 for a, b in firsts])) if firsts else None,
                               "consistency": float(np.mean([side(a) == side(1 - b) for a, b in firsts]))
@@ -123,7 +123,8 @@ def pandalm(limit: int, store: Store, judge_spec: str, judge_opts: dict[str, str
     dist = {name: {c: float(np.mean(np.array(v) == c)) for c in ("A", "B", TIE, "E")}
             for name, v in (("human", h), ("soft", sv), ("letters swap0", l0), ("letters swap1", l1))}
     return {
-        "n": len(h), "letter_run": letter.run_id, "soft_run": soft.run_id,
+        "n": len(h), "questions": int(clusters.max() + 1) if len(clusters) else 0,
+        "letter_run": letter.run_id, "soft_run": soft.run_id,
         "calls": {"letters": letter.summary()["judge_calls"], "soft": soft.summary()["judge_calls"],
                   "requests": letter.summary()["judge_calls"] + letter.summary()["cache_hits"]},
         "readings": readings, "distribution": dist,
@@ -244,11 +245,13 @@ def tables(out: dict[str, Any]) -> str:
         lines += [f"PandaLM, first {p['n']} pairs with a human verdict, prompt I, both orders "
                   f"({p['calls']['requests']} requests; the soft run: {p['calls']['soft']} more calls). Three "
                   "classes: A, B, tie.", "",
-                  "| reading | accuracy | kappa | PBias | consistency |", "| --- | --- | --- | --- | --- |"]
+                  "| reading | accuracy | kappa | PBias of its orders | consistency of its orders |",
+                  "| --- | --- | --- | --- | --- |"]
         for name, r in p["readings"].items():
             lines.append(f"| {name} | {f3(r['accuracy'])} | {f3(r['kappa'])} | {f3(r['pbias'])} | "
                          f"{f3(r['consistency'])} |")
-        lines += ["", "| paired (items resampled) | delta accuracy [95% CI] | delta kappa [95% CI] |",
+        lines += ["", f"| paired ({p.get('questions')} instructions resampled) | delta accuracy [95% CI] | "
+                  "delta kappa [95% CI] |",
                   "| --- | --- | --- |"]
         for name, d in p["paired"].items():
             lines.append(f"| {name} | {ci(d['accuracy'])} | {ci(d['kappa'])} |")
