@@ -218,6 +218,11 @@ def grade(
                                          "judge's token probabilities), constrained (a grammar or schema of the "
                                          "allowed grades), text (free text; docs/methods.md#the-verdict-slot)")
                        ] = "auto",
+    preference: Annotated[str, typer.Option("--preference", help="pairwise methods: how a match is decided: letter "
+                                            "(the higher grade wins) or soft (the probability that an answer is "
+                                            "better, from the judge's token probabilities, both orders averaged "
+                                            "with --debias; needs --verdict expected; "
+                                            "docs/methods.md#soft-preferences)")] = "letter",
     guard: Annotated[str, typer.Option("--guard", help="the persuasion guard of individual grading: auto (on where "
                                        "the verdict is read from token probabilities: an answer that addresses "
                                        "the grader is flagged and graded without those parts, the lower grade "
@@ -286,6 +291,7 @@ def grade(
                 parser=parser,
                 rubric=rubric,
                 verdict=verdict,
+                preference=preference,
                 guard=guard,
                 debias=debias,
                 extra=parse_kv(method_opt, "--method-opt"),

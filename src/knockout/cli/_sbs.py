@@ -53,6 +53,10 @@ def sbs(
     verdict: Annotated[str, typer.Option("--verdict", help="how verdicts are read: auto (a choice slot where the "
                                          "prompt and backend have one, else free text), expected, constrained, "
                                          "text (docs/methods.md#the-verdict-slot)")] = "auto",
+    preference: Annotated[str, typer.Option("--preference", help="letter (each order's verdict as the judge gave "
+                                            "it) or soft (besides, each item's verdict from both orders' token "
+                                            "probabilities, position prior removed; needs --verdict expected; "
+                                            "docs/methods.md#soft-preferences)")] = "letter",
     candidate: Annotated[str, typer.Option(help="pairwise sources: which response is the candidate "
                                            "(first or second)")] = "first",
     tie: Annotated[str, typer.Option(help="pairwise sources: a human tie becomes C (both good) or D")] = "C",
@@ -86,7 +90,7 @@ def sbs(
 
         # every option becomes a model first: a refused value stops here, before anything is read or opened
         selection = options(Selection, limit=limit)
-        cfg = options(SbsConfig, prompt=prompt, debate=debate, verdict=verdict,
+        cfg = options(SbsConfig, prompt=prompt, debate=debate, verdict=verdict, preference=preference,
                       params=gen_params(temperature=temperature, max_tokens=max_tokens, seed=seed, top_p=top_p,
                                         frequency_penalty=frequency_penalty),
                       format_retries=format_retries, concurrency=concurrency, window=window, stride=stride)

@@ -80,6 +80,8 @@ class PromptSpec(BaseModel):
     quoting: Name = "none"
     #: how verdicts are read: auto, expected, constrained, text (docs/methods.md#the-verdict-slot)
     verdict: Name = "auto"
+    #: pairwise methods: how a match is decided, letter or soft (docs/methods.md#soft-preferences)
+    preference: Name = "letter"
     #: go on where the data has fewer than ``shots`` examples for an answer (recorded per answer)
     allow_fewer_shots: bool = False
     #: figures to the judge: auto (refused for a text-only judge when questions have figures), none, separate,

@@ -96,7 +96,7 @@ def _grade_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: lis
                         options=MethodOptions(prompt=p.prompt, reference=p.reference, shots=p.shots,
                                               shot_source=p.shot_source, seed=p.seed, quoting=p.quoting,
                                               allow_fewer_shots=p.allow_fewer_shots, rubric=p.rubric, debias=m.debias,
-                                              verdict=p.verdict,
+                                              verdict=p.verdict, preference=p.preference,
                                               extra={k: str(v) for k, v in m.options.items()}),
                         params=params, concurrency=exp.concurrency, figures=p.figures,
                         format_retries=2 if exp.format_retries is None else exp.format_retries)

@@ -301,6 +301,41 @@ def read_verdict(slot: Slot, verdict: Any) -> SlotVerdict:
     return SlotVerdict(tuple(values), tuple(spread), tuple(mass), fallback)
 
 
+def normalised(slot: Slot, verdict: Any) -> list[list[float]] | None:
+    """Per field, the probability of each allowed value (in :attr:`Slot.values` order) normalised over the allowed
+    values, from a verdict read from token probabilities (the ``expected`` mode); None for any other verdict, one
+    that :func:`read_verdict` refuses, or one whose allowed values carry less than :data:`MIN_MASS`."""
+    if not isinstance(verdict, dict) or verdict.get("mode") != "expected":
+        return None
+    read = read_verdict(slot, verdict)
+    if read.error is not None or read.fallback is not None:
+        return None
+    return [[float(p) / m for p in ps] for ps, m in zip(verdict["probs"], read.mass, strict=True)]
+
+
+def first_better(slot: Slot, verdict: Any) -> float | None:
+    """The probability that the answer shown first is the better one, from a verdict read from token probabilities
+    (the ``expected`` mode); None for any other verdict, or where the allowed values carry less than
+    :data:`MIN_MASS` of the probability (the judge wanted to write something else).
+
+    A choice slot (``A``, ``B``, ``C``, ``D``): ``(P(A) + (P(C) + P(D)) / 2) / (P(A) + P(B) + P(C) + P(D))`` -- a
+    preference among the allowed letters, as alpaca_eval's ``logprob_parser`` reads one (the probability of the
+    letter for the first output over the letters allowed), the two ties (both good, both bad) counted half each
+    way.  A pair slot (two grades): ``P(S1 > S2) + P(S1 = S2) / 2`` with ``S1`` the first field's distribution and
+    ``S2`` the second's (read after the first's most probable value: :class:`Slot`), each normalised over the
+    allowed values and taken as independent."""
+    probs = normalised(slot, verdict) if slot.kind != "score" else None
+    if probs is None:
+        return None
+    if slot.kind == "choice":
+        p = dict(zip(slot.values, probs[0], strict=True))
+        return min(max(p.get("A", 0.0) + (p.get("C", 0.0) + p.get("D", 0.0)) / 2, 0.0), 1.0)
+    nums = [number(v) for v in slot.values]
+    above = sum(p1 * p2 * (1.0 if x1 > x2 else 0.5 if x1 == x2 else 0.0)
+                for x1, p1 in zip(nums, probs[0], strict=True) for x2, p2 in zip(nums, probs[1], strict=True))
+    return min(max(above, 0.0), 1.0)
+
+
 def verdict_spread(details: dict[str, Any], max_points: float) -> float | None:
     """The standard deviation (points) of the judge's distribution over the grades behind an individual grade
     read from a verdict slot's token probabilities (its last attempt's ``verdict``); None without one."""

@@ -13,6 +13,11 @@ gets
   (``ilsr_pairwise``, regularised by ``bt_alpha`` so an answer that never lost keeps a
   finite strength; a tie counts as one win each way).
 
+With ``--preference soft`` a match's outcome is the probability that ``a`` is better
+(:attr:`Match.preference`, both orders averaged when debiased): Elo takes it as the
+result, Bradley-Terry as fractional wins (``p`` for ``a`` over ``b``, ``1 - p`` the other
+way; ``choix.ilsr_pairwise_dense`` on the matrix of fractional counts).
+
 The per-answer ``score`` is the mean of the grades the answer received (on the
 question's point scale, so it is comparable with human grades and other methods);
 ``elo``, ``elo_std``, ``bt``, ``rank_elo`` and ``rank_bt`` are in the result details.
@@ -59,13 +64,27 @@ def outcomes(matches: list[Match]) -> list[tuple[str, str, float]]:
     return [(m.a, m.b, r) for m in matches if (r := m.result_for(m.a)) is not None]
 
 
-def bradley_terry(ids: list[str], results: list[tuple[str, str, float]], alpha: float) -> dict[str, float]:
-    """Bradley-Terry log-strengths (choix ``ilsr_pairwise``); a tie counts as one win each way."""
+def bradley_terry(ids: list[str], results: list[tuple[str, str, float]], alpha: float, soft: bool = False
+                  ) -> dict[str, float]:
+    """Bradley-Terry log-strengths (choix ``ilsr_pairwise``); a tie counts as one win each way.  ``soft``: each
+    result is a probability, counted as that fraction of a win for ``a`` and the rest for ``b``
+    (``ilsr_pairwise_dense``)."""
     try:
         import choix
     except ImportError:  # pragma: no cover - choix is a declared extra
         raise ConfigError("method 'allpairs' needs choix: pip install 'knockout[ranking]'") from None
     index = {aid: i for i, aid in enumerate(ids)}
+    if soft:
+        import numpy as np
+
+        if not results:
+            return {}
+        counts = np.zeros((len(ids), len(ids)))
+        for a, b, p in results:
+            counts[index[a], index[b]] += p
+            counts[index[b], index[a]] += 1.0 - p
+        params = choix.ilsr_pairwise_dense(counts, alpha=alpha)
+        return {aid: float(params[i]) for aid, i in index.items()}
     data: list[tuple[int, int]] = []
     for a, b, s in results:
         if s >= 0.5:
@@ -107,7 +126,7 @@ class AllPairs(PairwiseMethod):
                 continue
             elo = elo_shuffled(results, k=opts["k"], initial=opts["initial"], shuffles=opts["shuffles"],
                                seed=options.seed)
-            bt = bradley_terry(ids, results, opts["bt_alpha"])
+            bt = bradley_terry(ids, results, opts["bt_alpha"], options.preference == "soft")
             elo_all.update(elo.ratings)
             bt_all.update(bt)
             r_elo, r_bt = competition_ranks(elo.ratings), competition_ranks(bt)

@@ -38,13 +38,19 @@ class MethodOptions(PromptOptions):
     #: the persuasion guard of individual grading (knockout.guard, docs/injection.md): auto (on where the verdict
     #: is read from token probabilities), on, off; a run records the mode it used
     guard: Name = "auto"
+    #: how a pairwise match is decided (docs/methods.md#soft-preferences): ``letter`` (the grades' verdict: the
+    #: higher grade wins) or ``soft`` (the probability that the first answer is better, from the judge's token
+    #: probabilities, both orders averaged when debiased; needs the ``expected`` verdict slot)
+    preference: Name = "letter"
 
     def record(self) -> dict[str, Any]:
-        """As :meth:`PromptOptions.record`; ``guard`` only when on, so that the runs made before the guard existed
-        (and every run without it) keep their ids."""
+        """As :meth:`PromptOptions.record`; ``guard`` only when on and ``preference`` only when soft, so that the runs
+        made before they existed (and every run without them) keep their ids."""
         d = super().record()
         if d.get("guard") != "on":
             d.pop("guard", None)
+        if d.get("preference") == "letter":
+            d.pop("preference", None)
         return d
 
     @model_validator(mode="wrap")
@@ -101,6 +107,16 @@ class MatchRef(BaseModel):
     opponent_score: float | None
     valid: bool
     partial: bool
+    #: ``--preference soft``: the probability that this answer is the better one (both orders averaged when
+    #: debiased; docs/methods.md#soft-preferences); absent otherwise
+    preference: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_no_preference(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        if out.get("preference", 0) is None:  # letters: the details stay as they were before soft preferences
+            del out["preference"]
+        return out
 
 
 class PairwiseDetails(BaseModel):
@@ -192,6 +208,9 @@ class Method:
     def check(self, items: ItemSet, options: MethodOptions) -> None:
         """Everything that can be wrong before a judge is asked: options and one rendered prompt per question."""
         self.options(options)
+        from knockout.prompts._slots import check_preference
+
+        check_preference(options.preference, self.prompt_kind == "pairwise", options.verdict)
         builder = PromptBuilder(items, self.prompt_kind, options)
         for qid in items.question_ids():
             first = items.indices_for(qid)[:2]  # only the answers rendered are built

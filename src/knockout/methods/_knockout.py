@@ -19,6 +19,10 @@ Rules the algorithm leaves open, decided here:
   second answer advances, as for a tie.
 * **Debiased, one order invalid**: the match uses the grades of the valid order
   and is counted in ``partial_matches``.
+* **Soft preferences** (``--preference soft``): the answer more probably the better
+  one advances (the probability read from the judge's token probabilities, both
+  orders averaged when debiased: :attr:`Match.preference`); exactly one half is a tie.
+  Scores are still the mean of the grades received.
 
 Each question plays ``ceil(log2 N)`` rounds, pipelined: a question starts its next
 round as soon as its own round is played (with ``lockstep``, round ``r`` of every
@@ -70,10 +74,11 @@ class Bracket:
         """The answer that advances from match ``m`` (``first`` before ``second`` in the pairing), and why."""
         verdict = m.verdict if first == m.a else m.verdict.swap()  # A: first is better
         if verdict.is_valid:
+            better = "more probably better" if m.soft else "higher grade"
             if verdict is Verdict.A:
-                return first, "higher grade"
+                return first, better
             if verdict is Verdict.B:
-                return second, "higher grade"
+                return second, better
             return second, "tie: second of the pair (Algorithm 1)"
         m1, m2 = self._mean_so_far(first), self._mean_so_far(second)
         if m1 is not None and m2 is not None and m1 != m2:
@@ -96,8 +101,9 @@ class Bracket:
                     if s is not None:
                         self._grades.setdefault(aid, []).append(s)
                 self.eliminated[loser] = r
+                soft = {"preference": m.result_for(first)} if m.soft else {}  # P(first is better)
                 self.decisions.append({"round": r, "pair": [first, second], "winner": winner, "rule": why,
-                                       "valid": m.valid})
+                                       "valid": m.valid, **soft})
                 following.append(winner)
             if bye is not None:
                 self.byes.setdefault(bye, []).append(r)

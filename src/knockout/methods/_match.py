@@ -35,6 +35,7 @@ from knockout._verdict import Verdict
 from knockout.data._records import ItemSet
 from knockout.engine import Outcome, Subject, Task
 from knockout.errors import ConfigError
+from knockout.judges._slot import Slot, first_better
 from knockout.methods._base import AnswerResult, MatchRef, Method, MethodOptions, MethodResult, PairwiseDetails
 from knockout.metrics._agreement import spearman
 from knockout.prompts._builder import PromptBuilder, reminder_for
@@ -69,11 +70,12 @@ def random_pairs(ids: Sequence[str], seed: int, question_id: str, round_no: int)
 
 @dataclass
 class Game:
-    """One order of a match: ``first`` is shown as Answer 1."""
+    """One order of a match: ``first`` is shown as Answer 1; ``slot``: the verdict slot its request carried."""
 
     first: str
     second: str
     outcome: Outcome
+    slot: Slot | None = None
 
     @property
     def scores(self) -> tuple[float, float] | None:
@@ -94,6 +96,17 @@ class Game:
         s = self.scores
         return Verdict.E if s is None else Verdict.from_scores(*s)
 
+    @property
+    def p_first(self) -> float | None:
+        """The probability that ``first`` is the better answer: read from the judge's token probabilities at the
+        verdict slot (:func:`knockout.judges._slot.first_better`) where the reply has them, else the grades'
+        verdict as 1, 0.5 or 0; None for a game without readable grades."""
+        if not self.outcome.valid:
+            return None
+        attempts = self.outcome.attempts
+        p = first_better(self.slot, attempts[-1].verdict) if self.slot is not None and attempts else None
+        return p if p is not None else self.verdict.score_first()
+
     def details(self) -> dict[str, Any]:
         """Order, grades and the raw replies (every attempt) of this game."""
         return {"first": self.first, "second": self.second, "scores": self.scores, **self.outcome.details()}
@@ -105,13 +118,15 @@ class Match:
 
     ``games`` holds one game, or two (both orders) when debiased.  ``step`` is the
     method's sequential step (wave) in which the match was played: the round, for
-    the knockout.
+    the knockout.  ``soft`` (``--preference soft``): the match is decided by :attr:`preference`, the probability
+    that ``a`` is better, instead of by the grades.
     """
 
     a: str
     b: str
     games: list[Game]
     step: int
+    soft: bool = False
 
     @property
     def id(self) -> str:
@@ -133,12 +148,29 @@ class Match:
         return sum(got) / len(got) if got else None
 
     @property
+    def preference(self) -> float | None:
+        """The probability that ``a`` is the better answer: the mean over the valid games of ``P(first better)``
+        in the order ``a, b`` and ``1 - P(first better)`` in the order ``b, a`` (:attr:`Game.p_first`), so that the
+        judge's preference for a position cancels when both orders are played (``--debias``); None for an
+        invalid match."""
+        got = [p if g.first == self.a else 1.0 - p for g in self.games if (p := g.p_first) is not None]
+        return sum(got) / len(got) if got else None
+
+    @property
     def verdict(self) -> Verdict:
-        """A (``a``'s mean grade is higher), B (``b``'s), TIE (equal) or E (an invalid match)."""
+        """A (``a`` is better), B (``b``), TIE or E (an invalid match): by the mean grades (letters: the higher one
+        wins, equal grades tie) or, when ``soft``, by :attr:`preference` (above one half, below, exactly half)."""
+        if self.soft:
+            p = self.preference
+            return Verdict.E if p is None else Verdict.from_scores(p, 0.5)
         return Verdict.from_scores(self.score_of(self.a), self.score_of(self.b))
 
     def result_for(self, answer_id: str) -> float | None:
-        """1 (won), 0.5 (tie) or 0 (lost) for ``answer_id``; None for an invalid match."""
+        """1 (won), 0.5 (tie) or 0 (lost) for ``answer_id`` -- when ``soft``, the probability that it is the better
+        answer (:attr:`preference`); None for an invalid match."""
+        if self.soft:
+            p = self.preference
+            return None if p is None else (p if answer_id == self.a else 1.0 - p)
         v = self.verdict
         return (v if answer_id == self.a else v.swap()).score_first()
 
@@ -146,7 +178,8 @@ class Match:
         """What ``answer_id``'s result keeps of this match (the match is stored once, in ``matches``)."""
         opponent = self.b if answer_id == self.a else self.a
         return MatchRef(match_id=self.id, step=self.step, opponent=opponent, score=self.score_of(answer_id),
-                        opponent_score=self.score_of(opponent), valid=self.valid, partial=self.partial)
+                        opponent_score=self.score_of(opponent), valid=self.valid, partial=self.partial,
+                        preference=self.result_for(answer_id) if self.soft else None)
 
     def row(self, question_id: str | None) -> MatchRow:
         """The stored form: both games with their grades and every raw reply."""
@@ -167,6 +200,7 @@ class MatchPlayer:
         self.ctx = ctx
         self.engine = ctx.engine
         self.debias = options.debias
+        self.soft = options.preference == "soft"
         self.builder = PromptBuilder(items, "pairwise", options)
         self.matches: list[Match] = []
         self._played: dict[tuple[str, ...], Match] = {}
@@ -203,13 +237,15 @@ class MatchPlayer:
                 new.append((a, b))
         orders = [o for a, b in new for o in ([(a, b), (b, a)] if self.debias else [(a, b)])]
         if orders:
-            outcomes = await self.engine.ask_all((self.task(f, s) for f, s in orders), wave=step)
+            tasks = [self.task(f, s) for f, s in orders]
+            outcomes = await self.engine.ask_all(tasks, wave=step)
             per = 2 if self.debias else 1
             played: list[Match] = []
             for i, (a, b) in enumerate(new):
-                games = [Game(f, s, o) for (f, s), o in zip(orders[i * per:(i + 1) * per],
-                                                           outcomes[i * per:(i + 1) * per], strict=True)]
-                match = Match(a, b, games, step)
+                games = [Game(f, s, o, t.slot) for (f, s), o, t in zip(
+                    orders[i * per:(i + 1) * per], outcomes[i * per:(i + 1) * per], tasks[i * per:(i + 1) * per],
+                    strict=True)]
+                match = Match(a, b, games, step, self.soft)
                 self._played[self._key(a, b)] = match
                 played.append(match)
             self.matches.extend(played)
@@ -329,10 +365,11 @@ def answer_results(
     return results
 
 
-def match_info(matches: Sequence[Match], debias: bool) -> dict[str, Any]:
+def match_info(matches: Sequence[Match], debias: bool, soft: bool = False) -> dict[str, Any]:
     """Method info shared by the pairwise methods (kept small: per-answer data go in details)."""
     return {
         "debias": debias,
+        **({"preference": "soft"} if soft else {}),
         "matches": len(matches),
         "invalid_matches": sum(not m.valid for m in matches),
         **({"partial_matches": sum(m.partial for m in matches)} if debias else {}),
@@ -396,4 +433,4 @@ class PairwiseMethod(Method):
         await play_schedules(player, self.schedules(items, options, opts), lockstep=self.lockstep)
         extra, info = self.finish(items, player.matches, options, opts)
         results = answer_results(items, player.matches, extra, self.details_model)
-        return MethodResult(results, {**match_info(player.matches, options.debias), **info})
+        return MethodResult(results, {**match_info(player.matches, options.debias, player.soft), **info})

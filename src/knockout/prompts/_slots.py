@@ -36,6 +36,25 @@ def resolve_verdict(option: str, judge: Judge) -> str:
     return option
 
 
+#: how a pairwise verdict is read (``--preference``; docs/methods.md#soft-preferences)
+PREFERENCES = ("letter", "soft")
+
+
+def check_preference(preference: str, pairwise: bool, verdict: str) -> None:
+    """Refuse a ``--preference`` that is unknown, or ``soft`` where there is no pair to prefer or no token
+    probabilities to read it from (``verdict``: the run's resolved verdict mode)."""
+    if preference not in PREFERENCES:
+        raise ConfigError(f"unknown preference '{preference}' (known: {', '.join(PREFERENCES)})")
+    if preference != "soft":
+        return
+    if not pairwise:
+        raise ConfigError("--preference soft decides pairwise matches and side-by-side verdicts; this method grades "
+                          "each answer on its own")
+    if verdict != "expected":
+        raise ConfigError(f"--preference soft reads the judge's token probabilities: it needs --verdict expected "
+                          f"(the embedded llamacpp judge), not '{verdict}'")
+
+
 def slot_for(t: PromptTemplate, max_points: float) -> Slot | None:
     """The template's verdict slot for a question worth ``max_points`` (None: the template has none)."""
     if not t.slot:

@@ -179,6 +179,39 @@ def sbs_metrics(
     return out
 
 
+def soft_metrics(verdicts: Verdicts, first: Sequence[tuple[float | None, float | None]],
+                 human: Sequence[str | None] | None = None) -> dict[str, Any]:
+    """The ``soft`` object of ``knockout sbs --preference soft --json``: the items' soft verdicts (both orders
+    read together, candidate terms) and the position prior the judge's token probabilities carry.
+
+    ``pbias_soft`` is PBias@AB read from probabilities: the mean over the items with both orders readable of
+    ``P(first better | swap 0) + P(first better | swap 1) - 1`` (0: no preference for a position; +1: the first
+    response always; the soft verdict averages it away).  ``con_soft``: the share of those items whose two orders
+    prefer the same response (``P(candidate better)`` on the same side of one half in both; exactly a half is a
+    side of its own).  Against the human verdict: accuracy and Cohen's kappa, four classes and three (C and D
+    merged)."""
+    pairs = [(f0, f1) for f0, f1 in first if f0 is not None and f1 is not None]
+
+    def side(p: float) -> int:
+        return (p > 0.5) - (p < 0.5)
+
+    out: dict[str, Any] = {
+        "n_items": len(verdicts),
+        "invalid": sum(v == INVALID for v in verdicts),
+        "distribution": distribution(verdicts),
+        "pbias_soft": float(np.mean([f0 + f1 - 1.0 for f0, f1 in pairs])) if pairs else None,
+        "con_soft": float(np.mean([side(f0) == side(1.0 - f1) for f0, f1 in pairs])) if pairs else None,
+    }
+    if human is None:
+        return out
+    keep = [i for i, h in enumerate(human) if h is not None]
+    hs = [str(human[i]) for i in keep]
+    vs = [verdicts[i] for i in keep]
+    out.update(n_human=len(keep), accuracy=accuracy(vs, hs), kappa=cohen_kappa(vs, hs),
+               kappa_3class=cohen_kappa(merge_ties(vs), merge_ties(hs)))
+    return out
+
+
 # -- bootstrap intervals (items resampled) ------------------------------------------------------------------
 #: the figures :func:`bootstrap_intervals` gives an interval for; MPCC and its relatives have none, because
 #: their sliding windows run over the benchmark order, which a resample of items does not keep

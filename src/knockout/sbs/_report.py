@@ -20,7 +20,7 @@ from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
 from knockout.reports._runs import LoadedRun
 from knockout.reports._tables import Table, num, pct
 from knockout.runs import ReportOptions, kind_of
-from knockout.sbs._metrics import human_agreement, sbs_metrics
+from knockout.sbs._metrics import human_agreement, sbs_metrics, soft_metrics
 from knockout.sbs._verdicts import CLASSES, INVALID
 
 ORDERS = ("swap0", "swap1")
@@ -65,6 +65,10 @@ def build_sbs_report(run: LoadedRun, *, resamples: int = DEFAULT_RESAMPLES, seed
     has_human = any(h is not None for h in humans)
     metrics = sbs_metrics(verdicts["swap0"], verdicts["swap1"], humans if has_human else None,
                           window=int(cfg.get("window", 20)), stride=int(cfg.get("stride", 5)))
+    if cfg.get("preference") == "soft":  # each item's verdict from both orders' token probabilities
+        softs = [r["details"].get("soft") or INVALID for r in results]
+        firsts = [tuple(r["details"].get("first_better") or (None, None)) for r in results]
+        metrics["soft"] = soft_metrics(softs, firsts, humans if has_human else None)
     return {
         "kind": "sbs",
         "run": {
@@ -107,6 +111,14 @@ def sbs_tables(rep: dict[str, Any]) -> list[Table]:
     for key, label in (("pbias_ab", "PBias@AB"), ("con_abcd", "Con@ABCD"), ("pcon_ab", "PCon@AB"),
                        ("mpcc_consistency", "MPCC-Consistency")):
         rows.append([label, "", "", num(m[key])])
+    soft = m.get("soft")
+    if soft:  # --preference soft: the items' verdicts from both orders' token probabilities
+        if "kappa" in soft:
+            for key, label in (("kappa", "soft: Cohen's kappa vs human"), ("kappa_3class", "soft: kappa, C+D merged"),
+                               ("accuracy", "soft: accuracy vs human")):
+                rows.append([label, "", "", num(soft[key])])
+        rows.append(["soft: PBias (probabilities) / consistency", "", "",
+                     f"{num(soft['pbias_soft'])} / {num(soft['con_soft'])}"])
     if run["simulated_judge"]:
         rows.append(["NOTE", "", "", "scripted judge: a simulation, not an LLM"])
 
@@ -114,6 +126,8 @@ def sbs_tables(rep: dict[str, Any]) -> list[Table]:
     dist = Table("verdict distribution (%)", ["order", *classes])
     for o in ("swap0", "swap1", "mean"):
         dist.rows.append([ORDER_LABEL[o], *(_pct(m["distribution"][o][c]) for c in classes)])
+    if soft:
+        dist.rows.append(["soft (both orders)", *(_pct(soft["distribution"][c]) for c in classes)])
     if "human_distribution" in m:
         dist.rows.append([f"human (n {m['n_human']})", *(_pct(m["human_distribution"][c]) for c in classes)])
     tables = [head, dist]

@@ -20,7 +20,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from knockout._bounds import MAX_CONCURRENCY, MAX_COUNT, MAX_RETRIES, Name, Spec, bounded
@@ -29,11 +37,14 @@ from knockout._verdict import Verdict
 from knockout.engine import Engine, Observer
 from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
+from knockout.judges._slot import Slot, normalised
+from knockout.prompts._slots import check_preference
 from knockout.prompts._templates import PromptTemplate
 from knockout.runs import Oracle, Run, RunContext, RunSummary, execute, execute_async
 from knockout.sbs._data import SbsItem, to_itemset
 from knockout.sbs._judging import Job, OrderResult, make_jobs, sbs_oracle, sbs_template
-from knockout.sbs._metrics import human_agreement, sbs_metrics
+from knockout.sbs._metrics import human_agreement, sbs_metrics, soft_metrics
+from knockout.sbs._verdicts import CLASSES, INVALID, to_candidate
 from knockout.storage._store import ResultRow, Store
 
 #: Paper Table 9: temperature 0.0 and max_tokens 1024 for the judges.
@@ -61,6 +72,10 @@ class SbsConfig:
     #: how verdicts are read (docs/methods.md#the-verdict-slot): auto, expected, constrained, text; a prompt
     #: without a choice slot (those with reasoning before the verdict) is read as text
     verdict: Name = "auto"
+    #: ``letter`` (each order's most probable letter, today's verdicts) or ``soft``: besides those, each item's
+    #: verdict from both orders' token probabilities with the position prior removed (docs/methods.md#soft-
+    #: preferences); needs the ``expected`` verdict slot
+    preference: Name = "letter"
     stride: int = Field(default=5, ge=1, le=MAX_COUNT)  # and stride K
 
     @model_validator(mode="wrap")
@@ -90,18 +105,74 @@ class SbsDetails(BaseModel):
     debate: str
     error: str | None
     calls: dict[str, dict[str, Any]]
+    #: ``--preference soft``: the probability that the candidate is better, both orders averaged, and the item's
+    #: verdict from both orders (:meth:`ItemVerdicts.soft`); absent otherwise
+    preference: float | None = None
+    soft: Verdict | None = None
+    #: per order (swap 0, swap 1), the probability that the response shown first is better (None: invalid)
+    first_better: list[float | None] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_letters(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out: dict[str, Any] = handler(self)
+        for k in ("preference", "soft", "first_better"):
+            if out.get(k, 0) is None:  # letters: the details stay as they were before soft preferences
+                del out[k]
+        return out
+
+
+@dataclass
+class Soft:
+    """An item's soft verdict: ``verdict`` (A-D in candidate terms, E without a readable order), ``preference``
+    (the probability that the candidate is better) and ``first`` (per order, the probability that the response
+    shown first is better: what position bias reads)."""
+
+    verdict: Verdict
+    preference: float | None
+    first: tuple[float | None, float | None]
 
 
 @dataclass
 class ItemVerdicts:
     item: SbsItem
     orders: list[OrderResult]  # swap 0, swap 1
+    #: the verdict slot both orders carried (None: read from free text); set for ``--preference soft``
+    slot: Slot | None = None
 
     def verdict(self, swap: int) -> Verdict:
         return self.orders[swap].candidate(swap)
 
+    def soft(self) -> Soft:
+        """Both orders read together with the position prior removed: each order's distribution over A-D (the
+        judge's token probabilities at the choice slot, normalised over the four letters; a reply without them:
+        its letter, all of the probability) put in candidate terms (swap 1's A and B traded) and averaged; the
+        verdict is the most probable class of the mean (A, B, C, D in that order on a tie), the preference
+        ``P(A) + (P(C) + P(D)) / 2`` of the mean -- the mean of ``P(first better)`` in swap 0 and ``1 - P(first
+        better)`` in swap 1 (alpaca_eval reads one random order and flips it back; both orders are played here)."""
+        mean = dict.fromkeys(CLASSES, 0.0)
+        first: list[float | None] = []
+        used = 0
+        for swap, o in enumerate(self.orders):
+            if not o.valid:
+                first.append(None)
+                continue
+            attempts = o.details.get("attempts") or []
+            probs = normalised(self.slot, attempts[-1].get("verdict")) if self.slot and attempts else None
+            display: dict[str, float] = (dict(zip(self.slot.values, probs[0], strict=True)) if self.slot and probs
+                                         else {str(c): float(c == o.display) for c in CLASSES})
+            first.append(display.get("A", 0.0) + (display.get("C", 0.0) + display.get("D", 0.0)) / 2)
+            for c, p in display.items():
+                mean[to_candidate(c, swap)] += p
+            used += 1
+        if not used:
+            return Soft(INVALID, None, (first[0], first[1]))
+        mean = {c: p / used for c, p in mean.items()}
+        best = max(CLASSES, key=lambda c: mean[c])
+        return Soft(best, mean[Verdict.A] + (mean[Verdict.C] + mean[Verdict.D]) / 2, (first[0], first[1]))
+
     def typed(self, prompt: str, debate: str) -> SbsDetails:
         errors = [f"swap{s}: {o.details.get('error')}" for s, o in enumerate(self.orders) if not o.valid]
+        soft = self.soft() if self.slot is not None else None
         return SbsDetails(
             verdicts={f"swap{s}": self.verdict(s) for s in (0, 1)},
             display={f"swap{s}": o.display for s, o in enumerate(self.orders)},
@@ -111,6 +182,9 @@ class ItemVerdicts:
             debate=debate,
             error="; ".join(errors) or None,
             calls={f"swap{s}": o.details for s, o in enumerate(self.orders)},
+            preference=soft.preference if soft else None,
+            soft=soft.verdict if soft else None,
+            first_better=list(soft.first) if soft else None,
         )
 
     def details(self, prompt: str, debate: str) -> dict[str, Any]:
@@ -176,6 +250,8 @@ class SbsRun(Run[SbsReport]):
         mode = resolve_verdict(cfg.verdict, judge)
         #: the verdict mode the run uses: recorded in its identity and configuration unless it is text
         self.verdict = mode if mode != "text" and self.template.slot == "choice" else "text"
+        check_preference(cfg.preference, True, self.verdict)
+        self.soft = cfg.preference == "soft"
 
     def template_fields(self) -> dict[str, str]:
         t = self.template
@@ -197,6 +273,7 @@ class SbsRun(Run[SbsReport]):
             "judge": self.judge.identity(),
             "data": self.snap.fingerprint(),
             **({"verdict": self.verdict} if self.verdict != "text" else {}),
+            **({"preference": "soft"} if self.soft else {}),
         }
 
     def config(self) -> dict[str, Any]:
@@ -209,6 +286,7 @@ class SbsRun(Run[SbsReport]):
             "window": self.cfg.window,
             "stride": self.cfg.stride,
             "verdict": self.verdict,
+            **({"preference": "soft"} if self.soft else {}),
         }
 
     def snapshot(self) -> Any:
@@ -224,7 +302,8 @@ class SbsRun(Run[SbsReport]):
     async def execute(self, ctx: RunContext) -> SbsReport:
         t, cfg = self.template, self.cfg
         orders = await modes.get(cfg.debate)(ctx.engine, self.jobs, t)
-        verdicts = [ItemVerdicts(it, orders[2 * i : 2 * i + 2]) for i, it in enumerate(self.items)]
+        slot = self.jobs[0].slot if self.soft and self.jobs else None
+        verdicts = [ItemVerdicts(it, orders[2 * i : 2 * i + 2], slot) for i, it in enumerate(self.items)]
         ctx.write_results(ResultRow(v.item.id, v.item.id, None, all(o.valid for o in v.orders),
                                     v.details(t.name, cfg.debate)) for v in verdicts)
         humans = [v.item.human for v in verdicts]
@@ -235,6 +314,10 @@ class SbsRun(Run[SbsReport]):
             window=cfg.window,
             stride=cfg.stride,
         )
+        if self.soft:
+            softs = [v.soft() for v in verdicts]
+            metrics["soft"] = soft_metrics([s.verdict for s in softs], [s.first for s in softs],
+                                           humans if any(h is not None for h in humans) else None)
         annotations = [it.human_verdicts for it in self.items if it.human_verdicts]
         return SbsReport(
             run_id=ctx.run_id,
