@@ -271,12 +271,12 @@ class Engine:
         #: leases asked for and not yet taken: taken together at the next turn of the event loop
         self._unclaimed: list[tuple[str, asyncio.Future[bool]]] = []
 
-
     @property
     def stopped(self) -> str | None:
         """Why this engine sent no more requests (the judge failed its first three calls, with no reply), or
         None while it sends them."""
         return self._dead
+
     def for_draw(self, draw: int) -> Engine:
         """This engine for draw ``draw`` of repeated judge draws (``--samples K``): the same judge, store,
         executor, concurrency limit and counters; the seed ``seed + draw`` (no seed stays none) and the

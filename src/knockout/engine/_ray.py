@@ -394,9 +394,7 @@ class RayExecutor(Executor):
                     result = reply.result()
                     slot.ready = True
                     return result
-                if gone in done:
-                    raise _Gone()
-                if not slot.alive:
+                if gone in done or not slot.alive:
                     raise _Gone()
                 if not await self._alive(slot) and not reply.done():
                     self.retired += 1

@@ -74,7 +74,12 @@ def resolve_server(option: str, server: str) -> str:
     ``other`` (no expected verdict) on any other server."""
     if option != "auto":
         return option
-    return "openai" if urlsplit(server).hostname in SCHEMA_HOSTS else "other"
+    return "openai" if on_openai_api(server) else "other"
+
+
+def on_openai_api(server: str) -> bool:
+    """Whether ``server`` (a normalised address) is the OpenAI API itself."""
+    return urlsplit(server).hostname in SCHEMA_HOSTS
 
 
 class OpenAIOptions(ServerOptions):
@@ -102,7 +107,7 @@ def resolve_slot(option: str, server: str) -> str:
     ``OPENAI_BASE_URL`` is given) and ``none`` (free text) on any other server."""
     if option != "auto":
         return option
-    return "json-schema" if urlsplit(server).hostname in SCHEMA_HOSTS else "none"
+    return "json-schema" if on_openai_api(server) else "none"
 
 
 def _content(m: Message, with_images: bool) -> Any:
@@ -209,9 +214,10 @@ class OpenAIJudge(ServerJudge):
             api_key = "not-needed"
         self.supports_images = o.images
         #: the structured output of its verdict slots (resolve_slot: json-schema for the OpenAI API itself)
-        self.slot_format = resolve_slot(o.slot, normalise_url(self.base_url or self.default_base_url))
+        address = normalise_url(self.base_url or self.default_base_url)
+        self.slot_format = resolve_slot(o.slot, address)
         #: what serves the model (resolve_server): how an expected verdict is read, if at all
-        self.server_kind = resolve_server(o.server, normalise_url(self.base_url or self.default_base_url))
+        self.server_kind = resolve_server(o.server, address)
         if self.reads_slots:
             self.slot_modes = tuple(m for m, on in (("expected", self.server_kind in EXPECTED_VIA),
                                                      ("constrained", self.slot_format != "none")) if on)
