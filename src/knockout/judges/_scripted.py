@@ -200,7 +200,7 @@ class ScriptedJudge(Judge):
     def slot_reply(self, request: JudgeRequest, rng: np.random.Generator) -> Completion:
         """A slot request: each field's simulated grade, as a distribution (half the probability on it, the
         rest on its neighbours) or as the value written."""
-        from knockout.judges._slot import constrained, distribution, number
+        from knockout.judges._slot import constrained, distribution
 
         slot = request.slot
         assert slot is not None
@@ -215,7 +215,7 @@ class ScriptedJudge(Judge):
                               finish_reason="stop", verdict=verdict)
         max_points = float(hint.get("max_points", 1.0))
         humans: list[float | None] = list(hint.get("humans", [None]))[:len(slot.fields)]
-        nums = [number(v) for v in slot.values]
+        nums = [slot.number(v) for v in slot.values]
         chosen, probs = [], []
         for i, h in enumerate(humans):
             x = self.score(h, max_points, i, rng)

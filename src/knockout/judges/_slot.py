@@ -75,11 +75,22 @@ class Slot:
     values: tuple[str, ...]
     suffix: str = ""
     then: str = ""
+    #: the points of each allowed value where the values are labels (``no``, ``yes``: a template's
+    #: ``slot_labels``); empty: the values are the numbers they read as
+    points: tuple[float, ...] = ()
 
     def key(self) -> dict[str, Any]:
-        """What a cache key holds of the slot."""
-        return {"kind": self.kind, "fields": list(self.fields), "values": list(self.values), "suffix": self.suffix,
-                "then": self.then}
+        """What a cache key holds of the slot (the labels' points only where there are labels: a numeric slot's
+        key is what it was before labels existed)."""
+        out: dict[str, Any] = {"kind": self.kind, "fields": list(self.fields), "values": list(self.values),
+                               "suffix": self.suffix, "then": self.then}
+        if self.points:
+            out["points"] = list(self.points)
+        return out
+
+    def number(self, value: str) -> float:
+        """An allowed value's points: a label's (:attr:`points`), else the number it is."""
+        return self.points[self.values.index(value)] if self.points else number(value)
 
     def key_json(self) -> str:
         return json.dumps(self.key(), sort_keys=True, ensure_ascii=False)
@@ -153,8 +164,9 @@ class Slot:
         """The allowed value ``v`` is: the string itself, or the one value a number equals exactly."""
         if isinstance(v, str):
             return v if v in self.values else None
-        if self.numeric() and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
-            hits = [a for a in self.values if number(a) == v]
+        if (self.numeric() and not self.points and isinstance(v, int | float) and not isinstance(v, bool)
+                and math.isfinite(v)):
+            hits = [a for a in self.values if self.number(a) == v]
             return hits[0] if len(hits) == 1 else None
         return None
 
@@ -267,7 +279,7 @@ def read_verdict(slot: Slot, verdict: Any) -> SlotVerdict:
         return SlotVerdict(error=f"the slot verdict's values {chosen!r} are not {n} of the allowed values")
     mode = verdict.get("mode")
     if mode == "constrained":
-        vals = tuple(number(c) if slot.numeric() else c for c in chosen)
+        vals = tuple(slot.number(c) if slot.numeric() else c for c in chosen)
         return SlotVerdict(vals, (0.0,) * n, (1.0,) * n)
     if mode != "expected":
         return SlotVerdict(error=f"unknown slot mode {mode!r}")
@@ -286,14 +298,14 @@ def read_verdict(slot: Slot, verdict: Any) -> SlotVerdict:
         mass.append(total)
         if total < MIN_MASS:  # the judge wanted to write something else: the most probable allowed value
             fallback = f"field {i + 1}: the allowed values carry {total:.2f} of the probability (< {MIN_MASS})"
-            values.append(number(chosen[i]) if slot.numeric() else chosen[i])
+            values.append(slot.number(chosen[i]) if slot.numeric() else chosen[i])
             spread.append(0.0)
             continue
         if not slot.numeric():
             values.append(slot.values[max(range(len(ps)), key=ps.__getitem__)])
             spread.append(0.0)
             continue
-        nums = [number(v) for v in slot.values]
+        nums = [slot.number(v) for v in slot.values]
         mean = sum(p * x for p, x in zip(ps, nums, strict=True)) / total
         var = sum(p * (x - mean) ** 2 for p, x in zip(ps, nums, strict=True)) / total
         values.append(mean)
@@ -330,7 +342,7 @@ def first_better(slot: Slot, verdict: Any) -> float | None:
     if slot.kind == "choice":
         p = dict(zip(slot.values, probs[0], strict=True))
         return min(max(p.get("A", 0.0) + (p.get("C", 0.0) + p.get("D", 0.0)) / 2, 0.0), 1.0)
-    nums = [number(v) for v in slot.values]
+    nums = [slot.number(v) for v in slot.values]
     above = sum(p1 * p2 * (1.0 if x1 > x2 else 0.5 if x1 == x2 else 0.0)
                 for x1, p1 in zip(nums, probs[0], strict=True) for x2, p2 in zip(nums, probs[1], strict=True))
     return min(max(above, 0.0), 1.0)

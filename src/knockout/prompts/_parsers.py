@@ -436,6 +436,24 @@ def parse_score(text: str, max_points: float, shown: Sequence[str] = ()) -> Pars
     return Parsed(error="no grade found in the reply")
 
 
+_CORRECT = re.compile(r"\b(?:correct|richtig)\s*[:=]\s*\[?\s*\**(yes|no|ja|nein)\b", re.I)
+
+
+@parsers.register("correct", "one verdict 'Correct: yes|no' (yes: max points, no: 0); the last one not copied")
+def parse_correct(text: str, max_points: float, shown: Sequence[str] = ()) -> Parsed:
+    """The free-text reading of a yes/no template (``knockout-individual-en-ref-correct``), for a backend without a
+    verdict slot: where the slot reads the probability of ``yes``, the text gives all or nothing."""
+    copies = Copies(shown)
+    clean = _strip_markup(text, copies)
+    if copies.echo(clean):
+        return Parsed(error=ECHO)
+    every = list(_CORRECT.finditer(clean))
+    pick = copies.pick(every)
+    if pick is not None:
+        return Parsed(value=max_points if pick.group(1).lower() in ("yes", "ja") else 0.0)
+    return Parsed(error=COPIED if every else "no 'Correct: yes' or 'Correct: no' found in the reply")
+
+
 _PAIR_LABEL = r"(?:answer|antwort|translation|übersetzung|uebersetzung|response|assistant)"
 
 

@@ -61,13 +61,17 @@ def slot_for(t: PromptTemplate, max_points: float) -> Slot | None:
         return None
     if t.slot == "choice":
         return Slot("choice", tuple(t.slot_fields), CHOICES, t.slot_suffix, t.slot_then)
+    points = {"max_points": fmt_points(max_points)}
+    fields, suffix, then = (tuple(render(f, points) for f in t.slot_fields), render(t.slot_suffix, points),
+                            render(t.slot_then, points))
+    if t.slot_labels:  # labels (no, yes): each worth its share of the question's points
+        return Slot("score", fields, tuple(k for k, _ in t.slot_labels), suffix, then,
+                    tuple(v * max_points for _, v in t.slot_labels))
     values = score_values(max_points)
     if t.slot_decimal != ".":
         values = tuple(v.replace(".", t.slot_decimal) for v in values)
-    points = {"max_points": fmt_points(max_points)}
     kind: Any = t.slot
-    return Slot(kind, tuple(render(f, points) for f in t.slot_fields), values, render(t.slot_suffix, points),
-                render(t.slot_then, points))
+    return Slot(kind, fields, values, suffix, then)
 
 
 class SlotParse:

@@ -23,6 +23,8 @@ A template file (TOML) has::
     slot_suffix = "/{max_points}"  # the text after each value
     slot_then = ""                 # what follows the verdict, after which the judge writes one free line
     slot_decimal = "."             # how half points are written ("," in German)
+    slot_labels = { no = 0, yes = 1 }  # a score slot whose values are labels: each label's share of max points
+                                   # (absent: the values are the grades 0..max_points)
 
 A plain ``.txt``/``.md`` file is a template body alone; its kind is
 ``pairwise`` when it uses ``{answer1}`` and ``{answer2}``, else ``individual``.
@@ -33,6 +35,7 @@ placeholder that is not one of :data:`PLACEHOLDERS` is an error at load time.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -173,6 +176,7 @@ class PromptTemplate:
     slot_suffix: str = ""
     slot_then: str = ""
     slot_decimal: str = "."
+    slot_labels: tuple[tuple[str, float], ...] = ()
 
     @property
     def uses_reference(self) -> bool:
@@ -211,6 +215,11 @@ def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
             raise ConfigError(f"{where}: slot_fields must hold {n} non-empty field name(s) for slot '{t.slot}'")
         if t.slot_decimal not in (".", ","):
             raise ConfigError(f"{where}: slot_decimal must be '.' or ','")
+        if t.slot_labels and (t.slot != "score" or len(t.slot_labels) < 2
+                              or len({k for k, _ in t.slot_labels}) != len(t.slot_labels)
+                              or not all(k.strip() and math.isfinite(v) and 0 <= v <= 1 for k, v in t.slot_labels)):
+            raise ConfigError(f"{where}: slot_labels must map two or more distinct labels to their share of max "
+                              "points (0..1), for slot 'score'")
         bad = placeholders(t.slot_suffix + "".join(t.slot_fields) + t.slot_then) - {"max_points"}
         if bad:
             raise ConfigError(f"{where}: the slot's texts may use {{max_points}} only (uses "
@@ -251,8 +260,17 @@ def _from_mapping(data: dict[str, object], where: str, source: str) -> PromptTem
         slot_suffix=str(data.get("slot_suffix", "")),
         slot_then=str(data.get("slot_then", "")),
         slot_decimal=str(data.get("slot_decimal", ".")),
+        slot_labels=_labels(data.get("slot_labels", {}), where),
     )
     return _validate(t, where)
+
+
+def _labels(value: object, where: str) -> tuple[tuple[str, float], ...]:
+    """A template's ``slot_labels``: a table of label = share of max points."""
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) for k, v in value.items()):
+        raise ConfigError(f"{where}: field 'slot_labels' must be a table of label = share of max points (0..1)")
+    return tuple((k, float(v)) for k, v in value.items())
 
 
 def _strings(value: object, where: str, name: str) -> tuple[str, ...]:

@@ -1,0 +1,134 @@
+"""More signal from the same judge (issue 41, item 2): the grade read from other prompts and models, alone and
+averaged, each paired against today's default on the same answers.
+
+    python bench/signal_sources.py --out /tmp/signal.db                       # mohler-ind, demo-ind, saf-ind
+    python bench/signal_sources.py --suite demo-ind --member score@1.5b --member correct@1.5b
+
+A member is a prompt and a model, graded as ``bench/accuracy.py`` grades a suite (the embedded judge, seed 0,
+temperature 0.1, the expected grade from the verdict slot), through one store: a rerun makes no judge call.
+
+* ``score``: ``knockout-individual-en-ref-score``, the default (the expected grade on 0..max points);
+* ``correct``: ``knockout-individual-en-ref-correct``, P(yes) x max points (Kadavath et al. 2022's P(True));
+* models: ``1.5b`` (Qwen2.5-Coder-1.5B-Instruct, the default) and ``0.5b``.
+
+Combinations are juries with the ``mean`` aggregate (``knockout.jury``: the members' grades averaged, in points,
+which for one question is the mean on the expected scale) computed from the members' stored grades: no judge
+call of their own.  Printed per suite and configuration: n, Pearson [95% CI, questions resampled], RMSE against
+the constant at the humans' mean, the median within-question Pearson and the judge's within-question SD against
+the humans'; then each against the first member (``score@1.5b``) on the same answers: the Pearson and RMSE deltas
+with their paired cluster-bootstrap CIs, and the judge calls per answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from accuracy import SUITES, grade_figures, load_subset, paired_grades, question_figures
+from rich.console import Console
+from rich.table import Table
+
+from knockout.judges import GenParams, make_judge
+from knockout.methods._base import MethodOptions
+from knockout.methods._run import RunConfig, run
+from knockout.storage._store import Store
+
+PROMPTS = {"score": "knockout-individual-en-ref-score", "correct": "knockout-individual-en-ref-correct"}
+MODELS = {"1.5b": "llamacpp:qwen2.5-coder-1.5b", "0.5b": "llamacpp:qwen2.5-coder-0.5b",
+          "sim": "scripted?slot=true"}  # sim: the scripted judge, a simulation (the bench's own check)
+
+
+def grade(suite: str, member: str, store: Store, threads: int) -> tuple[dict[str, float | None], float, int]:
+    """One member's grades of one suite (answer id -> grade), the seconds it took and its live judge calls."""
+    prompt, model = member.split("@")
+    s = SUITES[suite]
+    items = load_subset(s)
+    options = MethodOptions(reference=s.reference, seed=0, prompt=PROMPTS[prompt])
+    cfg = RunConfig(method="individual", options=options,
+                    params=GenParams(temperature=0.1, max_tokens=s.max_tokens, seed=0))
+    t0 = time.perf_counter()
+    opts = {} if model == "sim" else {"threads": str(threads)}
+    report = run(items, make_judge(MODELS[model], opts), store, cfg)
+    return ({r.answer_id: (r.score if r.valid else None) for r in report.results}, time.perf_counter() - t0,
+            int(report.summary()["judge_calls"]))
+
+
+def mean_of(grades: list[dict[str, float | None]]) -> dict[str, float | None]:
+    """The jury's ``mean`` aggregate: an answer's grade is the mean of its members' valid grades."""
+    out: dict[str, float | None] = {}
+    for k in grades[0]:
+        vals = [g[k] for g in grades if g.get(k) is not None]
+        out[k] = sum(vals) / len(vals) if vals else None  # type: ignore[arg-type]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suite", action="append", default=[], help="a bench/accuracy.py suite graded in points")
+    ap.add_argument("--member", action="append", default=[],
+                    help="PROMPT@MODEL (score|correct @ 1.5b|0.5b|sim); the first is the default paired against")
+    ap.add_argument("--out", type=Path, default=Path("signal.db"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--save", type=Path, help="write the figures (JSON)")
+    args = ap.parse_args()
+    suites = args.suite or ["mohler-ind", "demo-ind", "saf-ind"]
+    members = args.member or ["score@1.5b", "correct@1.5b", "score@0.5b", "correct@0.5b"]
+    default = members[0]  # what every configuration is paired against (today's default: score@1.5b)
+    combos = [(m,) for m in members] + [c for n in range(2, len(members) + 1) for c in
+                                        itertools.combinations(members, n)]
+    console = Console()
+    saved: dict[str, Any] = {}
+    with Store(args.out) as store:
+        for suite in suites:
+            items = load_subset(SUITES[suite])
+            grades, cost = {}, {}
+            for m in members:
+                grades[m], secs, calls = grade(suite, m, store, args.threads)
+                cost[m] = (secs, calls)
+                console.print(f"{suite} {m}: {calls} live calls in {secs:.0f} s")
+            t = Table(title=f"{suite}: {len(items)} answers, {len(items.question_ids())} questions")
+            for col in ("configuration", "n", "Pearson [95% CI]", "RMSE", "constant", "within-q r (median)",
+                        "judge SD / human SD", "ΔPearson vs default [CI]", "ΔRMSE [CI]", "calls/answer"):
+                t.add_column(col)
+            rows = []
+            for c in combos:
+                g = mean_of([grades[m] for m in c])
+                fig = grade_figures(items, g)
+                pq = question_figures(items, g)["summary"]
+                pair = paired_grades(items, grades[default], g) if c != (default,) else {}
+                name = " + ".join(c)
+                rows.append({"configuration": name, **fig, "per_question": pq, "paired": pair})
+
+                def ci(v: Any, lo_hi: Any) -> str:
+                    if v is None:
+                        return "-"
+                    return f"{v:+.3f} [{lo_hi[0]:+.2f}, {lo_hi[1]:+.2f}]" if lo_hi else f"{v:+.3f}"
+
+                rmse_d = pair.get("rmse_delta")
+                t.add_row(name, str(fig["n"]),
+                          f"{fig['pearson']:.3f} [{fig['pearson_ci'][0]:.2f}, {fig['pearson_ci'][1]:.2f}]"
+                          if fig["pearson_ci"] else f"{fig['pearson']}",
+                          f"{fig['rmse']:.3f}", f"{fig['rmse_constant']:.3f}",
+                          f"{pq['pearson_median']:.2f}" if pq["pearson_median"] is not None else "-",
+                          f"{pq['judge_sd_mean']:.2f} / {pq['human_sd_mean']:.2f}",
+                          ci(pair.get("delta"), pair.get("delta_ci")),
+                          ci(rmse_d, pair.get("rmse_delta_ci")),  # this RMSE minus the default's
+                          str(len(c)))
+            console.print(t)
+            console.print("seconds per answer: " + ", ".join(
+                f"{m} {cost[m][0] / max(cost[m][1], 1):.2f} s ({cost[m][1]} live)" for m in members))
+            saved[suite] = rows
+    if args.save:
+        args.save.write_text(json.dumps(saved, indent=1, default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
