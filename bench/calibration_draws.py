@@ -4,6 +4,7 @@
     python bench/calibration_draws.py --synthetic --questions 63 --answers 28
     python bench/calibration_draws.py --store acc.db:RUN_ID       # a stored grading run (its human grades)
     python bench/calibration_draws.py --store acc.db:RUN_ID --per-question 2 --draws 10 --maps raw,linear
+    python bench/calibration_draws.py --store mohler.db:RUN_ID --slices 6 --slice-answers 8   # exams like issue 41's
 
 Each draw takes K expert-graded answers per question at random (``first_per_question``, seeded by the draw),
 lets ``knockout calibrate`` choose and fit a map on them (cross-validation, one-standard-error rule) and
@@ -14,6 +15,11 @@ chosen, RMSE raw and calibrated, the difference) and the mean; then the issue's 
 (:func:`knockout.calibration.question_reliability`) with no expert grade and with K per question: how many
 marked questions really had a within-question Pearson below 0.3 with every human grade, and how many unmarked
 ones had.
+
+``--slices K --slice-answers A`` cuts a stored run into exams the size of issue 41's held-out slices: consecutive
+groups of K questions (in the data's order), the first A answers of each, each exam calibrated and marked on its
+own; a last table gives every exam's raw Pearson and RMSE against the constant at its humans' mean, and the
+calibration criterion per exam.
 
 ``--synthetic`` simulates what issue 41 measured on held-out short answers (0-5 points) with the default
 judge's expected grades: the judge's grades are squeezed (within-question SD 0.08-0.26 points where the
@@ -115,6 +121,27 @@ def reliability_precision(rows: list[Graded], noise: dict[str, float | None], pe
             "draws": n if per_question else 1}
 
 
+def sliced(rows: list[Graded], questions: int, answers: int) -> list[list[Graded]]:
+    """``rows`` cut into exams of ``questions`` consecutive questions with their first ``answers`` answers each (a
+    last group with fewer questions is left out)."""
+    by_q: dict[str, list[Graded]] = {}
+    for r in rows:
+        by_q.setdefault(r.question_id, []).append(r)
+    qids = list(by_q)
+    return [[r for q in qids[i:i + questions] for r in by_q[q][:answers]]
+            for i in range(0, len(qids) - questions + 1, questions)]
+
+
+def raw_figures(rows: list[Graded]) -> dict[str, float]:
+    """The judge's raw Pearson (shares of max points) and RMSE (points) against the expert grades, and the RMSE of
+    a constant at the experts' mean."""
+    rs = [r for r in rows if r.judge is not None and r.expert is not None]
+    mp = np.array([r.max_points for r in rs])
+    j, h = np.array([r.judge for r in rs], dtype=float), np.array([r.expert for r in rs], dtype=float)
+    return {"n": len(rs), "pearson": float(np.corrcoef(j / mp, h / mp)[0, 1]) if np.std(j) > 0 else 0.0,
+            "rmse": float(np.sqrt(np.mean((j - h) ** 2))), "constant": float(np.sqrt(np.mean((h - h.mean()) ** 2)))}
+
+
 def draws(rows: list[Graded], per_question: int, n: int, maps: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     """One entry per draw: the map chosen, the held-out RMSE raw and calibrated (points)."""
     out = []
@@ -150,13 +177,22 @@ def main() -> int:
     ap.add_argument("--per-question", type=int, default=2)
     ap.add_argument("--draws", type=int, default=10)
     ap.add_argument("--maps", help="comma-separated maps to choose from (default: every map)")
+    ap.add_argument("--slices", type=int, help="--store: exams of this many consecutive questions, each on its own")
+    ap.add_argument("--slice-answers", type=int, default=8, help="--slices: the first N answers of each question")
     args = ap.parse_args()
     maps = tuple(args.maps.split(",")) if args.maps else None
     sets = ([(f"synthetic seed {s} ({args.questions} x {args.answers})", squeezed_exam(args.questions, args.answers, s),
               {}) for s in range(args.exams)] if args.synthetic else [(args.store, *stored_rows(args.store))])
+    if args.slices and not args.synthetic:
+        name, rows, noise = sets[0]
+        sets = [(f"{name} exam {i + 1} (questions {i * args.slices + 1}-{(i + 1) * args.slices}, "
+                 f"{args.slice_answers} answers each)", part, noise)
+                for i, part in enumerate(sliced(rows, args.slices, args.slice_answers))]
     ok = True
+    summary = []
     for name, rows, noise in sets:
         got = draws(rows, args.per_question, args.draws, maps)
+        summary.append((name, raw_figures(rows), verdict(got)))
         print(f"\n{name}: {args.per_question} expert grades per question, {args.draws} draws")
         print("| draw | map chosen | fit | held out | RMSE raw | RMSE calibrated | calibrated - raw |")
         print("|---|---|---|---|---|---|---|")
@@ -182,6 +218,19 @@ def main() -> int:
             print(f"| {k} ({p['draws']} draw{'s' if p['draws'] != 1 else ''}) | {p['questions']} ({p['below_0.3']}) | "
                   f"{p['marked']} | {p['marked_below_0.3']} ({prec}) | {p['unmarked']} | {p['unmarked_below_0.3']} "
                   f"({miss}) |")
+    if len(sets) > 1:
+        print(f"\nevery exam: the judge's raw grades, and calibration with {args.per_question} expert grades per "
+              "question "
+              f"({args.draws} draws)")
+        print("| exam | n | Pearson | RMSE | constant at the humans' mean | calibrated: mean vs raw | worst draw |")
+        print("|---|---|---|---|---|---|---|")
+        for name, f, v in summary:
+            print(f"| {name} | {f['n']} | {f['pearson']:.3f} | {f['rmse']:.3f} | {f['constant']:.3f} | "
+                  f"{-v['mean_gain']:+.1%} | {v['worst_difference']:+.3f} |")
+        below = sum(f["rmse"] < f["constant"] for _, f, _ in summary)
+        met = sum(v["never_worse_than_raw_plus_0.05"] and v["mean_at_least_10pct_below"] for _, _, v in summary)
+        print(f"raw RMSE below the constant's on {below} of {len(summary)} exams; the calibration criterion met on "
+              f"{met} of {len(summary)}")
     return 0 if ok else 1
 
 
