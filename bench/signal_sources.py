@@ -83,7 +83,7 @@ def main() -> int:
     default = members[0]  # what every configuration is paired against (today's default: score@1.5b)
     combos = [(m,) for m in members] + [c for n in range(2, len(members) + 1) for c in
                                         itertools.combinations(members, n)]
-    console = Console()
+    console = Console(width=200)
     saved: dict[str, Any] = {}
     with Store(args.out) as store:
         for suite in suites:
