@@ -3,6 +3,7 @@ averaged, each paired against today's default on the same answers.
 
     python bench/signal_sources.py --out /tmp/signal.db                       # mohler-ind, demo-ind, saf-ind
     python bench/signal_sources.py --suite demo-ind --member score@1.5b --member correct@1.5b
+    python bench/signal_sources.py --shots-per-question 2 --out /tmp/signal.db  # few-shot against calibrate
 
 A member is a prompt and a model, graded as ``bench/accuracy.py`` grades a suite (the embedded judge, seed 0,
 temperature 0.1, the expected grade from the verdict slot), through one store: a rerun makes no judge call.
@@ -60,6 +61,49 @@ def grade(suite: str, member: str, store: Store, threads: int) -> tuple[dict[str
             int(report.summary()["judge_calls"]))
 
 
+def shots_against_calibration(suite: str, k: int, draw: int, store: Store, threads: int,
+                              member: str = "score@1.5b") -> dict[str, Any]:
+    """The teacher's ``k`` graded answers per question shown to the judge as examples (SciEx's few-shot grading,
+    ``--shots k`` from the same question) against the same ``k`` per question used by ``knockout calibrate`` after
+    grading without them: both scored on the other answers.  The draw is ``first_per_question(..., k, seed=draw)``,
+    as ``calibrate --per-question k --seed draw`` draws; the judge sees no other expert grade."""
+    from knockout.calibration import calibrate, first_per_question, graded_rows
+    from knockout.data._records import ItemSet
+
+    s = SUITES[suite]
+    items = load_subset(s)
+    base, _, _ = grade(suite, member, store, threads)
+    rows = graded_rows(items, [{"item_id": a, "score": g, "valid": g is not None} for a, g in base.items()])
+    fit = first_per_question(rows, k, seed=draw)
+    hidden = ItemSet(list(items.questions.values()),
+                     [a if a.id in fit else a.model_copy(update={"human_scores": {}}) for a in items],
+                     source=items.source)
+    options = MethodOptions(reference=s.reference, seed=0, prompt=PROMPTS["score"], shots=k,
+                            shot_source="same-question", allow_fewer_shots=True)
+    cfg = RunConfig(method="individual", options=options,
+                    params=GenParams(temperature=0.1, max_tokens=s.max_tokens, seed=0))
+    t0 = time.perf_counter()
+    model = member.split("@")[1]
+    report = run(hidden, make_judge(MODELS[model], {} if model == "sim" else {"threads": str(threads)}), store, cfg)
+    secs = time.perf_counter() - t0
+    shot = {r.answer_id: (r.score if r.valid else None) for r in report.results}
+    cal = calibrate(rows, fit_ids=fit, seed=draw, resamples=0, refits=0)
+    held = [a.id for a in items if a.id not in fit and a.human_score is not None]
+    out: dict[str, Any] = {"suite": suite, "k": k, "draw": draw, "held_out": len(held), "map": cal.map,
+                           "seconds": secs, "live_calls": report.summary()["judge_calls"]}
+    sub = ItemSet(list(items.questions.values()), [a for a in items if a.id in set(held)], source=items.source)
+    for name, g in (("raw", base), ("shots", shot), ("calibrated", {a: cal.grades.get(a) for a in base}),
+                    ("shots, then calibrated", None)):
+        if g is None:  # the few-shot grades calibrated on the same k per question
+            srows = graded_rows(items, [{"item_id": a, "score": v, "valid": v is not None} for a, v in shot.items()])
+            c2 = calibrate(srows, fit_ids=fit, seed=draw, resamples=0, refits=0)
+            g = {a: c2.grades.get(a) for a in shot}
+        out[name] = grade_figures(sub, {a: g.get(a) for a in held})
+        if name != "raw":
+            out[name]["paired"] = paired_grades(sub, {a: base.get(a) for a in held}, {a: g.get(a) for a in held})
+    return out
+
+
 def mean_of(grades: list[dict[str, float | None]]) -> dict[str, float | None]:
     """The jury's ``mean`` aggregate: an answer's grade is the mean of its members' valid grades."""
     out: dict[str, float | None] = {}
@@ -77,7 +121,33 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("signal.db"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--save", type=Path, help="write the figures (JSON)")
+    ap.add_argument("--shots-per-question", type=int, default=0,
+                    help="instead: K teacher-graded answers per question as examples, against calibrate on the same K")
+    ap.add_argument("--draw", type=int, default=0, help="--shots-per-question: the draw (calibrate's --seed)")
     args = ap.parse_args()
+    if args.shots_per_question:
+        with Store(args.out) as store:
+            for suite in args.suite or ["mohler-ind"]:
+                res = shots_against_calibration(suite, args.shots_per_question, args.draw, store, args.threads,
+                                                *args.member[:1])
+                print(f"\n{suite}: {args.shots_per_question} graded answers per question (draw {args.draw}), "
+                      f"{res['held_out']} other answers; calibrate chose {res['map']}; the few-shot run: "
+                      f"{res['live_calls']} live calls in {res['seconds']:.0f} s")
+                print("| grades | Pearson [95% CI] | RMSE | constant | ΔPearson vs raw [CI] | ΔRMSE vs raw [CI] |")
+                print("|---|---|---|---|---|---|")
+                for name in ("raw", "shots", "calibrated", "shots, then calibrated"):
+                    f = res[name]
+                    p = f.get("paired", {})
+                    ci = f.get("pearson_ci") or [float("nan")] * 2
+                    dp = (f"{p['delta']:+.3f} [{p['delta_ci'][0]:+.2f}, {p['delta_ci'][1]:+.2f}]"
+                          if p.get("delta_ci") else "–")
+                    dr = (f"{p['rmse_delta']:+.3f} [{p['rmse_delta_ci'][0]:+.2f}, {p['rmse_delta_ci'][1]:+.2f}]"
+                          if p.get("rmse_delta_ci") else "–")
+                    print(f"| {name} | {f['pearson']:.3f} [{ci[0]:.2f}, {ci[1]:.2f}] | {f['rmse']:.3f} | "
+                          f"{f['rmse_constant']:.3f} | {dp} | {dr} |")
+                if args.save:
+                    args.save.write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
+        return 0
     suites = args.suite or ["mohler-ind", "demo-ind", "saf-ind"]
     members = args.member or ["score@1.5b", "correct@1.5b", "score@0.5b", "correct@0.5b"]
     default = members[0]  # what every configuration is paired against (today's default: score@1.5b)

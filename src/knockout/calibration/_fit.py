@@ -6,9 +6,9 @@ worth 1 and worth 10 points share one map; the mapped share is clipped to 0..1 a
 The maps (:data:`MAPS`), each fitted per exam (``Question.exam_id``; one exam when the data names none):
 
 * ``raw``: no map (the judge's grade): the baseline every map must beat;
-* ``shift``: the judge's grade plus one offset per exam (the experts' mean minus the judge's on the graded
-  answers): the judge's level corrected, its scale and order kept -- one number to estimate, the map a handful
-  of expert grades can afford;
+* ``shift``: the judge's grade plus one offset per exam (the experts' mean minus the judge's on the ``n`` graded
+  answers, shrunk by ``n / (n + 2)``: :data:`SHIFT_PRIOR`): the judge's level corrected, its scale and order
+  kept -- one number to estimate, the map a handful of expert grades can afford;
 * ``linear``: ``sklearn.linear_model.LinearRegression(positive=True)`` of the expert share on the judge share
   (the slope is never negative: a map never reverses the judge's order);
 * ``isotonic``: ``sklearn.isotonic.IsotonicRegression`` (increasing, clipped to 0..1);
@@ -65,6 +65,9 @@ SLOPE_PRIOR = (math.inf, 10.0, 3.0, 1.0, 0.0)
 #: how many standard errors the chosen map's cross-validated error must be below the judge's own (``raw``) to
 #: replace it
 RAW_SE = 0.0
+#: the ``shift`` map's prior that the judge's level is right, worth this many graded answers (its offset, the mean
+#: difference of the experts' and the judge's grades, is shrunk by ``n / (n + SHIFT_PRIOR)``)
+SHIFT_PRIOR = 2.0
 #: fewest expert grades on which ``isotonic`` (a step per distinct grade) may be chosen
 ISOTONIC_MIN = 20
 #: fewest expert grades a calibration is fitted on (and the fewest distinct judge grades among them: 2)
@@ -113,8 +116,9 @@ class Fitted:
             return
         for exam in np.unique(e):
             m = e == exam
-            if name == "shift":
-                self.models[str(exam)] = _Shift(float(np.mean(y[m] - x[m])))
+            if name == "shift":  # the mean difference, shrunk towards none by n / (n + SHIFT_PRIOR)
+                n = int(m.sum())
+                self.models[str(exam)] = _Shift(float(np.mean(y[m] - x[m])) * n / (n + SHIFT_PRIOR))
             elif len(np.unique(x[m])) < 2:  # a constant judge: a constant map (the experts' mean)
                 self.models[str(exam)] = float(np.mean(y[m]))
             elif name == "isotonic":
