@@ -315,14 +315,21 @@ def paired_sbs(base: dict[str, str | None], new: dict[str, str | None], humans: 
 
 
 # -- running ---------------------------------------------------------------------------------------------
-def run_grade(s: Suite, store: Store, judge_spec: str, judge_opts: dict[str, str], opts: dict[str, Any],
-              gen: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    items = load_subset(s)
+def grade_suite(s: Suite, items: ItemSet, store: Store, judge_spec: str, judge_opts: dict[str, str],
+                opts: dict[str, Any], gen: dict[str, Any]) -> tuple[Any, dict[str, float | None]]:
+    """``items`` (the suite's, or a variant of them) graded as the suite grades: its method and options (``opts``
+    over them), seed 0, temperature 0.1 (``gen`` over them); the run's report and each answer's grade."""
     options = MethodOptions(reference=s.reference, seed=0, debias=s.debias, **{**s.options, **opts})
     params = GenParams(**{"temperature": 0.1, "max_tokens": s.max_tokens, "seed": 0, **gen})
     cfg = RunConfig(method=s.method, options=options, params=params)
     report = run(items, make_judge(judge_spec, judge_opts), store, cfg)
-    scores = {r.answer_id: (r.score if r.valid else None) for r in report.results}
+    return report, {r.answer_id: (r.score if r.valid else None) for r in report.results}
+
+
+def run_grade(s: Suite, store: Store, judge_spec: str, judge_opts: dict[str, str], opts: dict[str, Any],
+              gen: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    items = load_subset(s)
+    report, scores = grade_suite(s, items, store, judge_spec, judge_opts, opts, gen)
     st = report.summary()
     figures = grade_figures(items, scores)
     if figures.get("rmse") is not None:  # points: the per-question figures (within-question signal, level)

@@ -220,8 +220,7 @@ def main() -> int:
                   f"({miss}) |")
     if len(sets) > 1:
         print(f"\nevery exam: the judge's raw grades, and calibration with {args.per_question} expert grades per "
-              "question "
-              f"({args.draws} draws)")
+              f"question ({args.draws} draws)")
         print("| exam | n | Pearson | RMSE | constant at the humans' mean | calibrated: mean vs raw | worst draw |")
         print("|---|---|---|---|---|---|---|")
         for name, f, v in summary:

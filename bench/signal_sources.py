@@ -32,13 +32,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from accuracy import SUITES, grade_figures, load_subset, paired_grades, question_figures
+from accuracy import SUITES, grade_figures, grade_suite, load_subset, paired_grades, question_figures
 from rich.console import Console
 from rich.table import Table
 
-from knockout.judges import GenParams, make_judge
-from knockout.methods._base import MethodOptions
-from knockout.methods._run import RunConfig, run
+from knockout.data._records import ItemSet
+from knockout.jury import score_aggregates
 from knockout.storage._store import Store
 
 PROMPTS = {"score": "knockout-individual-en-ref-score", "correct": "knockout-individual-en-ref-correct"}
@@ -46,19 +45,17 @@ MODELS = {"1.5b": "llamacpp:qwen2.5-coder-1.5b", "0.5b": "llamacpp:qwen2.5-coder
           "sim": "scripted?slot=true"}  # sim: the scripted judge, a simulation (the bench's own check)
 
 
-def grade(suite: str, member: str, store: Store, threads: int) -> tuple[dict[str, float | None], float, int]:
-    """One member's grades of one suite (answer id -> grade), the seconds it took and its live judge calls."""
+def grade(suite: str, member: str, store: Store, threads: int, items: ItemSet | None = None,
+          **opts: Any) -> tuple[dict[str, float | None], float, int]:
+    """One member's grades of one suite (answer id -> grade; ``items``: a variant of the suite's, ``opts``: method
+    options over the member's prompt), the seconds it took and its live judge calls."""
     prompt, model = member.split("@")
     s = SUITES[suite]
-    items = load_subset(s)
-    options = MethodOptions(reference=s.reference, seed=0, prompt=PROMPTS[prompt])
-    cfg = RunConfig(method="individual", options=options,
-                    params=GenParams(temperature=0.1, max_tokens=s.max_tokens, seed=0))
     t0 = time.perf_counter()
-    opts = {} if model == "sim" else {"threads": str(threads)}
-    report = run(items, make_judge(MODELS[model], opts), store, cfg)
-    return ({r.answer_id: (r.score if r.valid else None) for r in report.results}, time.perf_counter() - t0,
-            int(report.summary()["judge_calls"]))
+    report, scores = grade_suite(s, load_subset(s) if items is None else items, store, MODELS[model],
+                                 {} if model == "sim" else {"threads": str(threads)},
+                                 {"prompt": PROMPTS[prompt], **opts}, {})
+    return scores, time.perf_counter() - t0, int(report.summary()["judge_calls"])
 
 
 def shots_against_calibration(suite: str, k: int, draw: int, store: Store, threads: int,
@@ -68,48 +65,50 @@ def shots_against_calibration(suite: str, k: int, draw: int, store: Store, threa
     grading without them: both scored on the other answers.  The draw is ``first_per_question(..., k, seed=draw)``,
     as ``calibrate --per-question k --seed draw`` draws; the judge sees no other expert grade."""
     from knockout.calibration import calibrate, first_per_question, graded_rows
-    from knockout.data._records import ItemSet
 
-    s = SUITES[suite]
-    items = load_subset(s)
+    items = load_subset(SUITES[suite])
+
+    def rows(grades: dict[str, float | None]) -> list[Any]:
+        return graded_rows(items, [{"item_id": a, "score": g, "valid": g is not None} for a, g in grades.items()])
+
+    def calibrated(grades: dict[str, float | None]) -> tuple[dict[str, float | None], str]:
+        cal = calibrate(rows(grades), fit_ids=fit, seed=draw, resamples=0, refits=0)
+        return {a: cal.grades.get(a) for a in grades}, cal.map
+
     base, _, _ = grade(suite, member, store, threads)
-    rows = graded_rows(items, [{"item_id": a, "score": g, "valid": g is not None} for a, g in base.items()])
-    fit = first_per_question(rows, k, seed=draw)
+    fit = first_per_question(rows(base), k, seed=draw)
     hidden = ItemSet(list(items.questions.values()),
                      [a if a.id in fit else a.model_copy(update={"human_scores": {}}) for a in items],
                      source=items.source)
-    options = MethodOptions(reference=s.reference, seed=0, prompt=PROMPTS["score"], shots=k,
-                            shot_source="same-question", allow_fewer_shots=True)
-    cfg = RunConfig(method="individual", options=options,
-                    params=GenParams(temperature=0.1, max_tokens=s.max_tokens, seed=0))
-    t0 = time.perf_counter()
-    model = member.split("@")[1]
-    report = run(hidden, make_judge(MODELS[model], {} if model == "sim" else {"threads": str(threads)}), store, cfg)
-    secs = time.perf_counter() - t0
-    shot = {r.answer_id: (r.score if r.valid else None) for r in report.results}
-    cal = calibrate(rows, fit_ids=fit, seed=draw, resamples=0, refits=0)
-    held = [a.id for a in items if a.id not in fit and a.human_score is not None]
-    out: dict[str, Any] = {"suite": suite, "k": k, "draw": draw, "held_out": len(held), "map": cal.map,
-                           "seconds": secs, "live_calls": report.summary()["judge_calls"]}
-    sub = ItemSet(list(items.questions.values()), [a for a in items if a.id in set(held)], source=items.source)
-    for name, g in (("raw", base), ("shots", shot), ("calibrated", {a: cal.grades.get(a) for a in base}),
-                    ("shots, then calibrated", None)):
-        if g is None:  # the few-shot grades calibrated on the same k per question
-            srows = graded_rows(items, [{"item_id": a, "score": v, "valid": v is not None} for a, v in shot.items()])
-            c2 = calibrate(srows, fit_ids=fit, seed=draw, resamples=0, refits=0)
-            g = {a: c2.grades.get(a) for a in shot}
+    shot, secs, calls = grade(suite, member, store, threads, hidden, shots=k, shot_source="same-question",
+                              allow_fewer_shots=True)
+    held = {a.id for a in items if a.id not in fit and a.human_score is not None}
+    sub = ItemSet(list(items.questions.values()), [a for a in items if a.id in held], source=items.source)
+    (cal_base, cal_map), (cal_shot, _) = calibrated(base), calibrated(shot)
+    out: dict[str, Any] = {"suite": suite, "k": k, "draw": draw, "held_out": len(held), "map": cal_map,
+                           "seconds": secs, "live_calls": calls}
+    for name, g in (("raw", base), ("shots", shot), ("calibrated", cal_base), ("shots, then calibrated", cal_shot)):
         out[name] = grade_figures(sub, {a: g.get(a) for a in held})
         if name != "raw":
             out[name]["paired"] = paired_grades(sub, {a: base.get(a) for a in held}, {a: g.get(a) for a in held})
     return out
 
 
+def delta(v: Any, ci: Any) -> str:
+    """A paired difference and its CI, as the tables print it."""
+    if v is None:
+        return "–"
+    return f"{v:+.3f} [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else f"{v:+.3f}"
+
+
 def mean_of(grades: list[dict[str, float | None]]) -> dict[str, float | None]:
-    """The jury's ``mean`` aggregate: an answer's grade is the mean of its members' valid grades."""
+    """The jury's ``mean`` aggregate (``knockout.jury.score_aggregates``) of each answer's valid member grades; an
+    answer no member graded validly is invalid, as in a jury."""
+    mean = score_aggregates.get("mean")
     out: dict[str, float | None] = {}
     for k in grades[0]:
-        vals = [g[k] for g in grades if g.get(k) is not None]
-        out[k] = sum(vals) / len(vals) if vals else None  # type: ignore[arg-type]
+        vals = [v for g in grades if (v := g.get(k)) is not None]
+        out[k] = mean(vals, 0) if vals else None
     return out
 
 
@@ -139,12 +138,9 @@ def main() -> int:
                     f = res[name]
                     p = f.get("paired", {})
                     ci = f.get("pearson_ci") or [float("nan")] * 2
-                    dp = (f"{p['delta']:+.3f} [{p['delta_ci'][0]:+.2f}, {p['delta_ci'][1]:+.2f}]"
-                          if p.get("delta_ci") else "–")
-                    dr = (f"{p['rmse_delta']:+.3f} [{p['rmse_delta_ci'][0]:+.2f}, {p['rmse_delta_ci'][1]:+.2f}]"
-                          if p.get("rmse_delta_ci") else "–")
                     print(f"| {name} | {f['pearson']:.3f} [{ci[0]:.2f}, {ci[1]:.2f}] | {f['rmse']:.3f} | "
-                          f"{f['rmse_constant']:.3f} | {dp} | {dr} |")
+                          f"{f['rmse_constant']:.3f} | {delta(p.get('delta'), p.get('delta_ci'))} | "
+                          f"{delta(p.get('rmse_delta'), p.get('rmse_delta_ci'))} |")
                 if args.save:
                     args.save.write_text(json.dumps(res, indent=1, default=str), encoding="utf-8")
         return 0
@@ -175,21 +171,14 @@ def main() -> int:
                 pair = paired_grades(items, grades[default], g) if c != (default,) else {}
                 name = " + ".join(c)
                 rows.append({"configuration": name, **fig, "per_question": pq, "paired": pair})
-
-                def ci(v: Any, lo_hi: Any) -> str:
-                    if v is None:
-                        return "-"
-                    return f"{v:+.3f} [{lo_hi[0]:+.2f}, {lo_hi[1]:+.2f}]" if lo_hi else f"{v:+.3f}"
-
-                rmse_d = pair.get("rmse_delta")
                 t.add_row(name, str(fig["n"]),
                           f"{fig['pearson']:.3f} [{fig['pearson_ci'][0]:.2f}, {fig['pearson_ci'][1]:.2f}]"
                           if fig["pearson_ci"] else f"{fig['pearson']}",
                           f"{fig['rmse']:.3f}", f"{fig['rmse_constant']:.3f}",
                           f"{pq['pearson_median']:.2f}" if pq["pearson_median"] is not None else "-",
                           f"{pq['judge_sd_mean']:.2f} / {pq['human_sd_mean']:.2f}",
-                          ci(pair.get("delta"), pair.get("delta_ci")),
-                          ci(rmse_d, pair.get("rmse_delta_ci")),  # this RMSE minus the default's
+                          delta(pair.get("delta"), pair.get("delta_ci")),
+                          delta(pair.get("rmse_delta"), pair.get("rmse_delta_ci")),  # this RMSE minus the default's
                           str(len(c)))
             console.print(t)
             console.print("seconds per answer: " + ", ".join(
