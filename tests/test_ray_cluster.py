@@ -173,8 +173,11 @@ def cluster() -> Iterator[Cluster]:
         c.stop()
 
 
-def grade(exam: Path, db: Path, judge: str, executor: str | None, env: dict[str, str]) -> dict[str, Any]:
-    """``knockout grade --json`` in a process of its own (the driver); its summary and its grades."""
+def grade(exam: Path, db: Path, judge: str, executor: str | None, env: dict[str, str],
+          logs: Path | None = None) -> dict[str, Any]:
+    """``knockout grade --json`` in a process of its own (the driver); its summary and its grades.  ``logs``: a
+    cluster's temp dir, whose Ray Client server logs a failure message ends with (Ray's own "Starting Ray client
+    server failed" names only the file, which is gone with the cluster)."""
     code = ("import json, sys\n"
             "from knockout.data import load_items\n"
             "from knockout.judges import make_judge\n"
@@ -187,6 +190,10 @@ def grade(exam: Path, db: Path, judge: str, executor: str | None, env: dict[str,
             "json.dump({'stats': rep.stats, 'grades': {r.answer_id: r.score for r in rep.results}}, sys.stdout)\n")
     done = subprocess.run([sys.executable, "-c", code, str(exam), str(db), judge, executor or ""], env=env,
                           capture_output=True, text=True, timeout=150, check=False)
+    if done.returncode != 0 and logs is not None:
+        tails = "".join(f"\n--- {f.name}:\n{f.read_text(errors='replace')[-1500:]}"
+                        for f in sorted(logs.glob("session_latest/logs/ray_client_server*.err")))
+        raise AssertionError(done.stderr[-4000:] + tails)
     assert done.returncode == 0, done.stderr[-4000:]
     out: dict[str, Any] = json.loads(done.stdout)
     return out
@@ -227,7 +234,7 @@ def test_losing_a_worker_node_mid_run_fails_nothing(cluster: Cluster, tmp_path: 
             assert non_loopback_listeners() == []
             t0 = time.perf_counter()
             got = grade(exam, tmp_path / f"{name}.db", f"openai:m?base_url={server.url}",
-                        f"{address}?workers=3&cpus=1&per_worker=4", cluster.env)
+                        f"{address}?workers=3&cpus=1&per_worker=4", cluster.env, logs=cluster.root)
             seconds = time.perf_counter() - t0
         stats = got["stats"]
         figures[name] = {"answers": len(local["grades"]), "failed": stats["failed"],
