@@ -68,11 +68,12 @@ def squeezed_exam(questions: int = 6, answers: int = 8, seed: int = 0, max_point
     return rows
 
 
-def stored_rows(ref: str) -> tuple[list[Graded], dict[str, float | None]]:
-    """A stored run's answers as calibration sees them, and each answer's noise (points: the judge's own spread
-    over the grades, repeated draws, a jury's half range; None without one)."""
+def stored_rows(ref: str) -> tuple[list[Graded], dict[str, float | None], dict[str, float]]:
+    """A stored run's answers as calibration sees them, each answer's noise (points: repeated draws, a jury's
+    half range; None without one) and the judge's own grade where it differs from the answer's (a grade read on
+    reference anchors: the reliability is the judge's own, as ``trust_marks`` reads it)."""
     from knockout.calibration import graded_rows
-    from knockout.calibration._trust import answer_noise, combined_noise
+    from knockout.calibration._trust import answer_noise, combined_noise, own_grade
     from knockout.reports._runs import parse_ref, pick_run, read_run
     from knockout.storage import Store
 
@@ -81,18 +82,28 @@ def stored_rows(ref: str) -> tuple[list[Graded], dict[str, float | None]]:
         loaded = read_run(store, pick_run(store, run_id, "grades"), details=True, web_grades=True)
     rows = graded_rows(loaded.items, loaded.results)
     mx = {r.id: r.max_points for r in rows}
-    noise = {str(r["item_id"]): combined_noise(answer_noise(r.get("details") or {}, mx.get(str(r["item_id"]), 1.0)))
-             for r in loaded.results}
-    return rows, noise
+    noise: dict[str, float | None] = {}
+    own: dict[str, float] = {}
+    for r in loaded.results:
+        d, i = r.get("details") or {}, str(r["item_id"])
+        u = combined_noise(answer_noise(d, mx.get(i, 1.0)))
+        grade, scale = own_grade(d, 0.0 if r.get("score") is None else float(r["score"]))
+        if scale != 1.0:
+            own[i] = grade
+        noise[i] = None if u is None else u / scale
+    return rows, noise, own
 
 
-def reliability_precision(rows: list[Graded], noise: dict[str, float | None], per_question: int, n: int
-                          ) -> dict[str, Any]:
+def reliability_precision(rows: list[Graded], noise: dict[str, float | None], per_question: int, n: int,
+                          own: dict[str, float] | None = None) -> dict[str, Any]:
     """How well the ``needs expert`` mark finds the questions where the judge's within-question Pearson with
     every human grade is below 0.3, with ``per_question`` expert grades entered (drawn as the calibration
     draws are; 0: none): over the draws, the marked questions that really were below 0.3 (precision) and the
-    unmarked ones that were (what the mark missed)."""
+    unmarked ones that were (what the mark missed); ``own``: the judge's own grades where they differ (reference
+    anchors), which the mark reads."""
     from knockout.calibration._trust import THRESHOLD, question_reliability
+
+    own = own or {}
 
     by_q: dict[str, list[Graded]] = {}
     for r in rows:
@@ -107,9 +118,9 @@ def reliability_precision(rows: list[Graded], noise: dict[str, float | None], pe
     for d in range(n if per_question else 1):
         fit = first_per_question(rows, per_question, seed=d) if per_question else set()
         for qid, rs in by_q.items():
-            rel = question_reliability([float(r.judge or 0.0) for r in rs], rs[0].max_points,
-                                       noise=[noise.get(r.id) for r in rs],
-                                       expert=[(float(r.judge or 0.0), float(r.expert or 0.0)) for r in rs
+            j = [own.get(r.id, float(r.judge or 0.0)) for r in rs]
+            rel = question_reliability(j, rs[0].max_points, noise=[noise.get(r.id) for r in rs],
+                                       expert=[(x, float(r.expert or 0.0)) for x, r in zip(j, rs, strict=True)
                                                if r.id in fit], question_id=qid)
             low = truth[qid] < 0.3
             if rel.estimate < THRESHOLD:
@@ -181,16 +192,17 @@ def main() -> int:
     ap.add_argument("--slice-answers", type=int, default=8, help="--slices: the first N answers of each question")
     args = ap.parse_args()
     maps = tuple(args.maps.split(",")) if args.maps else None
-    sets = ([(f"synthetic seed {s} ({args.questions} x {args.answers})", squeezed_exam(args.questions, args.answers, s),
-              {}) for s in range(args.exams)] if args.synthetic else [(args.store, *stored_rows(args.store))])
+    sets: list[tuple[str, list[Graded], dict[str, float | None], dict[str, float]]] = (
+        [(f"synthetic seed {s} ({args.questions} x {args.answers})", squeezed_exam(args.questions, args.answers, s),
+          {}, {}) for s in range(args.exams)] if args.synthetic else [(args.store, *stored_rows(args.store))])
     if args.slices and not args.synthetic:
-        name, rows, noise = sets[0]
+        name, rows, noise, own = sets[0]
         sets = [(f"{name} exam {i + 1} (questions {i * args.slices + 1}-{(i + 1) * args.slices}, "
-                 f"{args.slice_answers} answers each)", part, noise)
+                 f"{args.slice_answers} answers each)", part, noise, own)
                 for i, part in enumerate(sliced(rows, args.slices, args.slice_answers))]
     ok = True
     summary = []
-    for name, rows, noise in sets:
+    for name, rows, noise, own in sets:
         got = draws(rows, args.per_question, args.draws, maps)
         summary.append((name, raw_figures(rows), verdict(got)))
         print(f"\n{name}: {args.per_question} expert grades per question, {args.draws} draws")
@@ -212,7 +224,7 @@ def main() -> int:
               "unmarked | of which below 0.3 |")
         print("|---|---|---|---|---|---|")
         for k in sorted({0, args.per_question}):
-            p = reliability_precision(rows, noise, k, args.draws)
+            p = reliability_precision(rows, noise, k, args.draws, own)
             prec = f"{p['marked_below_0.3'] / p['marked']:.0%}" if p["marked"] else "-"
             miss = f"{p['unmarked_below_0.3'] / p['unmarked']:.0%}" if p["unmarked"] else "-"
             print(f"| {k} ({p['draws']} draw{'s' if p['draws'] != 1 else ''}) | {p['questions']} ({p['below_0.3']}) | "

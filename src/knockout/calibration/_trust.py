@@ -180,6 +180,16 @@ def combined_noise(signals: Mapping[str, float]) -> float | None:
     return math.sqrt(sum(p * p for p in parts) / len(parts)) if parts else None
 
 
+def own_grade(details: Mapping[str, Any], score: float) -> tuple[float, float]:
+    """The judge's own grade of an answer and the scale its grade was read on: a grade read on reference anchors
+    (``details["anchored"]``, :mod:`knockout.methods._anchors`) is the judge's stretched by its question's
+    anchors; a question's reliability is the judge's own discrimination, before that stretch."""
+    a = details.get("anchored")
+    if isinstance(a, Mapping) and isinstance(a.get("scale"), int | float) and a["scale"] > 0:
+        return float(a["grade_raw"]), float(a["scale"])
+    return score, 1.0
+
+
 def guard_of(details: Mapping[str, Any]) -> dict[str, Any] | None:
     """The persuasion defence's record of an answer when it flagged it (``details["guard"]``), else None."""
     g = details.get("guard")
@@ -261,9 +271,11 @@ def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
         slot = per_q.setdefault(q.id, {"judge": [], "noise": [], "expert": [], "own": []})
         if score is None:
             continue
+        score, scale = own_grade(d, score)  # reference anchors: a squeezed judge stays squeezed
         slot["judge"].append(score)
         signals = answer_noise(d, float(q.max_points))
-        slot["noise"].append(combined_noise(signals))
+        noise = combined_noise(signals)
+        slot["noise"].append(None if noise is None else noise / scale)
         slot["own"].append(signals.get("spread"))
         if a.human_score is not None:
             slot["expert"].append((score, float(a.human_score)))

@@ -227,6 +227,10 @@ def grade(
                                        "the verdict is read from token probabilities: an answer that addresses "
                                        "the grader is flagged and graded without those parts, the lower grade "
                                        "kept), on, off (docs/injection.md)")] = "auto",
+    anchors: Annotated[str, typer.Option("--anchors", help="reference anchors of individual grading: off, on "
+                                         "(the judge also grades each question's reference and a null answer, "
+                                         "two calls per question, and every grade of the question is read on the "
+                                         "line through them; docs/methods.md#reference-anchors)")] = "off",
     rubric: Annotated[str, typer.Option("--rubric", help="questions' rubrics: auto (a text rubric shown in the "
                                         "prompt, a criteria rubric graded per criterion), text (every rubric "
                                         "shown, one grade), off (ignored; docs/rubrics.md)")] = "auto",
@@ -293,6 +297,7 @@ def grade(
                 verdict=verdict,
                 preference=preference,
                 guard=guard,
+                anchors=anchors,
                 debias=debias,
                 extra=parse_kv(method_opt, "--method-opt"),
             ),

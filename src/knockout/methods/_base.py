@@ -42,13 +42,17 @@ class MethodOptions(PromptOptions):
     #: higher grade wins) or ``soft`` (the probability that the first answer is better, from the judge's token
     #: probabilities, both orders averaged when debiased; needs the ``expected`` verdict slot)
     preference: Name = "letter"
+    #: reference anchors of individual grading (knockout.methods._anchors, docs/methods.md#reference-anchors):
+    #: off or on (two judge calls per question: its reference and a null answer graded, each grade read on them)
+    anchors: Name = "off"
 
     def record(self) -> dict[str, Any]:
-        """As :meth:`PromptOptions.record`; ``guard`` only when on and ``preference`` only when soft, so that the runs
-        made before they existed (and every run without them) keep their ids."""
+        """As :meth:`PromptOptions.record`; ``guard`` and ``anchors`` only when on and ``preference`` only when
+        soft, so that the runs made before they existed (and every run without them) keep their ids."""
         d = super().record()
-        if d.get("guard") != "on":
-            d.pop("guard", None)
+        for k in ("guard", "anchors"):
+            if d.get(k) != "on":
+                d.pop(k, None)
         if d.get("preference") == "letter":
             d.pop("preference", None)
         return d
@@ -70,6 +74,19 @@ class CriterionVerdict(BaseModel):
     awarded: float
 
 
+class AnchoredDetails(BaseModel):
+    """An answer graded on its question's reference anchors (:mod:`knockout.methods._anchors`): the judge's own
+    grade and the anchors' grades (points), the scale between them; or why the anchors were not used."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    grade_raw: float | None = None
+    reference: float | None = None
+    null: float | None = None
+    scale: float | None = None
+    error: str | None = None
+
+
 class IndividualDetails(CallTrace):
     """Individual grading: the prompt used, the few-shot answers shown, and the call trace; graded by a
     criteria rubric, the verdict on each criterion (the grade is their sum)."""
@@ -85,11 +102,13 @@ class IndividualDetails(CallTrace):
     criteria: list[CriterionVerdict] | None = None
     #: the persuasion guard's detection and, for a flagged answer, the grade without the parts aimed at the grader
     guard: GuardDetails | None = None
+    #: reference anchors (``--anchors``): the grade before anchoring and the question's anchors
+    anchored: AnchoredDetails | None = None
 
     @model_serializer(mode="wrap")
     def _drop_single_draw(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
-        for k in ("draws", "draw_keys", "criteria", "guard"):
+        for k in ("draws", "draw_keys", "criteria", "guard", "anchored"):
             if out.get(k, 0) is None:
                 del out[k]
         return out

@@ -12,12 +12,14 @@ score, validity and error of each answer; their full details (prompt, every raw 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from knockout.data._records import Answer, Criterion, ItemSet
+from knockout.data._records import Answer, Criterion, ItemSet, Question
 from knockout.engine import Outcome, Subject, Task
 from knockout.guard import detect, visible, without
+from knockout.methods._anchors import ANCHOR_ENDS, Anchors, anchor_answers
 from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
 from knockout.prompts._builder import PromptBuilder, reminder_for
 from knockout.storage._store import ResultRow
@@ -84,7 +86,14 @@ class Individual(Method):
                 task, template, shot_ids, criteria = grade_task(builder, a, a.id)
                 tasks.append(task)
                 meta.append((template, shot_ids, criteria))
+            anchored = self._anchored_questions(part, builder) if options.anchors == "on" else []
+            for q in anchored:  # asked with the question's answers (the same prompt prefix)
+                for end, x in zip(ANCHOR_ENDS, anchor_answers(q), strict=True):
+                    tasks.append(dataclasses.replace(grade_task(builder, x, x.id)[0],
+                                                     subject=Subject("anchor", (q.id, end))))
             outcomes = await ctx.engine.ask_all(tasks, wave=1)
+            anchor_outcomes = outcomes[len(part):]
+            outcomes = outcomes[:len(part)]
             done = [
                 AnswerResult(
                     answer_id=a.id,
@@ -97,6 +106,9 @@ class Individual(Method):
             ]
             if guard:
                 await self._guard(part, done, builder, ctx)
+            if anchored:
+                self._anchor(done, {q.id: (anchor_outcomes[2 * i], anchor_outcomes[2 * i + 1], q.max_points)
+                                    for i, q in enumerate(anchored)})
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in done)
             if chunked:  # the details are in the store; keep what a summary needs (the error, the few-shot
                 for r in done:  # answers for the copy rate, the last reply for the sciex parser's fallbacks)
@@ -106,6 +118,8 @@ class Individual(Method):
                         kept["criteria"] = r.details["criteria"]
                     if r.details.get("guard"):
                         kept["guard"] = r.details["guard"]
+                    if r.details.get("anchored"):
+                        kept["anchored"] = r.details["anchored"]
                     if r.details.get("shots"):
                         kept["shots"] = r.details["shots"]
                     if options.parser and r.details.get("attempts"):
@@ -113,6 +127,39 @@ class Individual(Method):
                     r.details = kept
             results.extend(done)
         return MethodResult(results, written=True)
+
+    @staticmethod
+    def _anchored_questions(part: Sequence[Answer], builder: PromptBuilder) -> list[Question]:
+        """The questions of ``part`` whose grades are read on reference anchors: those with a reference shown to
+        the judge and no criteria rubric (a criteria verdict is a sum of per-criterion grades)."""
+        items = builder.items
+        qs = {a.question_id: items.questions[a.question_id] for a in part}
+        return [q for q in qs.values() if q.reference and builder.options.reference and not builder.criteria(q)]
+
+    @staticmethod
+    def _anchor(done: list[AnswerResult], anchors: dict[str, tuple[Outcome, Outcome, float]]) -> None:
+        """Each valid grade of an anchored question read on its anchors (:mod:`knockout.methods._anchors`).  An
+        anchor that got no reply makes its question's answers fail (the run is not complete; running it again
+        asks only that); one whose reply could not be read leaves the question's grades as the judge gave them,
+        which their details say."""
+        for r in done:
+            got = anchors.get(r.question_id)
+            if got is None:
+                continue
+            ref, null, max_points = got
+            if ref.failed or null.failed:
+                bad = ref if ref.failed else null
+                r.score, r.valid = None, False
+                r.details.update(valid=False, failed=True,
+                                 error=f"the question's anchor answer got no reply: {bad.error}")
+            elif not (ref.valid and null.valid):
+                bad = null if ref.valid else ref
+                r.details["anchored"] = {"error": f"an anchor answer's reply could not be read ({bad.error}): "
+                                                  "the grade is the judge's own"}
+            elif r.score is not None:
+                a = Anchors(grade_of(ref.value), grade_of(null.value), max_points)
+                r.details["anchored"] = a.record(r.score)
+                r.score = a.read(r.score)
 
     async def _guard(self, part: Sequence[Any], done: list[AnswerResult], builder: PromptBuilder,
                      ctx: RunContext) -> None:

@@ -161,6 +161,12 @@ class GradeKind(RunKind):
             view["facts"].append((f"Criterion {i}", f"{c['awarded']:g} of {c['points']:g} points: {c['criterion']}"))
         if d.get("scores"):
             view["facts"].append(("Grades received", ", ".join(str(s) for s in d["scores"])))
+        anchored = d.get("anchored")
+        if isinstance(anchored, dict):  # reference anchors: the judge's grade read on its question's anchors
+            view["facts"].append(("Anchors", anchored["error"] if anchored.get("error") else
+                                  f"the judge's grade {anchored['grade_raw']:.2f}, read on the line through its "
+                                  f"grades of the reference ({anchored['reference']:.2f}: full points) and of a "
+                                  f"null answer ({anchored['null']:.2f}: none)"))
         if d.get("draws"):  # --samples K: the grade is the mean of the valid draws
             view["facts"].append(("Draws", ", ".join("invalid" if s is None else f"{s:g}" for s in d["draws"]) +
                                   " (the grade: their mean)"))

@@ -77,6 +77,9 @@ class GradeSummary(RunSummary):
     #: the persuasion guard (docs/injection.md), when on: answers checked, flagged (graded again without the parts
     #: aimed at the grader), lowered (the second grade was lower: kept), errors (no valid second grade)
     guard: dict[str, int] | None = None
+    #: reference anchors (docs/methods.md#reference-anchors), when on: the ``questions`` whose grades were read
+    #: on their anchors, and ``unread`` those whose anchor reply could not be read (their grades are the judge's)
+    anchors: dict[str, int] | None = None
     #: a mixed run's questions per verdict mode (``{"constrained": 3, "text": 1}``)
     verdict_questions: dict[str, int] | None = None
 
@@ -100,6 +103,17 @@ class RunReport:
     status: str = "complete"
     #: ``on`` when the persuasion guard ran
     guard: str = "off"
+    #: ``on`` when reference anchors were asked
+    anchors: str = "off"
+
+    def anchor_counts(self) -> dict[str, int] | None:
+        """The questions graded on reference anchors, and those whose anchors could not be read (None when off)."""
+        if self.anchors != "on":
+            return None
+        done: dict[str, dict[str, Any]] = {r.question_id: r.details["anchored"] for r in self.results
+                                           if r.details.get("anchored")}
+        return {"questions": sum("scale" in d for d in done.values()),
+                "unread": sum("error" in d for d in done.values())}
 
     def guard_counts(self) -> dict[str, int] | None:
         """The persuasion guard's counts (None when it was off)."""
@@ -119,6 +133,7 @@ class RunReport:
             valid=sum(r.valid for r in self.results), invalid=sum(not r.valid for r in self.results),
             **self.stats, agreement=self.agreement, info=self.info or None, verdict=self.verdict,
             guard=self.guard_counts(),
+            anchors=self.anchor_counts(),
             verdict_questions=self.verdict_questions,
         )
         return s.model_dump(mode="json", exclude_none=True)
@@ -128,6 +143,10 @@ def grade_oracle(items: ItemSet) -> Oracle:
     """What the scripted judge (a simulation) may know: the human scores of the answers it is shown."""
 
     def facts(subject: Subject) -> dict[str, Any]:
+        if subject.kind == "anchor":  # a question's reference anchor deserves full points, its null one none
+            q = items.questions[subject.ids[0]]
+            return {"kind": "individual", "max_points": q.max_points,
+                    "humans": [q.max_points if subject.ids[1] == "reference" else 0.0]}
         at = [items.index_of(i) for i in subject.ids]
         q = items.question_at(at[0])
         facts = {"kind": subject.kind, "max_points": q.max_points, "humans": [items.human_score_at(k) for k in at]}
@@ -147,10 +166,12 @@ class GradeRun(Run[RunReport]):
         super().__init__(method=cfg.method, data_source=items.source, params=cfg.params,
                          concurrency=cfg.concurrency, format_retries=cfg.format_retries)
         from knockout.guard import resolve_guard
+        from knockout.methods._anchors import resolve_anchors
         from knockout.prompts._slots import resolve_verdict
 
         verdict = resolve_verdict(cfg.options.verdict, judge)  # the mode this judge gives: recorded with the run
         guard = resolve_guard(cfg.options.guard, cfg.method, verdict)  # likewise the guard's
+        resolve_anchors(cfg.options.anchors, cfg.method)  # an unknown mode, or anchors without individual grading
         if verdict != cfg.options.verdict or guard != cfg.options.guard:
             cfg = dataclasses.replace(cfg, options=dataclasses.replace(cfg.options, verdict=verdict, guard=guard))
         self.items = items
@@ -271,6 +292,7 @@ class GradeRun(Run[RunReport]):
             results=outcome.results,
             info=outcome.info,
             guard=self.cfg.options.guard,
+            anchors=self.cfg.options.anchors,
             verdict=verdict,
             verdict_questions=per_mode,
         )
