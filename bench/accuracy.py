@@ -116,6 +116,10 @@ SUITES = {s.name: s for s in (
           "mqm", limit=6, answers=4, reference=False, max_tokens=256),
     Suite("mohler-ind", "Mohler dev set (issue 41), first 24 questions x 8 answers, individual, reference, 0-5 "
           "points, the two graders' mean", SHARED / "mohler-dev/mohler_dev.csv", limit=24, answers=8, extra=True),
+    Suite("mohler-ko-d", "Mohler dev set, the first 24 questions x 8 answers (mohler-ind's), debiased knockout: each "
+          "answer's grade the mean of those it got in its matches, in both orders",
+          SHARED / "mohler-dev/mohler_dev.csv", method="knockout", debias=True, limit=24, answers=8, extra=True,
+          paired_with="mohler-ind"),
     Suite("mohler-ind-all", "Mohler dev set, all 63 questions and 1,756 answers, individual, reference (a long "
           "run: about 2.5 h with the embedded judge)", SHARED / "mohler-dev/mohler_dev.csv", extra=True),
     Suite("pandalm-sbs", "PandaLM test set, first 24 pairs, side-by-side prompt I, both orders",

@@ -39,7 +39,8 @@ def xss_items() -> ItemSet:
 
 
 def build_runs_store(path: Path) -> tuple[Path, dict[str, str]]:
-    """Runs: debiased knockout and individual grading (50% unreadable replies) on the demo exam, a knockout on
+    """Runs: debiased knockout, individual grading (50% unreadable replies) and individual grading on reference
+    anchors (slot verdicts) on the demo exam, a knockout on
     5 answers whose texts try XSS, a side-by-side run with a soft debate, an MDEval meta run; users ``vic``
     (viewer), ``org`` (organizer) and ``gus`` (grader)."""
     ids: dict[str, str] = {}
@@ -50,6 +51,8 @@ def build_runs_store(path: Path) -> tuple[Path, dict[str, str]]:
         ids["individual"] = run(items, make_judge("scripted?invalid=0.5&seed=5"), store,
                                 RunConfig(format_retries=1)).run_id
         ids["xss"] = run(xss_items(), make_judge("scripted"), store, RunConfig(method="knockout")).run_id
+        ids["anchored"] = run(items, make_judge("scripted?slot=true"), store, RunConfig(options=MethodOptions(
+            reference=True, rubric="off", anchors="on"))).run_id
         ids["sbs"] = run_sbs(synthetic(4), make_judge("scripted"), store, SbsConfig(debate="soft"),
                              source="syn").run_id
         vs = load_verdicts(write_verdicts(path.parent / "verdicts"))
@@ -141,6 +144,16 @@ def test_answer_page_shows_every_request_and_raw_reply(runs_db: tuple[Path, dict
     assert len(bad["details"]["attempts"]) == 2 and "format retry" in page.text
     ok = c.get(f"/runs/{rid}/item/{good['item_id']}").text
     assert "Parsed grade" in ok and 'id="invalid-reason"' not in ok
+
+
+def test_answer_page_shows_the_reference_anchors(runs_db: tuple[Path, dict[str, str]]) -> None:
+    c, db, rid = as_viewer(runs_db, "anchored")
+    with Store(db) as store:
+        r = next(r for r in store.results(rid) if r["valid"])
+    a = r["details"]["anchored"]
+    page = text_of(c.get(f"/runs/{rid}/item/{r['item_id']}").text).replace("&#39;", "'")
+    assert "Anchors" in page and f"the judge's grade {a['grade_raw']:.2f}, read on the line through" in page
+    assert f"the reference ({a['reference']:.2f}: full points)" in page
 
 
 def test_knockout_item_and_bracket(runs_db: tuple[Path, dict[str, str]]) -> None:
