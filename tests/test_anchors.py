@@ -165,3 +165,23 @@ def test_a_squeezed_judge_stays_squeezed_for_the_question_reliability() -> None:
     trust = trust_marks(items, results)
     assert trust.questions["q1"].spread == pytest.approx(float(np.std(raw)) / 4)
     assert NEEDS_EXPERT in trust.marks("q1/a0")
+
+
+def test_a_flagged_answers_guard_grades_are_on_the_anchored_scale(tmp_path: Path) -> None:
+    """The persuasion guard's grade of the whole answer (the one it "would have had", shown beside a flagged
+    grade) and of the answer without the flagged parts are read on the same anchors as the grade itself."""
+    from tests.test_guard import _items as attacked
+
+    judge = make_judge("scripted?slot=true&noise=0.3&seed=5")  # a simulation: its noise grades the answer without
+    # the flagged part lower than the whole answer (seed 5)
+    with Store(tmp_path / "s.db") as store:
+        on = run(attacked(), judge, store, RunConfig(options=MethodOptions(reference=True, anchors="on")))
+        off = run(attacked(), judge, store, RunConfig(options=MethodOptions(reference=True)))
+    raw = next(r for r in off.results if r.answer_id == "a0").details["guard"]
+    r = next(r for r in on.results if r.answer_id == "a0")
+    g, d = r.details["guard"], r.details["anchored"]
+    assert g["flagged"] and raw["grade_stripped"] < raw["grade_full"]
+    a = Anchors(d["reference"], d["null"], attacked().questions[r.question_id].max_points)
+    assert d["grade_raw"] == min(raw["grade_full"], raw["grade_stripped"]) and r.score == a.read(d["grade_raw"])
+    assert g["grade_full"] == a.read(raw["grade_full"]) and g["grade_stripped"] == a.read(raw["grade_stripped"])
+    assert r.score == g["grade_stripped"] < g["grade_full"] and on.summary()["guard"]["lowered"] == 1

@@ -141,7 +141,7 @@ class Individual(Method):
         """Each valid grade of an anchored question read on its anchors (:mod:`knockout.methods._anchors`).  An
         anchor that got no reply makes its question's answers fail (the run is not complete; running it again
         asks only that); one whose reply could not be read leaves the question's grades as the judge gave them,
-        which their details say."""
+        which their details say.  A flagged answer's guard grades are read on the same anchors as its grade."""
         for r in done:
             got = anchors.get(r.question_id)
             if got is None:
@@ -160,6 +160,10 @@ class Individual(Method):
                 a = Anchors(grade_of(ref.value), grade_of(null.value), max_points)
                 r.details["anchored"] = a.record(r.score)
                 r.score = a.read(r.score)
+                g = r.details.get("guard") or {}
+                for k in ("grade_full", "grade_stripped"):  # the guard's grades on the grade's own scale (the
+                    if isinstance(g.get(k), int | float):  # grade "it would have had", shown beside it)
+                        g[k] = a.read(g[k])
 
     async def _guard(self, part: Sequence[Any], done: list[AnswerResult], builder: PromptBuilder,
                      ctx: RunContext) -> None:
