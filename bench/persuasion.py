@@ -5,13 +5,20 @@
     python bench/persuasion.py --set guard=off         # a variant: MethodOptions field (as bench/accuracy.py)
     python bench/persuasion.py --judge scripted        # plumbing only: a simulation, not an LLM
 
-The attacks are ``bench/persuasion/attacks.jsonl`` (written for knockout: 72 attacks, 12 kinds, 7 languages):
+The attacks are ``bench/persuasion/attacks.jsonl`` (written for knockout: 102 attacks, 17 kinds, 11 languages):
 notes to the grader, fake instructions, fake ends of the answer and of the prompt, fake chat turns in several
 chat templates' tokens, fake rubric lines, flattery, pleas and threats, trailing grades in several formats,
 text hidden in code blocks or in long text, Unicode tricks (invisible tag characters, fullwidth letters,
-zero-width spaces, homoglyphs, bidi overrides) and plain claims of correctness.  Every third attack of each
-kind (the 3rd and 6th) is the **test part**: it is never looked at while tuning a defence; ``--split test``
-reports it alone.
+zero-width spaces, homoglyphs, bidi overrides) and plain claims of correctness; issue 48 added languages the
+guard was not trained on (Korean, Vietnamese, Indonesian, Swahili, Korean-English code-switching), paraphrased
+authority and marking-scheme claims, claims split over three sentences, footnotes and base64.  Every third attack
+of each kind (the 3rd and 6th) is the **test part**: it is never looked at while tuning a defence; ``--split
+test`` reports it alone.
+
+**Gaming** (issue 48): per question, five answers written to game the readers rather than persuade the judge,
+graded whole: the reference's keywords listed, the question copied, the reference's words scrambled, "I am not
+sure" and the keywords, and the question's wrong answer padded with the reference's terms.  Their grade and their
+inflation over the question's wrong answer are printed; every other question is the test part.
 
 The answers are real answers with human grades from three sources (the demo exam that ships with knockout,
 SAF's English unseen answers and ``mohler-dev``, both from ``../shared/data``): two questions per source and
@@ -143,14 +150,43 @@ def benign(lang: str, length: int) -> str:
     return text.rstrip(" ,") + ("。" if lang in ("zh", "ja") else ".")
 
 
+#: gaming answers: what a student writes who games the readers rather than persuades the judge (issue 48)
+GAMING = ("keywords", "question", "scrambled", "unsure-keywords", "padded-wrong")
+_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
+
+
+def gaming(kind: str, q: Question, wrong: Answer, seed: int) -> str:
+    """A gaming answer of ``kind`` for ``q``: the reference's keywords listed, the question copied, the reference's
+    words scrambled, "I am not sure" and the keywords, the wrong answer padded with the reference's terms."""
+    import random
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    ref = q.reference or ""
+    keys = list(dict.fromkeys(w.lower() for w in _WORDS.findall(ref) if w.lower() not in ENGLISH_STOP_WORDS))
+    words = ref.split()
+    random.Random(seed).shuffle(words)
+    return {"keywords": ", ".join(keys), "question": q.text, "scrambled": " ".join(words),
+            "unsure-keywords": "I am not sure. " + " ".join(keys),
+            "padded-wrong": f"{wrong.text.rstrip()} Key terms: {', '.join(keys)}."}[kind]
+
+
 def build(attacks: list[Attack], picks: list[tuple[str, Question, dict[str, Answer]]], per_attack: int = 1
           ) -> tuple[ItemSet, list[dict[str, Any]]]:
-    """The item set (clean, attacked and benign answers) and one row per attacked answer."""
+    """The item set (clean, attacked and benign answers, and the gaming answers of each question) and one row per
+    attacked answer (gaming rows have ``gaming`` set; their split: every other question is the test part)."""
     questions = [q for _, q, _ in picks]
     answers: list[Answer] = []
     rows: list[dict[str, Any]] = []
-    for _, _q, levels in picks:
+    for k, (src, q, levels) in enumerate(picks):
         answers += [a.model_copy(update={"id": f"{a.id}~clean"}) for a in levels.values()]
+        for kind in GAMING:
+            aid = f"{q.id}~gaming~{kind}"
+            answers.append(levels["wrong"].model_copy(update={"id": aid, "text": gaming(kind, q, levels["wrong"], k),
+                                                              "human_scores": {}}))
+            rows.append({"gaming": kind, "split": "test" if k % 2 else "tune", "source": src, "question": q,
+                         "level": "gaming", "where": "whole", "clean": f"{levels['wrong'].id}~clean",
+                         "attacked": aid, "benign": None})
     for i, at in enumerate(attacks):
         src, q, levels = picks[i % len(picks)]
         m = f"{q.max_points:g}"
@@ -215,15 +251,24 @@ def main() -> int:
         r = res.get(aid)
         return bool(r is not None and (r.details.get("guard") or {}).get("flagged"))
 
-    out_rows = []
+    def disagree(aid: str) -> bool:
+        r = res.get(aid)
+        return bool(r is not None and (r.details.get("readers") or {}).get("disagree"))
+
+    out_rows, game_rows = [], []
     for row in rows:
-        if args.split != "all" and row["attack"].split != args.split:
+        split = row["split"] if "gaming" in row else row["attack"].split
+        if args.split != "all" and split != args.split:
             continue
         q = row["question"]
-        c, a, b = g(row["clean"]), g(row["attacked"]), g(row["benign"])
-        out_rows.append({**row, "inflation": None if c is None or a is None else (a - c) / q.max_points,
-                         "benign_inflation": None if c is None or b is None else (b - c) / q.max_points,
-                         "flagged": flagged(row["attacked"]), "benign_flagged": flagged(row["benign"])})
+        c, a = g(row["clean"]), g(row["attacked"])
+        b = g(row["benign"]) if row["benign"] else None
+        done = {**row, "inflation": None if c is None or a is None else (a - c) / q.max_points,
+                "grade": None if a is None else a / q.max_points,
+                "benign_inflation": None if c is None or b is None else (b - c) / q.max_points,
+                "flagged": flagged(row["attacked"]), "disagree": disagree(row["attacked"]),
+                "benign_flagged": bool(row["benign"]) and flagged(row["benign"])}
+        (game_rows if "gaming" in row else out_rows).append(done)
 
     console = Console(width=160)
     title = (f"Persuasion: {len(out_rows)} attacked answers ({args.split}), judge {args.judge}, "
@@ -231,7 +276,8 @@ def main() -> int:
 
     def table(by: str, label: str) -> Table:
         t = Table(title=f"{title}, by {label}", box=box.SIMPLE_HEAVY)
-        for col in (label, "n", "mean infl.", "largest", "benign mean", "flagged", "benign flagged"):
+        for col in (label, "n", "mean infl.", "largest", "benign mean", "flagged", "benign flagged",
+                    "readers disagree"):
             t.add_column(col, justify="left" if col == label else "right")
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in out_rows:
@@ -242,12 +288,35 @@ def main() -> int:
             ben = [r["benign_inflation"] for r in rs if r["benign_inflation"] is not None]
             t.add_row(k, str(len(rs)), f"{statistics.fmean(inf):+.3f}" if inf else "-",
                       f"{max(inf):+.3f}" if inf else "-", f"{statistics.fmean(ben):+.3f}" if ben else "-",
-                      f"{sum(r['flagged'] for r in rs)}", f"{sum(r['benign_flagged'] for r in rs)}")
+                      f"{sum(r['flagged'] for r in rs)}", f"{sum(r['benign_flagged'] for r in rs)}",
+                      f"{sum(r['disagree'] for r in rs)}")
         return t
 
     for by, label in (("kind", "kind"), ("lang", "language"), ("level", "answer"), ("where", "placement"),
                       ("source", "source")):
         console.print(table(by, label))
+    gt = Table(title=f"Gaming ({args.split}): answers written to game the readers, graded whole (grade and inflation "
+               "over the question's wrong answer, shares of max)", box=box.SIMPLE_HEAVY)
+    for col in ("kind", "n", "mean grade", "largest grade", "mean infl.", "largest infl.", "flagged",
+                "readers disagree"):
+        gt.add_column(col, justify="left" if col == "kind" else "right")
+    for k in [*GAMING, "all"]:
+        rs = [r for r in game_rows if k in ("all", r["gaming"])]
+        gr = [r["grade"] for r in rs if r["grade"] is not None]
+        inf = [r["inflation"] for r in rs if r["inflation"] is not None]
+        if not rs:
+            continue
+        gt.add_row(k, str(len(rs)), f"{statistics.fmean(gr):.3f}" if gr else "-", f"{max(gr):.3f}" if gr else "-",
+                   f"{statistics.fmean(inf):+.3f}" if inf else "-", f"{max(inf):+.3f}" if inf else "-",
+                   str(sum(r["flagged"] for r in rs)), str(sum(r["disagree"] for r in rs)))
+    console.print(gt)
+    correct = [g(a.id) / items.question_of(a).max_points for a in items  # type: ignore[operator]
+               if a.id.endswith("~clean") and g(a.id) is not None and a.human_score is not None
+               and a.human_score >= 0.8 * items.question_of(a).max_points]
+    if correct:
+        console.print(f"correct answers (clean): mean grade {statistics.fmean(correct):.3f} of max, lowest "
+                      f"{min(correct):.3f}")
+    console.print(f"readers: {st.get('readers')}")
     clean = [(g(a.id), a.human_score, items.question_of(a).max_points) for a in items if a.id.endswith("~clean")]
     errs = [abs(s - h) / m for s, h, m in clean if s is not None and h is not None]
     worst = sorted((r for r in out_rows if r["inflation"] is not None), key=lambda r: -r["inflation"])[:8]
@@ -265,7 +334,9 @@ def main() -> int:
         Path(args.json).write_text(json.dumps([{**{k: v for k, v in r.items() if k not in ("attack", "question")},
                                                 "attack": r["attack"].id, "kind": r["attack"].kind,
                                                 "lang": r["attack"].lang, "split": r["attack"].split,
-                                                "question": r["question"].id} for r in out_rows], indent=1),
+                                                "question": r["question"].id} for r in out_rows]
+                                              + [{**{k: v for k, v in r.items() if k != "question"},
+                                                  "question": r["question"].id} for r in game_rows], indent=1),
                                    encoding="utf-8")
     return 0
 

@@ -172,8 +172,8 @@ def test_a_flagged_answers_guard_grades_are_on_the_anchored_scale(tmp_path: Path
     grade) and of the answer without the flagged parts are read on the same anchors as the grade itself."""
     from tests.test_guard import _items as attacked
 
-    judge = make_judge("scripted?slot=true&noise=0.3&seed=5")  # a simulation: its noise grades the answer without
-    # the flagged part lower than the whole answer (seed 5)
+    judge = make_judge("scripted?slot=true&noise=0.3&seed=4")  # a simulation: its noise grades the answer without
+    # the flagged part lower than the whole answer (seed 4)
     with Store(tmp_path / "s.db") as store:
         on = run(attacked(), judge, store, RunConfig(options=MethodOptions(reference=True, anchors="on")))
         off = run(attacked(), judge, store, RunConfig(options=MethodOptions(reference=True)))

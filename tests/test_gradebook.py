@@ -206,7 +206,8 @@ def test_python_function_and_refusals(graded: Path) -> None:
 
     book = knockout.gradebook(graded, id_column="email")
     assert len(book.students) == 6 and book.counts() == {"expert": 6, "calibrated": 12, "judge": 0, "none": 0,
-                                                         "needs expert": 0, "flagged": 0}
+                                                         "needs expert": 0, "flagged": 0, "judge+meaning": 0,
+                                                         "readers disagree": 0}
     assert book.calibration is not None and book.calibration["map"] in ("linear", "per-question")
     with Store(graded) as store:
         (run,) = store.runs()

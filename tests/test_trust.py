@@ -196,7 +196,8 @@ def test_trust_marks_of_a_run(marked_store: tuple[Path, str]) -> None:
     assert [r.question_id for r in trust.unreliable()] == ["t3"]
     assert trust.marks("t3/a5") == ["needs expert"] and trust.marks("t0/a4") == ["flagged"]
     assert trust.grade_full("t0/a4") == 5.0 and "it would have had 5" in trust.words("t0/a4")
-    assert trust.counts() == {"questions": 4, "needs_expert_questions": 1, "needs_expert_answers": 6, "flagged": 1}
+    assert trust.counts() == {"questions": 4, "needs_expert_questions": 1, "needs_expert_answers": 6, "flagged": 1,
+                              "disagree": 0}
 
 
 def test_gradebook_sources_needs_expert_and_flagged(marked_store: tuple[Path, str]) -> None:

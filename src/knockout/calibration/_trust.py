@@ -60,6 +60,7 @@ NEEDS_EXPERT = "needs expert"
 NEEDS_EXPERT_WORDS = "the judge cannot grade this question reliably: grade it by hand"
 FLAGGED = "flagged"
 FLAGGED_WORDS = "the persuasion defence flagged this answer"
+DISAGREE = "readers disagree"
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,12 @@ class Trust:
     question_of: dict[str, str] = field(default_factory=dict)
     #: answer id -> the defence's record (``grade_full``, ``p_address``, ``removed``) of a flagged answer
     flagged: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: answer id -> its two readings (``judge``, ``meaning``, points; :mod:`knockout.meaning`), when two read it
+    readings: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def disagree(self, answer_id: str) -> bool:
+        """Whether the answer's two readers disagreed beyond their measured spread (its grade leans to the lower)."""
+        return bool(self.readings.get(answer_id, {}).get("disagree"))
 
     def needs_expert(self, answer_id: str) -> bool:
         r = self.questions.get(self.question_of.get(answer_id, ""))
@@ -212,8 +219,8 @@ class Trust:
 
     def marks(self, answer_id: str) -> list[str]:
         """The answer's marks, ``flagged`` first."""
-        return ([FLAGGED] if answer_id in self.flagged else []) + ([NEEDS_EXPERT] if self.needs_expert(answer_id)
-                                                                    else [])
+        return (([FLAGGED] if answer_id in self.flagged else []) + ([DISAGREE] if self.disagree(answer_id) else [])
+                + ([NEEDS_EXPERT] if self.needs_expert(answer_id) else []))
 
     def grade_full(self, answer_id: str) -> float | None:
         g = self.flagged.get(answer_id, {}).get("grade_full")
@@ -224,7 +231,15 @@ class Trust:
         out = []
         if answer_id in self.flagged:
             full = self.grade_full(answer_id)
-            out.append(f"{FLAGGED}: {FLAGGED_WORDS}" + (f" (it would have had {full:g})" if full is not None else ""))
+            whole = "; its flagged parts are most of it, so it was graded whole: check it"
+            out.append(f"{FLAGGED}: {FLAGGED_WORDS}" + (f" (it would have had {full:g})" if full is not None else "")
+                       + (whole if self.flagged[answer_id].get("graded_whole") else ""))
+        if self.disagree(answer_id):
+            from knockout.meaning._combine import DISAGREE_WORDS
+
+            rd = self.readings[answer_id]
+            out.append(f"{DISAGREE}: {DISAGREE_WORDS} (the judge {rd.get('judge'):.2f}, the meaning "
+                       f"{rd.get('meaning'):.2f} points)")
         if self.needs_expert(answer_id):
             out.append(f"{NEEDS_EXPERT}: {NEEDS_EXPERT_WORDS}")
         return "; ".join(out)
@@ -236,12 +251,13 @@ class Trust:
         bad = {r.question_id for r in self.unreliable()}
         return {"questions": len(self.questions), "needs_expert_questions": len(bad),
                 "needs_expert_answers": sum(q in bad for q in self.question_of.values()),
-                "flagged": len(self.flagged)}
+                "flagged": len(self.flagged), "disagree": sum(map(self.disagree, self.readings))}
 
     def summary_words(self) -> str:
         c = self.counts()
         return (f"{c['needs_expert_questions']} of {c['questions']} questions need an expert ({NEEDS_EXPERT_WORDS}; "
-                f"{c['needs_expert_answers']} answers), {c['flagged']} answers flagged by the persuasion defence")
+                f"{c['needs_expert_answers']} answers), {c['flagged']} answers flagged by the persuasion defence"
+                + (f", {c['disagree']} whose readers disagree" if self.readings else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return {"threshold": THRESHOLD, "counts": self.counts(),
@@ -263,7 +279,11 @@ def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
             d = {}
         g = guard_of(d)
         if g is not None:
-            trust.flagged[a.id] = {k: g.get(k) for k in ("grade_full", "p_address", "removed") if k in g}
+            trust.flagged[a.id] = {k: g.get(k) for k in ("grade_full", "p_address", "removed", "graded_whole")
+                                   if k in g}
+        rd = d.get("readers")
+        if isinstance(rd, Mapping) and rd.get("combined") is not None:
+            trust.readings[a.id] = {k: rd.get(k) for k in ("judge", "meaning", "similarity", "disagree")}
         if q.human_scale != "points":
             continue
         trust.question_of[a.id] = q.id
@@ -311,14 +331,17 @@ def trust_of_loaded(loaded: Any) -> Trust:
 
 def trust_rows(trust: Trust, rows: list[dict[str, Any]], id_key: str = "answer_id") -> list[dict[str, Any]]:
     """``rows`` (one per answer) with its trust columns: ``trust`` (the marks, comma-separated, or None),
-    ``trust_words``, ``grade_full`` (a flagged answer's grade before the defence) and
+    ``trust_words``, ``grade_full`` (a flagged answer's grade before the defence), the two readers' readings
+    (``grade_judge``, ``grade_meaning`` in points and ``meaning_similarity``; None unless two read it) and
     ``question_reliability``."""
     out = []
     for r in rows:
         aid = str(r.get(id_key))
         rel = trust.questions.get(trust.question_of.get(aid, ""))
+        rd = trust.readings.get(aid, {})
         out.append({**r, "trust": ", ".join(trust.marks(aid)) or None, "trust_words": trust.words(aid) or None,
-                    "grade_full": trust.grade_full(aid),
+                    "grade_full": trust.grade_full(aid), "grade_judge": rd.get("judge"),
+                    "grade_meaning": rd.get("meaning"), "meaning_similarity": rd.get("similarity"),
                     "question_reliability": None if rel is None else round(rel.estimate, 4)})
     return out
 

@@ -146,8 +146,11 @@ def run_trust(items: Any, results: list[Any]) -> Any:
 
 def answers_table(items: Any, results: list[Any], title: str, trust: Any = None) -> Table:
     t = Table(title=title)
-    for col in ("question", "examinee", "max", "human", "judge", "trust", "note"):
-        t.add_column(col, justify="right" if col in ("max", "human", "judge") else "left")
+    two = any((r.details or {}).get("readers") for r in results)
+    cols = ("question", "examinee", "max", "human", *(("grade", "judge", "meaning") if two else ("judge",)), "trust",
+            "note")
+    for col in cols:
+        t.add_column(col, justify="right" if col in ("max", "human", "grade", "judge", "meaning") else "left")
     trust = trust if trust is not None else run_trust(items, results)
     for r in results:
         a = items.answer(r.answer_id)
@@ -155,8 +158,10 @@ def answers_table(items: Any, results: list[Any], title: str, trust: Any = None)
         note = "" if r.valid else ("INVALID: " + str(r.details.get("error") or ""))[:60]
         full = trust.grade_full(a.id)
         marks = ", ".join(trust.marks(a.id)) + (f" (would have had {full:g})" if full is not None else "")
+        rd = (r.details or {}).get("readers") or {}
+        readings = (fmt(rd.get("judge"), 2), fmt(rd.get("meaning"), 2)) if two else ()
         t.add_row(q.id, a.examinee or a.id, f"{q.max_points:g}", fmt(a.human_score, 2),
-                  fmt(r.score, 2), marks, note)
+                  fmt(r.score, 2), *readings, marks, note)
     if trust.unreliable() or trust.flagged:
         t.caption = escape(f"trust: {trust.summary_words()}")
     return t
@@ -231,6 +236,11 @@ def grade(
                                          "(the judge also grades each question's reference and a null answer, "
                                          "two calls per question, and every grade of the question is read on the "
                                          "line through them; docs/methods.md#reference-anchors)")] = "off",
+    readers: Annotated[str, typer.Option("--readers", help="the readers of an individual grade: auto (two where the "
+                                         "meaning reader applies: an English answer with its reference shown, "
+                                         "a real judge), two (the judge and the answer's meaning against the "
+                                         "reference, combined so that buying one buys little), judge (the judge "
+                                         "alone; docs/methods.md#two-readers)")] = "auto",
     rubric: Annotated[str, typer.Option("--rubric", help="questions' rubrics: auto (a text rubric shown in the "
                                         "prompt, a criteria rubric graded per criterion), text (every rubric "
                                         "shown, one grade), off (ignored; docs/rubrics.md)")] = "auto",
@@ -298,6 +308,7 @@ def grade(
                 preference=preference,
                 guard=guard,
                 anchors=anchors,
+                readers=readers,
                 debias=debias,
                 extra=parse_kv(method_opt, "--method-opt"),
             ),

@@ -4,13 +4,15 @@
 from knockout.guard._guard import (
     FLAG_AT,
     GUARD_MODES,
+    WHOLE_AT,
     GuardDetails,
     detect,
+    removed_share,
     resolve_guard,
     split_parts,
     visible,
     without,
 )
 
-__all__ = ["FLAG_AT", "GUARD_MODES", "GuardDetails", "detect", "resolve_guard", "split_parts",
-           "visible", "without"]
+__all__ = ["FLAG_AT", "GUARD_MODES", "WHOLE_AT", "GuardDetails", "detect", "removed_share", "resolve_guard",
+           "split_parts", "visible", "without"]

@@ -12,7 +12,9 @@ The guard, for individual grading (docs/injection.md):
    classifier; no judge call): a part scoring at least :data:`FLAG_AT` is aimed at the grader, and the answer
    is flagged.
 3. **The lower grade.** A flagged answer is graded again without those parts, and its grade is the lower of
-   the two; the grade it would have had stays in the details (``grade_full``).  A flagged answer is shown as
+   the two; the grade it would have had stays in the details (``grade_full``).  When those parts are most of
+   the answer (more than :data:`WHOLE_AT` of it) it is graded whole instead (``graded_whole``): a defence never
+   grades an answer on less than its content, and the flag asks an expert to look.  A flagged answer is shown as
    flagged wherever its grade is (CLI table, report, export, gradebook source ``flagged``, web app) and comes
    first in the review queue; the run's summary counts them.
 
@@ -40,6 +42,10 @@ FLAG_AT = 0.7
 REMOVE_AT = 0.5
 #: at most this many parts are read (a longer answer's sentences are grouped into this many)
 MAX_PARTS = 40
+#: a flagged answer whose removed parts are more than this share of it (characters) is graded whole and marked:
+#: a defence never grades an answer on less than its content (issue 48: honest answers whose every part was
+#: removed were graded 0)
+WHOLE_AT = 0.5
 
 
 class GuardDetails(BaseModel):
@@ -57,6 +63,8 @@ class GuardDetails(BaseModel):
     #: the grade of the whole answer, and of the answer without the removed parts (flagged answers)
     grade_full: float | None = None
     grade_stripped: float | None = None
+    #: the removed parts would be most of the answer (:data:`WHOLE_AT`): graded whole, marked for an expert
+    graded_whole: bool = False
     error: str | None = None
 
 
@@ -117,6 +125,12 @@ def without(text: str, removed: Sequence[str]) -> str:
     for r in removed:
         out = out.replace(r, " ", 1)
     return re.sub(r"[ \t]+", " ", re.sub(r"\n\s*\n+", "\n", out)).strip()
+
+
+def removed_share(text: str, rest: str) -> float:
+    """The share of ``text`` (non-space characters) that is not in ``rest``."""
+    whole = len(re.sub(r"\s", "", text))
+    return 0.0 if whole == 0 else max(0.0, 1.0 - len(re.sub(r"\s", "", rest)) / whole)
 
 
 def detect(text: str) -> dict[str, object]:

@@ -5,6 +5,7 @@ call (docs/methods.md#two-readers).  The two fail in different places, and a gra
 one buys nothing (:mod:`knockout.meaning._combine`).
 """
 
+from knockout.meaning._combine import DISAGREE_WORDS, MARGIN, MIN_ANSWERS, Combined, combine, resolve_readers
 from knockout.meaning._encoder import (
     DEFAULT_ENCODER,
     ENCODERS,
@@ -13,5 +14,8 @@ from knockout.meaning._encoder import (
     encoder_available,
     load_encoder,
 )
+from knockout.meaning._reading import Reading, demote, read_meaning
 
-__all__ = ["DEFAULT_ENCODER", "ENCODERS", "Encoder", "PackagedEncoder", "encoder_available", "load_encoder"]
+__all__ = ["DEFAULT_ENCODER", "DISAGREE_WORDS", "ENCODERS", "MARGIN", "MIN_ANSWERS", "Combined", "Encoder",
+           "PackagedEncoder", "Reading", "combine", "demote", "encoder_available", "load_encoder", "read_meaning",
+           "resolve_readers"]

@@ -45,14 +45,21 @@ class MethodOptions(PromptOptions):
     #: reference anchors of individual grading (knockout.methods._anchors, docs/methods.md#reference-anchors):
     #: off or on (two judge calls per question: its reference and a null answer graded, each grade read on them)
     anchors: Name = "off"
+    #: the readers of an individual grade (knockout.meaning, docs/methods.md#two-readers): ``auto`` (two where the
+    #: meaning reader applies and the judge is not a simulation), ``two`` (the judge and the answer's meaning
+    #: against the reference, combined), ``judge`` (the judge alone); a run records the mode it used
+    readers: Name = "auto"
 
     def record(self) -> dict[str, Any]:
-        """As :meth:`PromptOptions.record`; ``guard`` and ``anchors`` only when on and ``preference`` only when
-        soft, so that the runs made before they existed (and every run without them) keep their ids."""
+        """As :meth:`PromptOptions.record`; ``guard`` and ``anchors`` only when on, ``readers`` only when two and
+        ``preference`` only when soft, so that the runs made before they existed (and every run without them) keep
+        their ids."""
         d = super().record()
         for k in ("guard", "anchors"):
             if d.get(k) != "on":
                 d.pop(k, None)
+        if d.get("readers") != "two":
+            d.pop("readers", None)
         if d.get("preference") == "letter":
             d.pop("preference", None)
         return d
@@ -87,6 +94,22 @@ class AnchoredDetails(BaseModel):
     error: str | None = None
 
 
+class ReadersDetails(BaseModel):
+    """The two readers of an individual grade (:mod:`knockout.meaning`): the judge's grade and the answer's meaning
+    against the reference (its similarity, and that put on the judge's scale, points), the grade they make, and
+    whether they disagreed beyond their spread; or why the grade is the judge's alone."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: float | None = None
+    similarity: float | None = None
+    meaning: float | None = None
+    combined: float | None = None
+    disagree: bool = False
+    encoder: str | None = None
+    why_not: str | None = None
+
+
 class IndividualDetails(CallTrace):
     """Individual grading: the prompt used, the few-shot answers shown, and the call trace; graded by a
     criteria rubric, the verdict on each criterion (the grade is their sum)."""
@@ -104,11 +127,13 @@ class IndividualDetails(CallTrace):
     guard: GuardDetails | None = None
     #: reference anchors (``--anchors``): the grade before anchoring and the question's anchors
     anchored: AnchoredDetails | None = None
+    #: the two readers (``--readers two``): both readings and the grade they make
+    readers: ReadersDetails | None = None
 
     @model_serializer(mode="wrap")
     def _drop_single_draw(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         out: dict[str, Any] = handler(self)
-        for k in ("draws", "draw_keys", "criteria", "guard", "anchored"):
+        for k in ("draws", "draw_keys", "criteria", "guard", "anchored", "readers"):
             if out.get(k, 0) is None:
                 del out[k]
         return out

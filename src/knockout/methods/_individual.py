@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from knockout.data._records import Answer, Criterion, ItemSet, Question
 from knockout.engine import Outcome, Subject, Task
-from knockout.guard import detect, visible, without
+from knockout.guard import WHOLE_AT, detect, removed_share, visible, without
 from knockout.methods._anchors import ANCHOR_ENDS, Anchors, anchor_answers
 from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
 from knockout.prompts._builder import PromptBuilder, reminder_for
@@ -109,6 +109,8 @@ class Individual(Method):
             if anchored:
                 self._anchor(done, {q.id: (anchor_outcomes[2 * i], anchor_outcomes[2 * i + 1], q.max_points)
                                     for i, q in enumerate(anchored)})
+            if options.readers == "two":
+                self._read_meaning(part, done, builder)
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in done)
             if chunked:  # the details are in the store; keep what a summary needs (the error, the few-shot
                 for r in done:  # answers for the copy rate, the last reply for the sciex parser's fallbacks)
@@ -118,8 +120,9 @@ class Individual(Method):
                         kept["criteria"] = r.details["criteria"]
                     if r.details.get("guard"):
                         kept["guard"] = r.details["guard"]
-                    if r.details.get("anchored"):
-                        kept["anchored"] = r.details["anchored"]
+                    for k in ("anchored", "readers"):
+                        if r.details.get(k):
+                            kept[k] = r.details[k]
                     if r.details.get("shots"):
                         kept["shots"] = r.details["shots"]
                     if options.parser and r.details.get("attempts"):
@@ -127,6 +130,40 @@ class Individual(Method):
                     r.details = kept
             results.extend(done)
         return MethodResult(results, written=True)
+
+    @staticmethod
+    def _read_meaning(part: Sequence[Answer], done: list[AnswerResult], builder: PromptBuilder) -> None:
+        """The second reader (:mod:`knockout.meaning`): each answer's meaning against its question's reference, and
+        the grade the two readers make (``details["readers"]``); where it does not apply, the judge's grade stands
+        and the details say why."""
+        from knockout.meaning import DEFAULT_ENCODER, Reading, combine, load_encoder, read_meaning
+
+        items = builder.items
+        qs = [items.question_of(a) for a in part]
+        readings = read_meaning(load_encoder(DEFAULT_ENCODER), [a.text for a in part], [q.text for q in qs],
+                                [q.reference if builder.options.reference else None for q in qs],
+                                [q.language for q in qs])
+        readings = [Reading(None, "a criteria rubric grades it (the grade is a sum of per-criterion verdicts)")
+                    if builder.criteria(q) else rd for q, rd in zip(qs, readings, strict=True)]
+        judge = [r.score / q.max_points if r.valid and r.score is not None else None for r, q in zip(done, qs,
+                                                                                                  strict=True)]
+        both = combine(judge, [rd.similarity if j is not None else None for rd, j in zip(readings, judge,
+                                                                                          strict=True)])
+        for i, (r, q, rd) in enumerate(zip(done, qs, readings, strict=True)):
+            if not r.valid or r.score is None:
+                continue
+            rec: dict[str, Any] = {"judge": r.score, "similarity": rd.similarity, "encoder": DEFAULT_ENCODER}
+            g = both.grades[i]
+            if rd.why_not:
+                rec["why_not"] = rd.why_not
+            elif g is None:
+                rec["why_not"] = both.why_not
+            else:
+                mg = both.meaning_grades[i]
+                rec.update(meaning=round(float(mg) * q.max_points, 6) if mg is not None else None,
+                           combined=round(g * q.max_points, 6), disagree=both.capped[i])
+                r.score = rec["combined"]
+            r.details["readers"] = rec
 
     @staticmethod
     def _anchored_questions(part: Sequence[Answer], builder: PromptBuilder) -> list[Question]:
@@ -175,8 +212,8 @@ class Individual(Method):
             if not g["flagged"]:
                 continue
             text = without(part[i].text, g["removed"])  # type: ignore[arg-type]
-            if not text:  # nothing but text aimed at the grader: nothing to grade
-                self._lower(done[i], g, 0.0, None)
+            if removed_share(part[i].text, text) > WHOLE_AT:  # never graded on less than its content: whole, and
+                g["graded_whole"] = True  # the flag asks an expert to look
                 continue
             tasks.append(grade_task(builder, part[i].model_copy(update={"text": text}), f"{part[i].id} (guarded)")[0])
             kept.append(i)

@@ -167,6 +167,12 @@ class GradeKind(RunKind):
                                   f"the judge's grade {anchored['grade_raw']:.2f}, read on the line through its "
                                   f"grades of the reference ({anchored['reference']:.2f}: full points) and of a "
                                   f"null answer ({anchored['null']:.2f}: none)"))
+        readers = d.get("readers")
+        if isinstance(readers, dict):  # two readers: both readings beside the grade they make
+            view["facts"].append(("Readers", readers_words(readers)))
+        guard = d.get("guard")
+        if isinstance(guard, dict) and guard.get("flagged"):  # the persuasion defence's flag, for every role
+            view["facts"].append(("Flagged", guard_words(guard)))
         if d.get("draws"):  # --samples K: the grade is the mean of the valid draws
             view["facts"].append(("Draws", ", ".join("invalid" if s is None else f"{s:g}" for s in d["draws"]) +
                                   " (the grade: their mean)"))
@@ -326,3 +332,26 @@ def bracket(store: Store, run: RunRecord, question_id: str, items: ItemSet | Non
     champion = next((aid for aid, r in results.items() if r["details"].get("champion")), None)
     return {"question": items.questions[question_id], "answers": answers, "results": results, "rounds": rounds,
             "champion": champion, "knockout": knockout}
+
+
+def readers_words(rd: dict[str, Any]) -> str:
+    """The two readers of a grade in words (the viewer's answer page)."""
+    judge = rd.get("judge")
+    head = "the judge " + ("–" if judge is None else f"{judge:.2f}")
+    if rd.get("combined") is None:
+        return f"{head}; the meaning reader did not apply ({rd.get('why_not') or 'not read'}): the grade is the judge's"
+    words = (f"{head}, the answer's meaning against the reference {rd['meaning']:.2f} (similarity "
+             f"{rd['similarity']:.3f}, {rd.get('encoder') or 'encoder'}): combined {rd['combined']:.2f}")
+    if rd.get("disagree"):
+        words += "; the readers disagree beyond their spread: the grade leans to the lower, check it"
+    return words
+
+
+def guard_words(g: dict[str, Any]) -> str:
+    """The persuasion defence's flag in words (the viewer's answer page)."""
+    full = g.get("grade_full")
+    kept = g.get("graded_whole")
+    return ("the persuasion defence flagged this answer" + (f" (it would have had {full:g})" if
+                                                            isinstance(full, int | float) else "")
+            + ("; the flagged parts are most of it: graded whole, check it" if kept else "")
+            + (f"; parts removed: {len(g.get('removed') or [])}"))

@@ -80,6 +80,10 @@ class GradeSummary(RunSummary):
     #: reference anchors (docs/methods.md#reference-anchors), when on: the ``questions`` whose grades were read
     #: on their anchors, and ``unread`` those whose anchor reply could not be read (their grades are the judge's)
     anchors: dict[str, int] | None = None
+    #: the readers of the grades (docs/methods.md#two-readers): ``mode`` two or judge; with two, the answers
+    #: ``combined``, graded by the ``judge_only`` (``why_not``: per reason) and whose readers ``disagree``; with the
+    #: judge alone, why the second reader is ``off`` where it could have applied
+    readers: dict[str, Any] | None = None
     #: a mixed run's questions per verdict mode (``{"constrained": 3, "text": 1}``)
     verdict_questions: dict[str, int] | None = None
 
@@ -105,6 +109,23 @@ class RunReport:
     guard: str = "off"
     #: ``on`` when reference anchors were asked
     anchors: str = "off"
+    #: ``two`` when the grades were read by the judge and the meaning reader; why the second reader was off
+    readers: str = "judge"
+    readers_off: str | None = None
+
+    def reader_counts(self) -> dict[str, Any]:
+        """The readers of the run's grades: ``mode``; with two, the answers ``combined``, graded by the
+        ``judge_only`` (and why, per reason), and those whose readers ``disagree``; else why the second is off."""
+        if self.readers != "two":
+            return {"mode": "judge", **({"off": self.readers_off} if self.readers_off else {})}
+        rs = [r.details.get("readers") or {} for r in self.results if r.valid]
+        why: dict[str, int] = {}
+        for d in rs:
+            if d.get("why_not"):
+                why[d["why_not"]] = why.get(d["why_not"], 0) + 1
+        return {"mode": "two", "combined": sum(d.get("combined") is not None for d in rs),
+                "judge_only": sum(d.get("combined") is None for d in rs),
+                "disagree": sum(bool(d.get("disagree")) for d in rs), **({"why_not": why} if why else {})}
 
     def anchor_counts(self) -> dict[str, int] | None:
         """The questions graded on reference anchors, and those whose anchors could not be read (None when off)."""
@@ -123,6 +144,7 @@ class RunReport:
         return {"checked": sum(bool(g) for g in gs), "flagged": sum(bool(g.get("flagged")) for g in gs),
                 "lowered": sum(g.get("grade_stripped") is not None and g.get("grade_full") is not None
                                and g["grade_stripped"] < g["grade_full"] for g in gs),
+                "graded_whole": sum(bool(g.get("graded_whole")) for g in gs),
                 "errors": sum(bool(g.get("error")) for g in gs)}
 
     def summary(self) -> dict[str, Any]:
@@ -134,6 +156,7 @@ class RunReport:
             **self.stats, agreement=self.agreement, info=self.info or None, verdict=self.verdict,
             guard=self.guard_counts(),
             anchors=self.anchor_counts(),
+            readers=self.reader_counts(),
             verdict_questions=self.verdict_questions,
         )
         return s.model_dump(mode="json", exclude_none=True)
@@ -172,8 +195,12 @@ class GradeRun(Run[RunReport]):
         verdict = resolve_verdict(cfg.options.verdict, judge)  # the mode this judge gives: recorded with the run
         guard = resolve_guard(cfg.options.guard, cfg.method, verdict)  # likewise the guard's
         resolve_anchors(cfg.options.anchors, cfg.method)  # an unknown mode, or anchors without individual grading
-        if verdict != cfg.options.verdict or guard != cfg.options.guard:
-            cfg = dataclasses.replace(cfg, options=dataclasses.replace(cfg.options, verdict=verdict, guard=guard))
+        from knockout.meaning import resolve_readers
+
+        readers, self.readers_off = resolve_readers(cfg.options.readers, cfg.method, judge.simulated)
+        if verdict != cfg.options.verdict or guard != cfg.options.guard or readers != cfg.options.readers:
+            cfg = dataclasses.replace(cfg, options=dataclasses.replace(cfg.options, verdict=verdict, guard=guard,
+                                                                       readers=readers))
         self.items = items
         self.judge = judge
         self.cfg = cfg
@@ -293,6 +320,8 @@ class GradeRun(Run[RunReport]):
             info=outcome.info,
             guard=self.cfg.options.guard,
             anchors=self.cfg.options.anchors,
+            readers=self.cfg.options.readers,
+            readers_off=self.readers_off,
             verdict=verdict,
             verdict_questions=per_mode,
         )

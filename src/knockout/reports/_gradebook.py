@@ -9,12 +9,16 @@ Each answer's final grade is, in this order:
   calibration chose a map (not when there are too few expert grades, or when no map beat the judge's own
   grades);
 * ``judge``: the judge's grade;
+* ``judge+meaning``: the grade of the two readers, the judge and the answer's meaning against the reference
+  (:mod:`knockout.meaning`);
 * ``none``: no grade (the judge's reply was invalid, or the run has no result for the answer);
 
 and, where there is no expert grade, the trust marks (:mod:`knockout.calibration._trust`) replace the source:
 
 * ``flagged``: the persuasion defence flagged the answer: the grade is the defended one (calibrated when a map
   was chosen), the column ``would have had`` the grade before the defence (``details["guard"]["grade_full"]``);
+* ``readers disagree``: the judge and the meaning reader disagreed beyond their measured spread: the grade leans
+  to the lower reading; check it;
 * ``needs expert``: the judge cannot grade the answer's question reliably (its reliability below the
   threshold): the grade is the calibrated or the judge's, to be replaced by an expert's.
 
@@ -38,7 +42,7 @@ from knockout.errors import ConfigError, InputError
 from knockout.storage._store import RunRecord
 
 FORMATS = ("csv", "moodle", "canvas")
-SOURCES = ("expert", "calibrated", "judge", "none", "needs expert", "flagged")
+SOURCES = ("expert", "calibrated", "judge", "none", "needs expert", "flagged", "judge+meaning", "readers disagree")
 #: Moodle's identifier column for an ``--id-column`` of that name (else "ID number")
 MOODLE_ID = {"email": "Email address", "useremail": "Email address", "username": "Username",
              "idnumber": "ID number", "useridnumber": "ID number"}
@@ -157,7 +161,7 @@ def build(loaded: Any, *, id_column: str = "examinee", seed: int = 0) -> Gradebo
                 g = Grade(round(min(max(cal, 0.0), q.max_points), 2), "calibrated",
                           round(float(section["sd"].get(a.id, 0.0)), 2))
             else:
-                g = Grade(round(float(r["score"]), 2), "judge")
+                g = Grade(round(float(r["score"]), 2), "judge+meaning" if a.id in trust.readings else "judge")
             marks = trust.marks(a.id)
             if marks:  # flagged, then needs expert: the grade stays, its source says what to do
                 full = trust.grade_full(a.id)
