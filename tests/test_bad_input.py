@@ -851,3 +851,20 @@ def test_expert_grades_that_are_not_grades_are_counted_and_shown(tmp_path: Path)
     rep = json.loads(r.stdout)
     assert rep["run"]["human_grades"]["web_skipped"] == {"not a number": 2, "out of range": 2}, rep["run"]
     assert rep["run"]["human_grades"]["web_grades"] == 1
+
+
+def test_a_gguf_header_llama_cpp_reads_is_accepted(tmp_path: Path) -> None:
+    """The header check refuses what is not a GGUF (the ``gguf-*`` cases above), not a GGUF llama.cpp reads: a
+    version 2 or 3 header whose counts fit the file, and the embedded model when it is in the cache."""
+    from knockout.judges._gguf import check_gguf
+    from knockout.judges._models import DEFAULT_MODEL, MODELS, cache_dir
+
+    for version in (2, 3):
+        p = tmp_path / f"v{version}.gguf"
+        p.write_bytes(b"GGUF" + version.to_bytes(4, "little") + (2).to_bytes(8, "little")
+                      + (3).to_bytes(8, "little") + b"\0" * (2 * 24 + 3 * 13))
+        assert check_gguf(p, "gguf=") == p
+    model = MODELS[DEFAULT_MODEL]
+    cached = cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}.gguf"
+    if cached.is_file():
+        assert check_gguf(cached, "gguf=") == cached
