@@ -215,11 +215,14 @@ def output_cases() -> list[Case]:
     return cases
 
 
-def graded_exam(examinees: list[str], question: str = "q1") -> Callable[[Path], None]:
-    """Setup: a store ``s.db`` graded from ``exam.jsonl`` (these examinees, each with an expert grade)."""
+def graded_exam(examinees: list[str], question: str = "q1", meta: list[dict[str, Any]] | None = None
+                ) -> Callable[[Path], None]:
+    """Setup: a store ``s.db`` graded from ``exam.jsonl`` (these examinees, each with an expert grade and, when
+    given, its ``meta``)."""
     def setup(d: Path) -> None:
         rows: list[Any] = [{**Q, "id": question}]
-        rows += [{**A, "id": f"a{i}", "question_id": question, "examinee": e} for i, e in enumerate(examinees)]
+        rows += [{**A, "id": f"a{i}", "question_id": question, "examinee": e,
+                  **({"meta": meta[i]} if meta else {})} for i, e in enumerate(examinees)]
         (d / "exam.jsonl").write_text(jsonl(*rows))
         r = CliRunner().invoke(app, ["grade", str(d / "exam.jsonl"), "--judge", "scripted", "-o", str(d / "s.db"),
                                      "-q"])
@@ -230,6 +233,31 @@ def graded_exam(examinees: list[str], question: str = "q1") -> Callable[[Path], 
 def gradebook_case(id: str, fmt: str, examinees: list[str], expect: tuple[str, ...], question: str = "q1") -> Case:
     return Case(f"gradebook-{id}", ["gradebook", "{d}/s.db", "--format", fmt, "-o", "{d}/book.csv"],
                 ("exam.jsonl", *expect), {}, graded_exam(examinees, question))
+
+
+def gguf_cases() -> list[Case]:
+    """``gguf=`` naming a file that is not a GGUF: refused from its header, before llama.cpp opens it."""
+    def spec(d: str, extra: str = "&server=llama-cpp-python") -> str:
+        return f"openai:m?base_url=http://127.0.0.1:9/v1{extra}&gguf={d}/m.gguf"
+
+    header = b"GGUF" + (3).to_bytes(4, "little")
+    files: dict[str, bytes] = {
+        "garbage": b"\x00\x01not a model at all" * 10,
+        "empty": b"",
+        "huge-counts": header + (2**63).to_bytes(8, "little") + (2**63).to_bytes(8, "little"),
+        "counts-past-the-end": header + (1000).to_bytes(8, "little") + (10).to_bytes(8, "little") + b"\0" * 100,
+        "version-1": b"GGUF" + (1).to_bytes(4, "little") + b"\0" * 16,
+    }
+    cases = [Case(f"gguf-{name}", grade("exam.jsonl", "--judge", spec("{d}")), ("m.gguf", "GGUF"),
+                  {**GOOD, "m.gguf": content}) for name, content in files.items()]
+    cases.append(Case("gguf-link-to-a-system-file", grade("exam.jsonl", "--judge", spec("{d}")), ("m.gguf", "GGUF"),
+                      dict(GOOD), lambda d: (d / "m.gguf").symlink_to("/etc/passwd")))
+    cases.append(Case("gguf-without-llama-cpp-python-server", grade("exam.jsonl", "--judge",
+                                                                     spec("{d}", "&server=vllm")),
+                      ("gguf", "server=llama-cpp-python"), {**GOOD, "m.gguf": b"GGUF"}))
+    cases.append(Case("llamacpp-judge-garbage-gguf", grade("exam.jsonl", "--judge", "llamacpp:{d}/m.gguf"),
+                      ("m.gguf", "GGUF"), {**GOOD, "m.gguf": b"not a model" * 100}))
+    return cases
 
 
 # -- the corpus ----------------------------------------------------------------------------------------
@@ -664,6 +692,45 @@ CASES: list[Case] = [
          dict(GOOD)),
     Case("import-exam-id-dot-dot", ["import", "{d}/bad.jsonl", "--db", "{d}/k.db"], ("bad.jsonl", "line 1", "exam_id"),
          {"bad.jsonl": jsonl({**Q, "exam_id": ".."}, A)}),
+    # issue 49: ids as the LMS compares them, formula look-alikes, GGUF files, small items
+    gradebook_case("moodle-ids-nfc-nfd", "moodle", ["zo\u00e9", "zoe\u0301"], ("'zo\u00e9'", "zoe\\u0301")),
+    gradebook_case("canvas-ids-fullwidth", "canvas", ["alice", "\uff41lice"], ("'alice'", "\\uff41lice")),
+    gradebook_case("moodle-ids-nbsp", "moodle", ["dave", "dave\u00a0"], ("'dave'", "'dave\\xa0'")),
+    gradebook_case("moodle-ids-accents", "moodle", ["jose", "jos\u00e9"], ("'jose'", "accents")),
+    gradebook_case("moodle-id-space-then-formula", "moodle", ["ada", " =1+1"], ("formula", "after blank")),
+    gradebook_case("canvas-id-fullwidth-equals", "canvas", ["ada", "\uff1dSUM(A1)"], ("formula", "read as '='")),
+    gradebook_case("moodle-question-fullwidth-equals", "moodle", ["ada"], ("question", "formula"),
+                   question="\uff1dSUM(A1)"),
+    Case("gradebook-id-column-a-list", ["gradebook", "{d}/s.db", "--id-column", "email", "-o", "{d}/book.csv"],
+         ("exam.jsonl", "record a1", "meta.email", "list"), {},
+         graded_exam(["e0", "e1"], meta=[{"email": "a@x.org"}, {"email": ["a@x.org", "b@x.org"]}])),
+    Case("gradebook-id-column-an-object", ["gradebook", "{d}/s.db", "--format", "moodle", "--id-column", "email",
+                                           "-o", "{d}/book.csv"], ("exam.jsonl", "record a0", "meta.email", "dict"),
+         {}, graded_exam(["e0"], meta=[{"email": {"work": "a@x.org"}}])),
+    Case("experiment-store-newline", ["run", "{d}/e.toml"], ("e.toml", "store", "control"),
+         {**GOOD, "e.toml": 'store = "k\\n.db"\n' + EXP}),
+    Case("experiment-data-path-control-character", ["run", "{d}/e.toml"], ("e.toml", "data.path", "control"),
+         {**GOOD, "e.toml": EXP.replace('path = "exam.jsonl"', 'path = "exam\\u0007.jsonl"')}),
+    Case("report-calibrate-per-question-huge", ["report", "{d}/s.db", "--calibrate-per-question",
+                                                "9" * 30], ("--calibrate-per-question",), {},
+         lambda d: good_store(d / "s.db")),
+    Case("report-calibrate-per-question-0", ["report", "{d}/s.db", "--calibrate-per-question", "0"],
+         ("--calibrate-per-question",), {}, lambda d: good_store(d / "s.db")),
+    Case("calibrate-per-question-0", ["calibrate", "{d}/s.db", "--per-question", "0"], ("--per-question",), {},
+         lambda d: good_store(d / "s.db")),
+    Case("calibrate-resamples-negative", ["calibrate", "{d}/s.db", "--resamples", "-1"], ("--resamples",), {},
+         lambda d: good_store(d / "s.db")),
+    Case("calibrate-resamples-huge", ["calibrate", "{d}/s.db", "--resamples", "100001"], ("--resamples",), {},
+         lambda d: good_store(d / "s.db")),
+    Case("review-next-0", ["review", "{d}/s.db", "--next", "0"], ("--next",), {}, lambda d: good_store(d / "s.db")),
+    Case("review-next-huge", ["review", "{d}/s.db", "--next", "10001"], ("--next",), {},
+         lambda d: good_store(d / "s.db")),
+    ocase("executor-window-space", "--executor", "ray?window= 5", expect=("window",)),
+    ocase("executor-workers-huge", "--executor", "ray?workers=100000", expect=("workers", "1024")),
+    ocase("executor-workers-other-digits", "--executor", "ray?workers=\u0665", expect=("workers",)),
+    ocase("method-opt-space", "--method", "window", "--method-opt", "passes= 5", expect=("--method-opt", "passes")),
+    ocase("judge-opt-space", "--judge-opt", "seed =1", expect=("--judge-opt", "seed")),
+    *gguf_cases(),
 ]
 
 
@@ -784,3 +851,20 @@ def test_expert_grades_that_are_not_grades_are_counted_and_shown(tmp_path: Path)
     rep = json.loads(r.stdout)
     assert rep["run"]["human_grades"]["web_skipped"] == {"not a number": 2, "out of range": 2}, rep["run"]
     assert rep["run"]["human_grades"]["web_grades"] == 1
+
+
+def test_a_gguf_header_llama_cpp_reads_is_accepted(tmp_path: Path) -> None:
+    """The header check refuses what is not a GGUF (the ``gguf-*`` cases above), not a GGUF llama.cpp reads: a
+    version 2 or 3 header whose counts fit the file, and the embedded model when it is in the cache."""
+    from knockout.judges._gguf import check_gguf
+    from knockout.judges._models import DEFAULT_MODEL, MODELS, cache_dir
+
+    for version in (2, 3):
+        p = tmp_path / f"v{version}.gguf"
+        p.write_bytes(b"GGUF" + version.to_bytes(4, "little") + (2).to_bytes(8, "little")
+                      + (3).to_bytes(8, "little") + b"\0" * (2 * 24 + 3 * 13))
+        assert check_gguf(p, "gguf=") == p
+    model = MODELS[DEFAULT_MODEL]
+    cached = cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}.gguf"
+    if cached.is_file():
+        assert check_gguf(cached, "gguf=") == cached

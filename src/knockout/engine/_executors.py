@@ -73,24 +73,31 @@ def parse_executor(spec: str) -> tuple[str, str | None, dict[str, str]]:
     return "ray", address, options
 
 
-#: the Ray executor's options: name -> smallest value (``window`` and ``deadline`` are seconds)
-RAY_OPTIONS = {"workers": 1, "cpus": 0, "gpus": 0, "per_worker": 1, "window": 1, "deadline": 1}
+#: the Ray executor's options: name -> (smallest, largest value) (``window`` and ``deadline`` are seconds)
+RAY_OPTIONS = {"workers": (1, 1024), "cpus": (0, 1024), "gpus": (0, 1024), "per_worker": (1, 4096),
+               "window": (1, 86_400), "deadline": (1, 86_400)}
 
 
 def ray_options(options: dict[str, str]) -> dict[str, int]:
-    """The Ray executor's options as integers, or a ConfigError naming the option."""
+    """The Ray executor's options as integers, or a ConfigError naming the option: a whole number written in
+    ASCII digits alone (no space, sign, ``_`` or other script's digits, which Python's ``int`` would take),
+    within its bounds."""
     unknown = sorted(set(options) - set(RAY_OPTIONS))
     if unknown:
         raise ConfigError(f"unknown executor option(s) {', '.join(unknown)} for ray "
                           f"(accepted: {', '.join(RAY_OPTIONS)})")
     out: dict[str, int] = {}
     for name, raw in options.items():
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ConfigError(f"executor option {name}={raw!r} must be an integer") from None
-        if value < RAY_OPTIONS[name]:
-            raise ConfigError(f"executor option {name} must be >= {RAY_OPTIONS[name]} (got {value})")
+        low, high = RAY_OPTIONS[name]
+        if not (isinstance(raw, int) and not isinstance(raw, bool)) and not (
+                isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 20):
+            raise ConfigError(f"executor option {name}={raw!r} must be an integer written in ASCII digits alone "
+                              f"(no spaces or signs), {low} to {high}")
+        value = int(raw)
+        if value < low:
+            raise ConfigError(f"executor option {name} must be >= {low} (got {value})")
+        if value > high:
+            raise ConfigError(f"executor option {name} must be <= {high} (got {value})")
         out[name] = value
     return out
 

@@ -27,6 +27,7 @@ from knockout._bounds import (
     MAX_TRUNCATE,
     Int,
     Name,
+    PathSpec,
     Seed,
     Spec,
     Text,
@@ -52,7 +53,7 @@ GRID_LAYOUT = "sciex-grid"
 class DataSpec(BaseModel):
     model_config = Strict
 
-    path: Spec
+    path: PathSpec
     #: grading: the loader (auto, jsonl, csv, saf, sciex, mqm, ...) and its options
     format: Name = "auto"
     options: dict[str, Any] = Field(default_factory=dict)
@@ -179,8 +180,8 @@ class Experiment(BaseModel):
 
     title: Annotated[Text, Field(max_length=MAX_NAME)] = ""
     kind: Literal["grade", "sbs", "meta"] = "grade"
-    root: Spec = "."
-    store: Spec | None = None
+    root: PathSpec = "."
+    store: PathSpec | None = None
     data: DataSpec
     params: dict[str, Any] = Field(default_factory=dict)
     judges: list[dict[str, Any]] = Field(min_length=1)

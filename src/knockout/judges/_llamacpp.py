@@ -29,6 +29,7 @@ from pydantic import Field
 
 from knockout.errors import ConfigError, JudgeError
 from knockout.judges._base import OPTIONAL_PARAMS, Completion, Judge, JudgeRequest
+from knockout.judges._gguf import check_gguf
 from knockout.judges._models import DEFAULT_MODEL, MODELS, file_sha256, model_path
 from knockout.judges._options import JudgeOptions
 from knockout.judges._slot import Slot, constrained, distribution
@@ -68,7 +69,11 @@ def _load(path: Path, n_ctx: int, n_threads: int, flash_attn: bool = False) -> t
                 raise ConfigError(
                     "the embedded judge needs llama-cpp-python; install it with: pip install 'knockout[embedded]'"
                 ) from None
-            llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, flash_attn=flash_attn, verbose=False)
+            try:
+                llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, flash_attn=flash_attn,
+                            verbose=False)
+            except ValueError as exc:  # llama-cpp-python's "Failed to load model from file": past the header
+                raise ConfigError(f"{path}: llama.cpp cannot load this GGUF ({exc})") from None
             _LOADED[key] = (llm, threading.Lock())
         return _LOADED[key]
 
@@ -124,7 +129,7 @@ class LlamaCppJudge(Judge):
             p = Path(self.model).expanduser()
             if not p.is_file():
                 raise ConfigError(f"GGUF file not found: {self.model}")
-            self._path = p
+            self._path = check_gguf(p, "llamacpp judge model")  # before it is hashed, and before llama.cpp opens it
             self.sha256 = file_sha256(p)
             # The same bytes as an embedded model are that model (and share its cached replies).
             same = [m.name for m in MODELS.values() if m.sha256 == self.sha256]

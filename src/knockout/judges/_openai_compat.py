@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from knockout.data import is_local
-from knockout.errors import ConfigError
+from knockout.errors import ConfigError, InputError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
 from knockout.judges._expected import (
     TOP,
@@ -45,6 +45,7 @@ from knockout.judges._expected import (
     read_prefilled,
     read_reply,
 )
+from knockout.judges._gguf import check_gguf
 from knockout.judges._options import ServerOptions, normalise_url
 from knockout.judges._server import ServerJudge, counting_http_client
 from knockout.judges._slot import CHECK, Slot, constrained, invalid, parse_object, schema_check
@@ -223,6 +224,10 @@ class OpenAIJudge(ServerJudge):
                                                      ("constrained", self.slot_format != "none")) if on)
         self._gguf: Path | None = None
         self._template_sha: str | None = None
+        if o.gguf is not None and self.server_kind != "llama-cpp-python":
+            raise ConfigError(f"judge option 'gguf' of backend 'openai' is read only with server=llama-cpp-python "
+                              f"(its chat template is applied here); this judge's server is {self.server_kind}: "
+                              "leave gguf out, or give server=llama-cpp-python")
         if self.server_kind == "llama-cpp-python":
             self._gguf, self._template_sha = _gguf_of(o.gguf or self.model)
         # Above POOL_SIZE requests in flight, one client's connection pool becomes the bottleneck (each
@@ -482,8 +487,11 @@ def _vocab(path: Path) -> Any:
                                   "install it with: pip install 'knockout[embedded]'") from None
             from llama_cpp._utils import suppress_stdout_stderr
 
-            with suppress_stdout_stderr(disable=False):  # llama.cpp's own notes on a context it does not need
-                found = Llama(model_path=str(path), vocab_only=True, n_ctx=64, verbose=False)
+            try:
+                with suppress_stdout_stderr(disable=False):  # llama.cpp's own notes on a context it does not need
+                    found = Llama(model_path=str(path), vocab_only=True, n_ctx=64, verbose=False)
+            except (ValueError, RuntimeError, OSError) as exc:  # a GGUF llama.cpp cannot read past its header
+                raise InputError(f"gguf=: llama.cpp cannot read this GGUF ({exc})", file=str(path)) from None
             _VOCABS[str(path)] = found
         return found
 
@@ -497,7 +505,7 @@ def _gguf_of(name: str) -> tuple[Path, str]:
     if name in MODELS:
         path = model_path(name)
     elif name.endswith(".gguf") and Path(name).expanduser().is_file():
-        path = Path(name).expanduser()
+        path = check_gguf(name, "gguf=")  # before llama.cpp opens it
     else:
         raise ConfigError(f"server=llama-cpp-python needs gguf=PATH (or an embedded model's name: "
                           f"{', '.join(MODELS)}), the GGUF the server serves, for its chat template; got {name!r}")

@@ -298,6 +298,11 @@ def method_opts(method: str, extra: dict[str, Any], defaults: dict[str, Any]) ->
     out = dict(defaults)
     for k, v in extra.items():
         kind: type = type(defaults[k])
+        if isinstance(v, str) and (v != v.strip() or (kind in (int, float) and (not v.isascii() or "_" in v))
+                                   or (kind is int and not v.removeprefix("-").isdigit())):
+            # Python's int() and float() would take " 5", "5_0" and other scripts' digits: refused as written
+            raise ConfigError(f"method '{method}': option {k}={v!r} must be {kind.__name__}, written without "
+                              "spaces, in ASCII digits")
         try:
             value = kind(v)
         except (TypeError, ValueError):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from knockout.errors import ConfigError
+from knockout.reports._gradebook import neutralise
 from knockout.reports._replies import expand, replies_in
 from knockout.storage._store import RunRecord, Store
 
@@ -47,8 +48,15 @@ CSV_HEADER = ["run_id", "kind", "method", "judge", "status", "simulated_judge", 
               "valid", "error", "judge_replies", "flagged", "grade_full"]
 
 
+def _text_cells(row: list[Any]) -> list[Any]:
+    """A CSV row with every text cell that a spreadsheet would read as a formula neutralised (the gradebook's
+    :func:`~knockout.reports._gradebook.neutralise`); numbers as they are."""
+    return [neutralise(c) if isinstance(c, str) else c for c in row]
+
+
 def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
-    """The export of one run as text, a row at a time (JSON lines, or CSV with a header)."""
+    """The export of one run as text, a row at a time (JSON lines as stored, or CSV with a header, its text cells
+    neutralised where a spreadsheet would read a formula)."""
     if fmt == "jsonl":
         for r in iter_export_rows(store, run):
             yield json.dumps(r, ensure_ascii=False) + "\n"
@@ -60,10 +68,11 @@ def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
         d = r["details"]
         g = d.get("guard") if isinstance(d.get("guard"), dict) else None
         full = g.get("grade_full") if g else None
-        w.writerow([run.id, run.kind, run.method, run.judge, run.status, int(run.simulated), r["item_id"],
-                    r["question_id"], "" if r["score"] is None else r["score"], int(r["valid"]),
-                    d.get("error") or "", " ||| ".join(r["replies"]), "" if g is None else int(bool(g.get("flagged"))),
-                    "" if full is None else full])
+        w.writerow(_text_cells([
+            run.id, run.kind, run.method, run.judge, run.status, int(run.simulated), r["item_id"], r["question_id"],
+            "" if r["score"] is None else r["score"], int(r["valid"]), d.get("error") or "",
+            " ||| ".join(r["replies"]), "" if g is None else int(bool(g.get("flagged"))), "" if full is None else full,
+        ]))
         yield buf.getvalue()
         buf.seek(0)
         buf.truncate()
@@ -120,5 +129,6 @@ def export_tidy(db: Path, run_id: str | None, fmt: str, table: str | None, outpu
     if rows:
         w = csv.DictWriter(buf, fieldnames=list(rows[0]))
         w.writeheader()
-        w.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+        w.writerows({k: "" if v is None else neutralise(v) if isinstance(v, str) else v for k, v in r.items()}
+                    for r in rows)
     return run, len(rows), buf.getvalue()

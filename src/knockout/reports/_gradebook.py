@@ -33,6 +33,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -115,13 +116,17 @@ class Gradebook:
                 "trust": self.trust}
 
 
-def _student_id(answer: Any, id_column: str) -> str:
+def _student_id(answer: Any, id_column: str, source: str | None = None) -> str:
     if id_column == "examinee":
         return str(answer.examinee or answer.id)
     value = answer.meta.get(id_column)
     if value is None or str(value).strip() == "":
         raise ConfigError(f"answer {answer.id} has no '{id_column}' (--id-column reads the examinee, or a field "
                           "of each answer's meta, e.g. \"meta\": {\"email\": ...})")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        # a list, an object, a number with a fraction: its Python spelling is no id an LMS knows
+        raise InputError(f"--id-column {id_column}: the id must be a text or a whole number, got "
+                         f"{type(value).__name__}", file=source, record=answer.id, field=f"meta.{id_column}")
     return str(value).strip()
 
 
@@ -146,7 +151,7 @@ def build(loaded: Any, *, id_column: str = "examinee", seed: int = 0) -> Gradebo
     owner: dict[str, str] = {}  # student id -> the examinee it stands for
     for a in items:
         q = items.question_of(a)
-        sid = _student_id(a, id_column)
+        sid = _student_id(a, id_column, items.source)
         key = str(a.examinee or a.id)
         if owner.setdefault(sid, key) != key:
             raise ConfigError(f"examinees {owner[sid]} and {key} have the same {id_column} {sid!r}")
@@ -219,8 +224,15 @@ def item_name(q: Question) -> str:
 #   ``/Points Possible/`` is read as the points row; an assignment column ``Name (12345)`` is the existing
 #   assignment 12345 (``Assignment.title_and_id``); trailing columns matching ``Current Score``, ``Final Grade``
 #   and the like are dropped as read-only totals; students are matched by ID, SIS User ID, SIS Login ID, then name.
-# * Both match users ignoring case in most databases and trim whitespace: two ids equal after that would be one
-#   user there, and are refused, naming both.
+# * Both match users through their database's collation, not byte for byte.  Moodle recommends MySQL's
+#   ``utf8mb4_unicode_ci`` (the Unicode Collation Algorithm): case, Unicode compatibility forms (NFC and NFD
+#   ``zoé``, fullwidth ``ａlice``, ``Ⅸ``, mathematical ``𝐛𝐨𝐛``, circled ``ⓐ``, NBSP for a space), accents (``jose`` and
+#   ``josé``) and invisible format characters (ZWSP, BOM) are all ignored; Canvas (PostgreSQL, ``LOWER``) and
+#   either importer's trimming fold less, but refusing what one of them would merge costs nothing.  Two ids
+#   equal after :func:`lms_key` would be one user there, and are refused, naming both; so are two questions.
+# * A formula look-alike: spreadsheets (and people) skip leading blanks (a space, NBSP, VT, FF, LF, BOM, ZWSP)
+#   and read the fullwidth and small forms of ``= + - @`` (``＝``, ``﹦``, ``⁼``, ``＋``, ``＠``, ``−``) as
+#   those characters when they convert a cell; :func:`formula_lead` looks past the one to the other.
 
 #: a cell starting with one of these is read as a formula by spreadsheets (OWASP; ASVS 1.2.10 adds NUL)
 FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r", "\0")
@@ -229,12 +241,39 @@ _PHP_TRIM = " \t\n\r\0\x0b"
 _CANVAS_ID_COLUMN = re.compile(r"\(\d+\)\s*$")
 _CANVAS_TOTALS = re.compile(r"Current Score|Current Points|Final Score|Final Points|Final Grade", re.IGNORECASE)
 _CANVAS_POINTS = re.compile(r"points\s+possible", re.IGNORECASE)
+#: letters drawn as nothing (Hangul and braille fillers): blank to a reader, not to ``str.isspace``
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+#: what ``= + - @`` become under NFKC (the fullwidth, small, superscript and subscript forms), and the minus
+#: sign that the superscript and subscript minus become
+_FORMULA_FORMS = frozenset("=+-@\u2212")
+#: the layouts whose LMS folds accents (Moodle on MySQL's utf8mb4_unicode_ci)
+_FOLDS_ACCENTS = frozenset({"moodle"})
+
+
+def _blank(ch: str) -> bool:
+    """A character a reader does not see: a space of any kind, a control or format character (ZWSP, BOM, the
+    directional marks), a filler."""
+    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp") or ch in _FILLERS
+
+
+def formula_lead(cell: str) -> str | None:
+    """The character that makes ``cell`` a formula to a spreadsheet, or None: a formula character first (OWASP,
+    CSV Injection), or, after any blank or invisible characters (:func:`_blank`, combining marks), ``= + - @`` in
+    any of their compatibility forms (``＝``, ``﹦``, ``⁼``, ``＋``, ``＠``, ``−``...)."""
+    if cell.startswith(FORMULA_LEAD):
+        return cell[0]
+    for ch in cell:
+        if _blank(ch) or unicodedata.category(ch) in ("Mn", "Me"):
+            continue
+        return ch if unicodedata.normalize("NFKC", ch) in _FORMULA_FORMS else None
+    return None
 
 
 def neutralise(cell: str) -> str:
-    """``cell`` as a spreadsheet shows it as text: prefixed with a single quote when it starts with a formula
-    character (OWASP, CSV Injection)."""
-    return "'" + cell if cell.startswith(FORMULA_LEAD) else cell
+    """``cell`` as a spreadsheet shows it as text: prefixed with a single quote when it is read as a formula
+    (:func:`formula_lead`; OWASP, CSV Injection).  The one neutralisation of every CSV that knockout writes
+    for people (the plain gradebook, ``knockout export``)."""
+    return "'" + cell if formula_lead(cell) is not None else cell
 
 
 def csv_line(cells: Sequence[str]) -> str:
@@ -244,9 +283,36 @@ def csv_line(cells: Sequence[str]) -> str:
     return buf.getvalue()[:-2] + "\n"
 
 
-def lms_key(value: str) -> str:
-    """An id as an LMS matches it: trimmed, case folded."""
-    return value.strip(_PHP_TRIM).casefold()
+def lms_key(value: str, *, fold_accents: bool = False) -> str:
+    """An id as an LMS matches it (its database's collation, see above): format and control characters left
+    out, NFKC (compatibility forms: fullwidth, circled, mathematical letters, NBSP), case folded, every Unicode
+    space and invisible character trimmed; with ``fold_accents`` (Moodle) the accents left out too (combining
+    marks after NFD)."""
+    s = "".join(ch for ch in value if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf"))
+    s = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", s).casefold())
+    if fold_accents:
+        s = unicodedata.normalize("NFC", "".join(ch for ch in unicodedata.normalize("NFD", s)
+                                                 if unicodedata.category(ch) not in ("Mn", "Me")))
+    start, end = 0, len(s)
+    while start < end and _blank(s[start]):
+        start += 1
+    while end > start and _blank(s[end - 1]):
+        end -= 1
+    return s[start:end]
+
+
+def _shown(value: str) -> str:
+    """``value`` quoted, with its escapes beside it when Unicode forms may draw it like another id."""
+    shown = repr(value)
+    return shown if unicodedata.normalize("NFKC", value) == value or ascii(value) == shown else \
+        f"{shown} ({ascii(value)[1:-1]})"
+
+
+def _lead_words(value: str, lead: str) -> str:
+    """How ``value`` starts with the formula character ``lead``."""
+    read = unicodedata.normalize("NFKC", lead).replace("\u2212", "-")
+    return (f"starts with {lead!r}" + ("" if value.startswith(lead) else " after blank characters")
+            + ("" if read == lead or lead in FORMULA_LEAD else f" (read as {read!r})"))
 
 
 def _refuse(book: Gradebook, fmt: str, message: str, *, record: str | None = None, field: str | None = None) -> None:
@@ -255,41 +321,50 @@ def _refuse(book: Gradebook, fmt: str, message: str, *, record: str | None = Non
 
 def check(book: Gradebook, fmt: str, *, write_empty: bool = False) -> None:
     """Refuse (an :class:`~knockout.errors.InputError`, before anything is written) what the layout ``fmt``
-    would make an LMS read wrong: formula ids and question names, ids equal after the LMS's trimming and case
-    folding, reserved ids and names, and (Moodle) empty cells unless ``write_empty``."""
+    would make an LMS read wrong: formula ids and question names (:func:`formula_lead`), ids and question names
+    equal as the LMS compares them (:func:`lms_key`), reserved ids and names, and (Moodle) empty cells unless
+    ``write_empty``."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown gradebook format '{fmt}' ({', '.join(FORMATS)})")
     if fmt == "csv":
         return
+    folds = fmt in _FOLDS_ACCENTS
+    how = ("it trims spaces and invisible characters and ignores case, Unicode compatibility forms"
+           + (" and accents" if folds else ""))
     field_name = book.id_column if book.id_column == "examinee" else f"meta.{book.id_column}"
+    names: dict[str, Question] = {}
     for q in book.questions:
         name = item_name(q)
-        if name.startswith(FORMULA_LEAD):
-            _refuse(book, fmt, f"question {name!r} starts with {name[0]!r}, which a spreadsheet reads as a formula "
-                    "(rename the question)", record=q.id, field="id")
+        if (lead := formula_lead(name)) is not None:
+            _refuse(book, fmt, f"question {_shown(name)} {_lead_words(name, lead)}, which a spreadsheet reads as a "
+                    "formula (rename the question)", record=q.id, field="id")
         if fmt == "canvas" and _CANVAS_ID_COLUMN.search(name):
             _refuse(book, fmt, f"question {name!r} ends like 'Name (12345)': Canvas would read it as the existing "
                     "assignment with that id (rename the question)", record=q.id, field="id")
         if fmt == "canvas" and _CANVAS_TOTALS.search(name):
             _refuse(book, fmt, f"question {name!r} looks like one of Canvas's total columns, which its import "
                     "drops (rename the question)", record=q.id, field="id")
+        key = lms_key(name, fold_accents=folds)
+        if key in names:
+            _refuse(book, fmt, f"questions {_shown(item_name(names[key]))} and {_shown(name)} are the same grade "
+                    f"item to the LMS ({how}): rename one", record=q.id, field="id")
+        names[key] = q
     seen: dict[str, Student] = {}
     for s in book.students:
-        if s.id.startswith(FORMULA_LEAD):
-            _refuse(book, fmt, f"student id {s.id!r} starts with {s.id[0]!r}, which a spreadsheet reads as a "
-                    "formula (the LMS must match the id as it is: it cannot be neutralised; change the id)",
+        if (lead := formula_lead(s.id)) is not None:
+            _refuse(book, fmt, f"student id {_shown(s.id)} {_lead_words(s.id, lead)}, which a spreadsheet reads as "
+                    "a formula (the LMS must match the id as it is: it cannot be neutralised; change the id)",
                     record=s.examinee, field=field_name)
-        key = lms_key(s.id)
-        if fmt == "moodle" and key in ("", "0"):
+        if fmt == "moodle" and s.id.strip(_PHP_TRIM) in ("", "0"):
             _refuse(book, fmt, f"student id {s.id!r}: Moodle skips the user column when it is empty or 0, and "
                     "gives that row's grades to the student of the row before", record=s.examinee, field=field_name)
         if fmt == "canvas" and _CANVAS_POINTS.search(s.id):
             _refuse(book, fmt, f"student {s.id!r}: Canvas reads a row whose first cell holds 'Points Possible' "
                     "as the points row, not a student", record=s.examinee, field=field_name)
+        key = lms_key(s.id, fold_accents=folds)
         if key in seen:
-            _refuse(book, fmt, f"student ids {seen[key].id!r} and {s.id!r} are the same after the LMS trims "
-                    "spaces and ignores case: it would give both rows to one student", record=s.examinee,
-                    field=field_name)
+            _refuse(book, fmt, f"student ids {_shown(seen[key].id)} and {_shown(s.id)} are the same to the LMS "
+                    f"({how}): it would give both rows to one student", record=s.examinee, field=field_name)
         seen[key] = s
     if fmt == "moodle" and not write_empty and (none := book.ungraded()):
         _refuse(book, fmt, f"{len(none)} answer(s) without a grade ({_some(none)}): Moodle clears the grade "
