@@ -455,8 +455,8 @@ def _v44(db: sqlite3.Connection) -> None:
 
     labels: set[str] = set()
     secrets: set[str] = set()
-    jury_runs: list[str] = []
-    for run_id, kind, config, summary in db.execute("SELECT id, kind, config, summary FROM runs").fetchall():
+    jury_runs: set[str] = set()  # runs of members (a jury): their results are keyed by the members' labels
+    for run_id, config, summary in db.execute("SELECT id, config, summary FROM runs").fetchall():
         for obj in (load(config), load(summary)):
             if not isinstance(obj, dict):
                 continue
@@ -464,12 +464,11 @@ def _v44(db: sqlite3.Connection) -> None:
             for m in members if isinstance(members, list) else ():
                 if isinstance(m, dict) and isinstance(m.get("label"), str):
                     labels.add(m["label"])
+                    jury_runs.add(run_id)
             command = obj.get("command")
             if isinstance(command, dict) and isinstance(command.get("argv"), str):
                 secrets |= argv_secrets(command["argv"])
-        if kind == "jury":
-            jury_runs.append(run_id)
-    for run_id in jury_runs:
+    for run_id in sorted(jury_runs):
         for (text,) in db.execute("SELECT details FROM results WHERE run_id = ?", (run_id,)):
             details = load(text)
             members = details.get("members") if isinstance(details, dict) else None
