@@ -6,7 +6,9 @@ answer through the loopback fake server (tests/fake_server.py): the keys reach t
 blobs and snapshots decompressed) nor in what any reader prints or writes: the grade summary, ``runs`` (table
 and ``--json``), ``export`` (csv, jsonl, parquet), ``report --json`` and ``--html``, ``gradebook --json``, the
 experiment's comparison, and every page of the web app for every role (the viewer's /runs transcript pages
-included).  A store written before the redaction is redacted when it is opened (schema step 43).
+included).  A store written before the redaction is redacted when it is opened (schema steps 43 and 44): one
+hand-edited, and one written by the code of an older commit (``git archive``), its jury results keyed by the raw
+member specs.  The spellings of a key the spec parser accepts: tests/test_redact_spellings.py.
 """
 
 from __future__ import annotations
