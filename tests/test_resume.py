@@ -231,7 +231,7 @@ def test_a_signal_stops_the_embedded_judge_within_a_second(tmp_path: Path) -> No
 
 def test_the_resume_line_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     """The command printed to resume (or retry) a run is the command line with every secret redacted: the
-    values of api_key, key, token and password options, and a password in a URL."""
+    values of api_key, key, token and password options, and a URL's user information (user name and password)."""
     from knockout.cli._common import resume_command
 
     monkeypatch.setattr(sys, "argv", [
@@ -242,8 +242,8 @@ def test_the_resume_line_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> Non
     from knockout.cli._common import knockout_command
 
     line = line.replace(knockout_command(), "knockout", 1)  # the launcher: its full path when not on PATH
-    for secret in ("pw-1", "sk-2", "sk-3", "tk-4", "pw-5", "k-6"):
+    for secret in ("bob", "pw-1", "sk-2", "sk-3", "tk-4", "pw-5", "k-6"):
         assert secret not in line, line
-    assert line == ("knockout grade exam.jsonl --judge 'openai:m?base_url=https://bob:***@h.example/v1&api_key=***' "
+    assert line == ("knockout grade exam.jsonl --judge 'openai:m?base_url=https://***@h.example/v1&api_key=***' "
                     "--judge-opt 'api_key=***' --judge-opt 'token=***' --judge-opt 'password=***' "
                     "--judge-opt 'key=***' --map monkey=col -o k.db")

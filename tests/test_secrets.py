@@ -6,7 +6,9 @@ answer through the loopback fake server (tests/fake_server.py): the keys reach t
 blobs and snapshots decompressed) nor in what any reader prints or writes: the grade summary, ``runs`` (table
 and ``--json``), ``export`` (csv, jsonl, parquet), ``report --json`` and ``--html``, ``gradebook --json``, the
 experiment's comparison, and every page of the web app for every role (the viewer's /runs transcript pages
-included).  A store written before the redaction is redacted when it is opened (schema step 43).
+included).  A store written before the redaction is redacted when it is opened (schema steps 43 and 44): one
+hand-edited, and one written by the code of an older commit (``git archive``), its jury results keyed by the raw
+member specs.  The spellings of a key the spec parser accepts: tests/test_redact_spellings.py.
 """
 
 from __future__ import annotations
@@ -251,5 +253,69 @@ def test_a_store_written_before_is_redacted_when_opened(tmp_path: Path) -> None:
     con.close()
     with Store(db) as st:
         labels = [m["label"] for r in st.runs() if r.kind == "jury" for m in r.config["members"]]
-    assert labels[0] == "openai:m?base_url=https://u:***@h.example/v1&api_key=***"
+    assert labels[0] == "openai:m?base_url=https://***@h.example/v1&api_key=***"
     store_has_no_key(db)
+
+
+#: a version before schema step 43 (no redaction at all): it stores a jury's member specs as they were given
+OLD_VERSION = "257c74f57e622cf72ad7b95a902b983b1f4bb5d1"
+
+
+@pytest.fixture(scope="module")
+def old_code(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The source of :data:`OLD_VERSION`, from this repository's history (skipped where it has none)."""
+    import shutil
+    import tarfile
+
+    root = Path(__file__).resolve().parents[1]
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("no git")
+    have = subprocess.run([git, "-C", str(root), "cat-file", "-e", f"{OLD_VERSION}^{{commit}}"], capture_output=True)
+    if have.returncode != 0:
+        pytest.skip(f"commit {OLD_VERSION[:7]} not in this checkout's history")
+    d = tmp_path_factory.mktemp("old-version")
+    archive = subprocess.run([git, "-C", str(root), "archive", "--format=tar", OLD_VERSION, "src"],
+                             capture_output=True, check=True)
+    (d / "src.tar").write_bytes(archive.stdout)
+    with tarfile.open(d / "src.tar") as tar:
+        tar.extractall(d, filter="data")
+    return d / "src"
+
+
+def test_a_store_written_by_an_older_version_keeps_no_key(old_code: Path, tmp_path: Path) -> None:
+    """A jury store written by the code of :data:`OLD_VERSION` (keys in its member specs, in spellings the
+    pattern of step 43 missed: a percent-encoded option name, a value holding ``)``, a signed query inside
+    ``base_url``) holds the keys in ``runs``, ``results.details.members`` and the call log; opened with today's
+    code (schema steps 43 and 44) it holds none, and ``export``, ``runs`` and ``report`` print none."""
+    data = write_exam(tmp_path / "exam.jsonl", questions=2, answers=3)
+    db = tmp_path / "old.db"
+    sig = "sk-planted-secret-sig"
+    with fake_api(answer) as server:
+        judges = [f"openai:m1?base_url={server.url}&api_key={KEY1}",
+                  f"openai:m2?api%5Fkey={KEY2}%29x&base_url={server.url}%3Fsig%3D{sig}"]
+        env = {**os.environ, **ENV, "PYTHONPATH": str(old_code)}
+        which = subprocess.run([sys.executable, "-c", "import knockout; print(knockout.__file__)"],
+                               capture_output=True, text=True, env=env, check=True)
+        assert Path(which.stdout.strip()).is_relative_to(old_code), which.stdout  # the old code runs
+        res = subprocess.run([sys.executable, "-m", "knockout.cli", "grade", str(data), "--judge", judges[0],
+                              "--judge", judges[1], "-o", str(db), "-q"],
+                             capture_output=True, text=True, timeout=300, env=env)
+        assert res.returncode == 0, res.stderr
+        assert {f"Bearer {KEY1}", f"Bearer {KEY2})x"} <= set(server.authorizations)
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("SELECT max(version) FROM schema_migrations").fetchone()[0] == 42
+        old_keys = con.execute("SELECT details FROM results WHERE details LIKE ?", (f"%{KEY2}%",)).fetchall()
+        assert len(old_keys) == 6, "the old version keyed each jury result by the raw member specs"
+    finally:
+        con.close()
+    assert store_has_no_key(db) > 50  # opened (and migrated) by today's code
+    with Store(db) as st:
+        jury = next(r for r in st.runs() if r.kind == "jury")
+        members = {k for row in st.results(jury.id) for k in row["details"]["members"]}
+    assert members == {f"openai:m1?base_url={server.url}&api_key=***",
+                       f"openai:m2?api%5Fkey=***&base_url={server.url}?sig=***"}, members
+    for args in (["export", str(db)], ["export", str(db), "--format", "jsonl"], ["runs", str(db), "--json"],
+                 ["report", str(db), "--json", "--resamples", "0"]):
+        no_key(cli(*args), " ".join(args))

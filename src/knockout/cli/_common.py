@@ -177,10 +177,10 @@ def check_outputs(*paths: Path | None) -> None:
 def resume_command() -> str:
     """This command line, to run again (``knockout``, or its full path when that is not on PATH, and the
     arguments it was given), secrets redacted."""
-    from knockout._redact import redact
+    from knockout._redact import redact_arg
 
     # quoted after the redaction: ``***`` is no glob
-    return " ".join([knockout_command(), *(shlex.quote(redact(arg)) for arg in sys.argv[1:])])
+    return " ".join([knockout_command(), *(shlex.quote(redact_arg(arg)) for arg in sys.argv[1:])])
 
 
 #: The exit code of a command whose run ran to its end with judge requests that failed for good (stored

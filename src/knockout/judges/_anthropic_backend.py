@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import Field
 
+from knockout._redact import remember, url_secrets
 from knockout.data import is_local
 from knockout.errors import ConfigError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
@@ -132,6 +133,7 @@ class AnthropicJudge(ServerJudge):
         if not api_key:
             raise ConfigError("anthropic judge: set ANTHROPIC_API_KEY (or ?api_key=...)")
         base_url = o.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        remember([api_key, *url_secrets(base_url or "")])  # from the environment too
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=o.timeout, max_retries=o.retries,
             http_client=counting_http_client(anthropic, o.timeout),

@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from knockout._bounds import MAX_NAME, MAX_TEMPERATURE, MAX_TOKENS, Int, Text
+from knockout._redact import option_secrets, remember
 from knockout.data import is_local
 from knockout.errors import ConfigError, JudgeError
 from knockout.judges._options import JudgeOptions, validate_options
@@ -154,7 +155,11 @@ class Judge(ABC):
 
     def __init__(self, model: str, options: Mapping[str, Any] | None = None) -> None:
         self.model = model
+        # its secrets are scrubbed from what this process stores and prints (knockout._redact), also where
+        # a server echoes them
+        remember(option_secrets({str(k): v for k, v in (options or {}).items()}))
         self.options = validate_options(self.backend, self.Options, options or {})
+        remember(option_secrets(dict(self.options)))
 
     @property
     def spec(self) -> str:

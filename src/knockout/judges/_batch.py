@@ -138,14 +138,14 @@ class OpenAIBatchJudge(BatchJudge, OpenAIJudge):
             batch = await self._client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
                                                       completion_window="24h")
         except self._sdk.APIError as exc:
-            raise JudgeError(f"{self.backend} ({self.server}): cannot submit the batch: {exc}") from exc
+            raise JudgeError(f"{self.where}: cannot submit the batch: {exc}") from exc
         return str(batch.id)
 
     async def poll_batch(self, batch_id: str) -> BatchState:
         try:
             b = await self._client.batches.retrieve(batch_id)
         except self._sdk.APIError as exc:
-            raise JudgeError(f"{self.backend} ({self.server}): cannot read batch {batch_id}: {exc}") from exc
+            raise JudgeError(f"{self.where}: cannot read batch {batch_id}: {exc}") from exc
         info = {"output_file_id": b.output_file_id, "error_file_id": b.error_file_id}
         if b.status == "completed":
             return BatchState(done=True, info=info)
@@ -164,7 +164,7 @@ class OpenAIBatchJudge(BatchJudge, OpenAIJudge):
             try:
                 content = await self._client.files.content(file_id)
             except self._sdk.APIError as exc:
-                raise JudgeError(f"{self.backend} ({self.server}): cannot read results file {file_id}: {exc}") \
+                raise JudgeError(f"{self.where}: cannot read results file {file_id}: {exc}") \
                     from exc
             for raw in content.text.splitlines():
                 if not raw.strip():
@@ -204,14 +204,14 @@ class AnthropicBatchJudge(BatchJudge, AnthropicJudge):
             entries: Any = [{"custom_id": cid, "params": self.params(r)} for cid, r in requests]
             batch = await self._client.messages.batches.create(requests=entries)
         except self._sdk.APIError as exc:
-            raise JudgeError(f"{self.backend} ({self.server}): cannot submit the batch: {exc}") from exc
+            raise JudgeError(f"{self.where}: cannot submit the batch: {exc}") from exc
         return str(batch.id)
 
     async def poll_batch(self, batch_id: str) -> BatchState:
         try:
             b = await self._client.messages.batches.retrieve(batch_id)
         except self._sdk.APIError as exc:
-            raise JudgeError(f"{self.backend} ({self.server}): cannot read batch {batch_id}: {exc}") from exc
+            raise JudgeError(f"{self.where}: cannot read batch {batch_id}: {exc}") from exc
         if b.processing_status == "ended":
             return BatchState(done=True)
         return BatchState()
@@ -233,6 +233,6 @@ class AnthropicBatchJudge(BatchJudge, AnthropicJudge):
                     detail = getattr(result, "error", None)
                     out[entry.custom_id] = f"request {result.type} in the batch: {detail}"[:400]
         except self._sdk.APIError as exc:
-            raise JudgeError(f"{self.backend} ({self.server}): cannot read the results of {batch_id}: {exc}") \
+            raise JudgeError(f"{self.where}: cannot read the results of {batch_id}: {exc}") \
                 from exc
         return out

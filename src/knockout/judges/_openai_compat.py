@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
+from knockout._redact import remember, url_secrets
 from knockout.data import is_local
 from knockout.errors import ConfigError, InputError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
@@ -213,6 +214,7 @@ class OpenAIJudge(ServerJudge):
                     "(e.g. openai:MODEL?base_url=http://127.0.0.1:8080/v1)"
                 )
             api_key = "not-needed"
+        remember([api_key, *url_secrets(self.base_url or "")])  # from the environment too
         self.supports_images = o.images
         #: the structured output of its verdict slots (resolve_slot: json-schema for the OpenAI API itself)
         address = normalise_url(self.base_url or self.default_base_url)

@@ -8,10 +8,11 @@ import types
 import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from knockout._spec import parse_query as parse_query  # the judges' reading of options, one for all
 from knockout.errors import ConfigError
 
 OptionsT = TypeVar("OptionsT", bound="JudgeOptions")
@@ -69,16 +70,6 @@ class ServerOptions(JudgeOptions):
         if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
             raise ValueError("must be an http:// or https:// URL with a host")
         return v.strip()
-
-
-def parse_query(query: str, what: str) -> dict[str, str]:
-    """``key=value&key=value`` (the options after a spec's ``?``), or a ConfigError naming ``what``."""
-    if not query:
-        return {}
-    try:
-        return dict(parse_qsl(query, keep_blank_values=True, strict_parsing=True))
-    except ValueError:
-        raise ConfigError(f"{what}: options must look like ?key=value&key=value") from None
 
 
 def _short(value: object, width: int = 40) -> str:

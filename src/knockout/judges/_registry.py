@@ -15,7 +15,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from knockout._redact import option_secrets, redact, redact_spec, remember, spec_secrets
 from knockout._registry import Registry
+from knockout._spec import split_spec
 from knockout.errors import ConfigError
 from knockout.judges._base import Judge
 from knockout.judges._options import JudgeOptions, describe_options, parse_query
@@ -48,21 +50,22 @@ DEFAULT_JUDGE = "llamacpp"
 
 
 def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
-    """Split a judge spec into (backend, model, options)."""
-    spec = spec.strip()
-    if not spec:
+    """Split a judge spec into (backend, model, options) (:mod:`knockout._spec`: the grammar the redaction of
+    its secrets reads too).  An error shows the spec redacted."""
+    if not spec.strip():
         raise ConfigError("empty judge spec")
-    head, _, query = spec.partition("?")
-    backend, _, model = head.partition(":")
+    backend, model, query = split_spec(spec)
+    remember(spec_secrets(spec))  # scrubbed from what this process stores and prints (knockout._redact)
+    shown = redact_spec(spec.strip())
     if re.match(r"^[A-Za-z_][\w-]*=", model):
         raise ConfigError(
-            f"judge spec '{spec}': '{model}' is an option, not a model name; "
-            f"options go after '?': {backend}?{model.replace(':', '&')}"
+            f"judge spec '{shown}': '{redact(model)}' is an option, not a model name; "
+            f"options go after '?': {backend}?{redact(model).replace(':', '&')}"
         )
-    options = parse_query(query, f"judge spec '{spec}'")
+    options = parse_query(query, f"judge spec '{shown}'")
     if backend not in backends:
         known = ", ".join(backends.names())
-        raise ConfigError(f"unknown judge backend '{backend}' in spec '{spec}' (known: {known})")
+        raise ConfigError(f"unknown judge backend '{backend}' in spec '{shown}' (known: {known})")
     return backend, model, options
 
 
@@ -78,6 +81,7 @@ def make_judge(spec: str, options: Mapping[str, Any] | None = None) -> Judge:
             raise ConfigError(f"{what} {text[:60]!r}: {exc}") from None
         if len(text) > MAX_SPEC:
             raise ConfigError(f"{what} {text[:60]!r}...: longer than {MAX_SPEC} characters")
+    remember(option_secrets({str(k): v for k, v in (options or {}).items()}))
     backend, model, spec_options = parse_spec(spec)
     merged = {**spec_options, **(options or {})}
     try:

@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from knockout._redact import redact_url
 from knockout.errors import JudgeError
 from knockout.judges._base import Completion, Judge, MalformedReply, retry_malformed
 from knockout.judges._options import ServerOptions, normalise_url
@@ -94,6 +95,11 @@ class ServerJudge(Judge):
         self._sdk = sdk
         self.server = normalise_url(base_url or self.default_base_url)
 
+    @property
+    def where(self) -> str:
+        """The backend and its server as errors name them (the server redacted: knockout._redact.redact_url)."""
+        return f"{self.backend} ({redact_url(self.server)})"
+
     def identity(self) -> dict[str, Any]:
         # The server is part of the identity: two servers may serve different weights under one name.
         return {"backend": self.backend, "server": self.server, "model": self.model}
@@ -118,7 +124,7 @@ class ServerJudge(Judge):
                 except self._sdk.APIResponseValidationError as exc:
                     raise MalformedReply(str(exc)) from exc
                 except self._sdk.APIError as exc:
-                    raise JudgeError(f"{self.backend} backend ({self.server}): {exc}") from exc
+                    raise JudgeError(f"{self.backend} backend ({redact_url(self.server)}): {exc}") from exc
                 except ValueError as exc:  # a 200 body that is not JSON
                     raise MalformedReply(f"{type(exc).__name__}: {exc}") from exc
                 completion = read(resp)
@@ -128,7 +134,7 @@ class ServerJudge(Judge):
             completion.latency_s = time.perf_counter() - t0
             return completion
 
-        what = f"{self.backend} backend ({self.server})"
+        what = f"{self.backend} backend ({redact_url(self.server)})"
         try:
             done = await retry_malformed(once, retries=self.options.retries, backoff=self.options.backoff, what=what)
         except JudgeError as exc:

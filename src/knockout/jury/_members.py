@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from knockout._bounds import MAX_NAME, MAX_SPEC, valid_unicode
-from knockout._redact import redact
+from knockout._redact import redact_spec
 from knockout.errors import InputError
 from knockout.judges._base import GenParams
 
@@ -43,10 +43,11 @@ class MemberSpec:
 
     def label(self) -> str:
         """The member's name in tables, in the jury's judge column and in its stored configuration: its
-        ``name``, else its spec (with its prompt), redacted (``api_key=***``: the judge alone holds the key)."""
+        ``name``, else its spec (with its prompt), redacted by the judge's own reading of it
+        (:func:`knockout._redact.redact_spec`: ``api_key=***``; the judge alone holds the key)."""
         if self.name:
             return self.name
-        return redact(self.judge + (f" + {self.prompt}" if self.prompt else ""))
+        return redact_spec(self.judge) + (f" + {self.prompt}" if self.prompt else "")
 
     def gen_params(self, base: GenParams, *, file: str = "<jury>", record: str = "") -> GenParams:
         """``base`` with this member's parameters over it (a bad value names the member and field)."""

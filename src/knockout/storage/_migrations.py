@@ -435,6 +435,120 @@ def _v43(db: sqlite3.Connection) -> None:
                            (*new, row[0]))
 
 
+def _v44(db: sqlite3.Connection) -> None:
+    """No secret of a judge spec in a store, read by the spec's structure (:func:`knockout._redact.redact_spec`):
+    what versions before wrote -- a jury's member labels (the raw specs) as the keys of each answer's
+    ``results.details.members``, in its configuration, summary and judge column, command lines -- and what step 43
+    left (secrets its pattern did not see: a percent-encoded option name, a URL's user name or a password holding
+    ``@``, a signed query in ``base_url``, a value holding ``)``).  Each stored spec is read as the judge reads it;
+    its label is replaced by the redacted label wherever it stands, and its secret values (at least
+    :data:`~knockout._redact.MIN_SECRET` characters) are scrubbed from every run's row, results, matches, call log,
+    batch jobs, item-set sources and stored replies (a server that echoed a key).  Request contents (the data)
+    are left as they are."""
+    from knockout._redact import MIN_SECRET, argv_secrets, redact, redact_spec, scrub, spec_secrets
+
+    def load(text: Any) -> Any:
+        try:
+            return json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            return None
+
+    labels: set[str] = set()
+    secrets: set[str] = set()
+    jury_runs: set[str] = set()  # runs of members (a jury): their results are keyed by the members' labels
+    for run_id, config, summary in db.execute("SELECT id, config, summary FROM runs").fetchall():
+        for obj in (load(config), load(summary)):
+            if not isinstance(obj, dict):
+                continue
+            members = obj.get("members")
+            for m in members if isinstance(members, list) else ():
+                if isinstance(m, dict) and isinstance(m.get("label"), str):
+                    labels.add(m["label"])
+                    jury_runs.add(run_id)
+            command = obj.get("command")
+            if isinstance(command, dict) and isinstance(command.get("argv"), str):
+                secrets |= argv_secrets(command["argv"])
+    for run_id in sorted(jury_runs):
+        for (text,) in db.execute("SELECT details FROM results WHERE run_id = ?", (run_id,)):
+            details = load(text)
+            members = details.get("members") if isinstance(details, dict) else None
+            if isinstance(members, dict):
+                labels |= {k for k in members if isinstance(k, str)}
+    relabel: dict[str, str] = {}
+    for label in labels:
+        spec, plus, prompt = label.partition(" + ")
+        secrets |= spec_secrets(spec) | spec_secrets(label)
+        shown = redact_spec(spec) + plus + prompt
+        if shown != label:
+            relabel[label] = shown
+    secrets = {s for s in secrets if len(s) >= MIN_SECRET}
+    old_labels = sorted(relabel, key=len, reverse=True)
+
+    def fix(text: str) -> str:
+        for old in old_labels:
+            if old in text:
+                text = text.replace(old, relabel[old])
+        return scrub(text, secrets) if secrets else text
+
+    def walk(v: Any, each: Any) -> Any:
+        if isinstance(v, str):
+            return each(v)
+        if isinstance(v, dict):
+            return {each(k) if isinstance(k, str) else k: walk(x, each) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x, each) for x in v]
+        return v
+
+    def run_text(v: str) -> str:  # what the Store redacts when it writes a run
+        return redact(fix(v))
+
+    def as_text(each: Any) -> Any:
+        def one(v: Any) -> Any:
+            return each(v) if isinstance(v, str) else v
+        return one
+
+    def as_json(each: Any) -> Any:
+        def one(v: Any) -> Any:
+            old = load(v)
+            if old is None:
+                return each(v) if isinstance(v, str) else v
+            redacted = walk(old, each)
+            return v if redacted == old else json.dumps(redacted, ensure_ascii=False)  # keys in their stored order
+        return one
+
+    needles = [*old_labels, *(s for v in secrets for s in {v, json.dumps(v, ensure_ascii=False)[1:-1]})]
+    plan: list[tuple[str, dict[str, Any], bool]] = [  # (table, column -> rewrite, whether only rows with a needle)
+        ("runs", {"judge": as_text(run_text), "config": as_json(run_text), "summary": as_json(run_text),
+                  "error": as_text(run_text), "data_source": as_text(run_text)}, False),
+        ("itemsets", {"source": as_text(run_text)}, False),
+        ("call_log", {"error": as_text(run_text)}, False),
+        ("batches", {"judge": as_text(run_text), "error": as_text(run_text)}, False),
+        ("results", {"details": as_json(fix)}, True),
+        ("matches", {"games": as_json(fix)}, True),
+        ("calls", {"reply": as_text(fix), "parsed": as_text(fix)}, True),
+    ]
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table, cols, needled in plan:
+        if table not in tables:
+            continue
+        have = [c for c in cols if c in _columns(db, table)]
+        if not have or (needled and not needles):
+            continue
+        chunks = [needles[k:k + 400] for k in range(0, len(needles), 400)] if needled else [[]]
+        for chunk in chunks:  # (a row holding needles of two chunks is read twice: the second time unchanged)
+            if needled:
+                where = " OR ".join(f"instr({c}, ?) > 0" for c in have for _ in chunk)
+            else:
+                where = " OR ".join(f"{c} IS NOT NULL" for c in have)
+            part = [n for _ in have for n in chunk]
+            rows = db.execute(f"SELECT rowid, {', '.join(have)} FROM {table} WHERE {where}", part).fetchall()
+            for row in rows:
+                new = [cols[c](v) for c, v in zip(have, row[1:], strict=True)]
+                if new != list(row[1:]):
+                    db.execute(f"UPDATE {table} SET {', '.join(f'{c} = ?' for c in have)} WHERE rowid = ?",
+                               (*new, row[0]))
+
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "baseline: the schema of knockout 0.1 (calls, call_log, itemsets, runs, results, web tables)", _v1),
     Migration(2, "matches stored once in their own table; runs.error", _v2),
@@ -450,6 +564,8 @@ MIGRATIONS: list[Migration] = [
     Migration(42, "each stored reply's verdict slot: the allowed values' probabilities (calls.verdict)", _v42),
     Migration(43, "no secret of a judge spec stored: runs, item-set sources, call log and batch errors redacted",
               _v43),
+    Migration(44, "no secret of a judge spec stored, read by the spec's structure: jury labels in results.details "
+                  "and every run, echoed keys in results, matches, call log and replies", _v44),
 ]
 
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
 
-from knockout._redact import redact, redact_all
+from knockout._redact import redact, redact_all, scrub, scrub_all
 from knockout.data._records import ItemSet
 from knockout.engine._cache import CallRecord
 from knockout.errors import ConfigError
@@ -339,8 +339,8 @@ class Store:
                 str(identity.get("backend")),
                 str(identity.get("model")),
                 stored_request,
-                record.reply,
-                json.dumps(record.parsed, ensure_ascii=False),
+                scrub(record.reply),  # a secret of a judge the server echoed (knockout._redact)
+                scrub(json.dumps(record.parsed, ensure_ascii=False)),
                 record.prompt_tokens,
                 record.completion_tokens,
                 record.latency_s,
@@ -691,8 +691,8 @@ class Store:
             self.db.executemany(
                 "INSERT OR REPLACE INTO results (run_id, item_id, question_id, score, valid, details) "
                 "VALUES (?,?,?,?,?,?)",
-                [(run_id, r.item_id, r.question_id, r.score, int(r.valid), json.dumps(r.details, ensure_ascii=False))
-                 for r in rows],
+                [(run_id, r.item_id, r.question_id, r.score, int(r.valid),
+                  json.dumps(scrub_all(r.details), ensure_ascii=False)) for r in rows],
             )
 
     def put_result(
@@ -791,7 +791,7 @@ class Store:
                 "INSERT OR REPLACE INTO matches (run_id, match_id, question_id, a, b, step, valid, partial, games) "
                 "VALUES (?,?,?,?,?,?,?,?,?)",
                 [(run_id, m.match_id, m.question_id, m.a, m.b, m.step, int(m.valid), int(m.partial),
-                  json.dumps(m.games, ensure_ascii=False)) for m in rows],
+                  json.dumps(scrub_all(m.games), ensure_ascii=False)) for m in rows],
             )
 
     def matches(self, run_id: str, *, question_id: str | None = None) -> list[MatchRow]:
