@@ -327,7 +327,8 @@ def test_formula_ids_neutralised_in_plain_refused_for_an_lms(sid: str, tmp_path:
     for fmt in ("moodle", "canvas"):
         out, err = cli("gradebook", str(db), "--format", fmt, code=2)
         line = one_error(err)
-        assert out == "" and "formula" in line and repr(sid) in line, line
+        # the line names the id (a URL's query in it is redacted like any printed URL's: knockout._redact)
+        assert out == "" and "formula" in line and repr(sid).split("?")[0] in line, line
 
 
 @pytest.mark.parametrize("pair", [("Ann", "ann"), ("bob", "bob ")])
