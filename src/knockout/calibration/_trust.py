@@ -262,7 +262,7 @@ class Trust:
     def to_dict(self) -> dict[str, Any]:
         return {"threshold": THRESHOLD, "counts": self.counts(),
                 "questions": {q: r.to_dict() for q, r in self.questions.items()},
-                "flagged": self.flagged,
+                "flagged": self.flagged, "readings": self.readings,
                 "answers": {a: self.marks(a) for a in self.question_of if self.marks(a)}}
 
 
@@ -380,4 +380,14 @@ def trust_tables(section: Mapping[str, Any]) -> list[Any]:
         out.append(Table(f"flagged by the persuasion defence ({len(frows)} answers)",
                          ["answer", "would have had", "p(address)", "sentences removed"], frows,
                          "the grade shown is the defended one; an expert should check these first"))
+    readings = section.get("readings") or {}
+    if readings:
+        n = len(readings)
+        both = [(aid, r) for aid, r in sorted(readings.items()) if r.get("disagree")]
+        out.append(Table(f"two readers: {n} answers graded by the judge and the meaning reader, {len(both)} where "
+                         f"they disagree ({DISAGREE})", ["answer", "judge", "meaning", "similarity"],
+                         [[aid, f"{r['judge']:.2f}", f"{r['meaning']:.2f}", f"{r['similarity']:.3f}"]
+                          for aid, r in both],
+                         "judge and meaning in points (the meaning reader on the judge's scale over the run); where "
+                         "they disagree beyond twice their measured spread the grade leans to the lower: check these"))
     return out

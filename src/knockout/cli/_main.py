@@ -122,13 +122,27 @@ def print_summary(summary: dict[str, Any]) -> None:
                      "possibly paid twice)"))
     if summary.get("images_dropped"):
         rows.append(("images left out", f"{summary['images_dropped']} (text-only judge)"))
+    rd = summary.get("readers") or {}
+    if rd.get("mode") == "two":
+        rows.append(("readers", f"the judge and the answer's meaning against the reference: {rd['combined']} grades "
+                     f"combined, {rd['judge_only']} the judge's alone"
+                     + "".join(f"; {n} {why}" for why, n in (rd.get("why_not") or {}).items())
+                     + f"; {rd['disagree']} where they disagree (marked)"))
+    elif rd.get("off"):
+        rows.append(("readers", f"the judge alone: {rd['off']}"))
+    off = [k.replace("_", " ") for k, v in (summary.get("defences") or {}).items() if v != "on"]
+    if off and summary.get("method") == "individual":
+        rows.append(("defences OFF", ", ".join(off) + " (what that leaves open: docs/injection.md#which-defences-"
+                     "apply)"))
     tr = summary.get("trust")
-    if tr and (tr.get("needs_expert_questions") or tr.get("flagged")):
+    if tr and (tr.get("needs_expert_questions") or tr.get("flagged") or tr.get("disagree")):
         from knockout.calibration._trust import NEEDS_EXPERT_WORDS
 
         rows.append(("trust", f"{tr['needs_expert_questions']} of {tr['questions']} questions need an expert "
                      f"({NEEDS_EXPERT_WORDS}; {tr['needs_expert_answers']} answers); {tr['flagged']} answers "
-                     "flagged by the persuasion defence (knockout report: which)"))
+                     "flagged by the persuasion defence" + (f"; {tr['disagree']} whose readers disagree"
+                                                            if tr.get("disagree") else "")
+                     + " (knockout report: which)"))
     if summary.get("simulated_judge"):
         rows.append(("NOTE", "scripted judge: a simulation, not an LLM"))
     for k, v in rows:

@@ -84,6 +84,10 @@ class GradeSummary(RunSummary):
     #: ``combined``, graded by the ``judge_only`` (``why_not``: per reason) and whose readers ``disagree``; with the
     #: judge alone, why the second reader is ``off`` where it could have applied
     readers: dict[str, Any] | None = None
+    #: the defences of the grades against planting, persuasion and gaming (docs/injection.md#which-defences-apply):
+    #: ``slot`` (the verdict read from a constrained slot or token probabilities: on, off, or partly on a mixed
+    #: run), ``guard`` (the persuasion guard) and ``second_reader`` (the meaning reader), each on or off
+    defences: dict[str, str] | None = None
     #: a mixed run's questions per verdict mode (``{"constrained": 3, "text": 1}``)
     verdict_questions: dict[str, int] | None = None
 
@@ -157,6 +161,9 @@ class RunReport:
             guard=self.guard_counts(),
             anchors=self.anchor_counts(),
             readers=self.reader_counts(),
+            defences={"slot": {"expected": "on", "constrained": "on", "mixed": "partly"}.get(self.verdict, "off"),
+                      "guard": "on" if self.guard == "on" else "off",
+                      "second_reader": "on" if self.readers == "two" else "off"},
             verdict_questions=self.verdict_questions,
         )
         return s.model_dump(mode="json", exclude_none=True)

@@ -43,9 +43,12 @@ def export_rows(store: Store, run: RunRecord) -> list[dict[str, Any]]:
 #: the CSV's columns: ``grade`` is the run's grade of the item (for ``--verdict expected`` the
 #: probability-weighted mean of the judge's distribution over the grades, not the number its reply states);
 #: ``judge_replies`` is the judge's text, every reply of the item joined by `` ||| ``; ``flagged`` (1/0; empty where the
-#: persuasion guard did not run) and ``grade_full``: the grade the answer would have had without the guard
+#: persuasion guard did not run) and ``grade_full``: the grade the answer would have had without the guard;
+#: ``grade_judge``, ``grade_meaning`` and ``meaning_similarity``: the two readers' readings of a grade they made
+#: (points; the similarity as read; empty where the grade is the judge's alone), ``readers_disagree`` (1/0)
 CSV_HEADER = ["run_id", "kind", "method", "judge", "status", "simulated_judge", "item_id", "question_id", "grade",
-              "valid", "error", "judge_replies", "flagged", "grade_full"]
+              "valid", "error", "judge_replies", "flagged", "grade_full", "grade_judge", "grade_meaning",
+              "meaning_similarity", "readers_disagree"]
 
 
 def _text_cells(row: list[Any]) -> list[Any]:
@@ -68,10 +71,14 @@ def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
         d = r["details"]
         g = d.get("guard") if isinstance(d.get("guard"), dict) else None
         full = g.get("grade_full") if g else None
+        rd = d.get("readers") if isinstance(d.get("readers"), dict) and d["readers"].get("combined") is not None \
+            else {}
         w.writerow(_text_cells([
             run.id, run.kind, run.method, run.judge, run.status, int(run.simulated), r["item_id"], r["question_id"],
             "" if r["score"] is None else r["score"], int(r["valid"]), d.get("error") or "",
             " ||| ".join(r["replies"]), "" if g is None else int(bool(g.get("flagged"))), "" if full is None else full,
+            *("" if rd.get(k) is None else rd[k] for k in ("judge", "meaning", "similarity")),
+            "" if not rd else int(bool(rd.get("disagree"))),
         ]))
         yield buf.getvalue()
         buf.seek(0)
