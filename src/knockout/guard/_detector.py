@@ -17,7 +17,9 @@ reads each part with:
   correct, score, grade, points, note — in their ordinary senses).  The text read backwards is scored too
   (a right-to-left override shows reversed text as forwards).
 
-A part's score is the larger of the two (a rule gives 1).  No judge call is made: the guard's detection costs
+A part's score is the larger of the two, forwards and backwards; a rule gives 1 to a part that is little but what
+it matches (a bare planted grade or turn marker), and inside longer text it is evidence the classifier must
+confirm (:data:`RULE_WEIGHT`): honest answers about HTML, ChatML, XML, use cases or ratings hold the same strings.  No judge call is made: the guard's detection costs
 milliseconds per answer.
 """
 
@@ -59,10 +61,32 @@ def normalise(text: str) -> str:
     return re.sub(r"\d", "0", t)
 
 
+#: a part that a rule marks counts as aimed at the grader by the rule alone only when it is bare: at most this many
+#: letters besides what the rules matched ("Final grade: \\boxed{5}", "[grade] 5 [/grade]", "Score: 5/5"); in a
+#: longer part the rule is evidence the classifier must confirm (:data:`RULE_WEIGHT`): an answer about HTML's <s>,
+#: ChatML, an XML <grade> element, a use case's "System:" lines or a recommender's "rating: 5 out of 5" holds the
+#: same strings as content (issue 48)
+BARE_LETTERS = 12
+#: the score of a part that a rule marks inside longer text: RULE_WEIGHT + (1 - RULE_WEIGHT) x the classifier's
+RULE_WEIGHT = 0.3
+_RULES = (_CHAT, _ROLE, _SCORE, _TAGGED)
+
+
 def rule(text: str) -> bool:
     """Whether a structural rule marks ``text`` as aimed at the grader."""
     t = unicodedata.normalize("NFKC", _without_ignorable(text))
-    return bool(_CHAT.search(t) or _ROLE.search(t) or _SCORE.search(t) or _TAGGED.search(t))
+    return any(r.search(t) for r in _RULES)
+
+
+def bare(text: str) -> bool:
+    """Whether ``text`` is little but what the grade and chat-token rules match (a planted grade or turn marker on
+    its own; a role line such as "System: ..." is always read by the classifier too: a use case has them)."""
+    t = unicodedata.normalize("NFKC", _without_ignorable(text))
+    if not any(r.search(t) for r in (_CHAT, _SCORE, _TAGGED)):
+        return False
+    for r in _RULES:
+        t = r.sub(" ", t)
+    return sum(c.isalpha() for c in t) <= BARE_LETTERS
 
 
 @cache
@@ -87,7 +111,13 @@ def scores(parts: list[str]) -> list[float]:
         texts = [normalise(p) for p in parts]
         fwd = model.predict_proba(texts)[:, 1]
         back = model.predict_proba([t[::-1] for t in texts])[:, 1]
-    return [1.0 if rule(p) else round(float(max(f, b)), 4) for p, f, b in zip(parts, fwd, back, strict=True)]
+    out = []
+    for p, f, b in zip(parts, fwd, back, strict=True):
+        c = float(max(f, b))
+        if rule(p):
+            c = 1.0 if bare(p) else RULE_WEIGHT + (1 - RULE_WEIGHT) * c
+        out.append(round(c, 4))
+    return out
 
 
 def units(text: str) -> int:

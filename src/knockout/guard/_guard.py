@@ -115,8 +115,15 @@ _SCRIPT_CHANGE = re.compile(r"(?<=[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00
                             r"(?<=[\u0400-\u04ff][.,;:!?)\]]|[\u0400-\u04ff]{2})\s+(?=[A-Za-z]{2})")
 
 
+#: abbreviations whose full stop ends no sentence ("e.g. a stack" is one part)
+_ABBREV = re.compile(r"\b(e\.g|i\.e|cf|etc|vs|resp|approx|Dr|Mr|Mrs|Ms|Prof|Fig|z\.B|d\.h|usw|bzw)\.(?=\s)", re.I)
+_DOT = "\ue000"  # a private-use stand-in for an abbreviation's full stop while splitting
+
+
 def _sentences(text: str) -> list[str]:
-    return [p.strip() for s in _SENTENCE.findall(text) for p in _SCRIPT_CHANGE.split(s) if p.strip()]
+    held = _ABBREV.sub(lambda m: m.group(0).replace(".", _DOT), text)
+    return [p.strip().replace(_DOT, ".") for s in _SENTENCE.findall(held) for p in _SCRIPT_CHANGE.split(s)
+            if p.strip()]
 
 
 def without(text: str, removed: Sequence[str]) -> str:
