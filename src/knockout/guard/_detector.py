@@ -19,7 +19,8 @@ reads each part with:
 
 A part's score is the larger of the two, forwards and backwards; a rule gives 1 to a part that is little but what
 it matches (a bare planted grade or turn marker), and inside longer text it is evidence the classifier must
-confirm (:data:`RULE_WEIGHT`): honest answers about HTML, ChatML, XML, use cases or ratings hold the same strings.  No judge call is made: the guard's detection costs
+confirm (:data:`RULE_WEIGHT`): honest answers about HTML, ChatML, XML, use cases or ratings hold the same strings.
+No judge call is made: the guard's detection costs
 milliseconds per answer.
 """
 
