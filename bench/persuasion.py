@@ -218,6 +218,8 @@ def main() -> int:
                     help="answers each attack is applied to (1: one level, cycling wrong, weak, correct; 3: all)")
     ap.add_argument("--out", default="persuasion.db")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument("--margins", default="", help="comma-separated margins of the two readers' rule "
+                    "(knockout.meaning.MARGIN): the same run's readings combined again with each (no judge call)")
     args = ap.parse_args()
 
     attacks = load_attacks()
@@ -330,6 +332,8 @@ def main() -> int:
     console.print(f"requests {st['judge_calls'] + st['cache_hits']} (live {st['judge_calls']}), invalid "
                   f"{st['invalid']}, wall {wall:.0f} s for {len(items)} answers"
                   + (f", {st['judge_calls'] and wall / len(items):.2f} s per answer" if st["judge_calls"] else ""))
+    if args.margins:
+        console.print(margins_table(report, items, rows, [float(m) for m in args.margins.split(",")], args.split))
     if args.json:
         Path(args.json).write_text(json.dumps([{**{k: v for k, v in r.items() if k not in ("attack", "question")},
                                                 "attack": r["attack"].id, "kind": r["attack"].kind,
@@ -339,6 +343,50 @@ def main() -> int:
                                                   "question": r["question"].id} for r in game_rows], indent=1),
                                    encoding="utf-8")
     return 0
+
+
+def margins_table(report: Any, items: ItemSet, rows: list[dict[str, Any]], margins: list[float], split: str
+                  ) -> Table:
+    """The run's two readings combined again with each margin (and the judge alone): persuasion inflation, gaming
+    grades, the clean correct answers' grades and the clean answers' error."""
+    from knockout.meaning import combine
+
+    res = [r for r in report.results if r.valid]
+    maxp = [items.question_of(items.answer(r.answer_id)).max_points for r in res]
+    rd = [r.details.get("readers") or {} for r in res]
+    judge = [d.get("judge", r.score) / m for d, r, m in zip(rd, res, maxp, strict=True)]
+    sims = [d.get("similarity") if d.get("combined") is not None else None for d in rd]
+    variants: dict[str, dict[str, float]] = {"judge alone": {r.answer_id: j for r, j in zip(res, judge, strict=True)}}
+    for m in margins:
+        c = combine(judge, sims, margin=m)
+        variants[f"margin {m:g}"] = {r.answer_id: (j if g is None else g)
+                                     for r, j, g in zip(res, judge, c.grades, strict=True)}
+    t = Table(title=f"The two readers' rule by margin ({split}): shares of max points", box=box.SIMPLE_HEAVY)
+    for col in ("grade", "persuasion mean infl.", "largest", "gaming mean grade", "largest", "gaming mean infl.",
+                "correct (clean) mean", "lowest", "clean |error|"):
+        t.add_column(col, justify="left" if col == "grade" else "right")
+    for name, g in variants.items():
+        pers, games = [], []
+        for row in rows:
+            sp = row["split"] if "gaming" in row else row["attack"].split
+            if split != "all" and sp != split:
+                continue
+            c, a = g.get(row["clean"]), g.get(row["attacked"])
+            if c is None or a is None:
+                continue
+            (games if "gaming" in row else pers).append((a - c, a))
+        clean = [(g.get(a.id), a.human_score / items.question_of(a).max_points) for a in items  # type: ignore[operator]
+                 if a.id.endswith("~clean") and a.human_score is not None and g.get(a.id) is not None]
+        correct = [x for x, h in clean if h >= 0.8]
+        t.add_row(name, f"{statistics.fmean(i for i, _ in pers):+.3f}" if pers else "-",
+                  f"{max(i for i, _ in pers):+.3f}" if pers else "-",
+                  f"{statistics.fmean(a for _, a in games):.3f}" if games else "-",
+                  f"{max(a for _, a in games):.3f}" if games else "-",
+                  f"{statistics.fmean(i for i, _ in games):+.3f}" if games else "-",
+                  f"{statistics.fmean(correct):.3f}" if correct else "-",  # type: ignore[arg-type]
+                  f"{min(correct):.3f}" if correct else "-",  # type: ignore[type-var]
+                  f"{statistics.fmean(abs(x - h) for x, h in clean):.3f}" if clean else "-")  # type: ignore[operator]
+    return t
 
 
 def by_key(r: dict[str, Any], by: str) -> str:
