@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -129,7 +130,7 @@ def test_local_gguf_identity_is_its_sha256_computed_once(tmp_path: Path, monkeyp
 
     monkeypatch.setenv("KNOCKOUT_CACHE", str(tmp_path / "cache"))
     gguf = tmp_path / "tiny.gguf"
-    gguf.write_bytes(b"GGUF" + bytes(range(256)) * 40)
+    gguf.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 0) + bytes(range(256)) * 40)  # a header llama.cpp reads
     digest = hashlib.sha256(gguf.read_bytes()).hexdigest()
     ident = make_judge(f"llamacpp:{gguf}").identity()
     assert ident == {"backend": "llamacpp", "model": "gguf", "sha256": digest}
