@@ -120,6 +120,9 @@ SUITES = {s.name: s for s in (
           "answer's grade the mean of those it got in its matches, in both orders",
           SHARED / "mohler-dev/mohler_dev.csv", method="knockout", debias=True, limit=24, answers=8, extra=True,
           paired_with="mohler-ind"),
+    Suite("mohler-ind-60x8", "Mohler dev set, the first 60 questions x their first 8 answers (480: the 10 exams of "
+          "issue 48's held-out slices' size that bench/readers.py --slices 6 cuts), individual, reference",
+          SHARED / "mohler-dev/mohler_dev.csv", limit=60, answers=8, extra=True),
     Suite("mohler-ind-all", "Mohler dev set, all 63 questions and 1,756 answers, individual, reference (a long "
           "run: about 2.5 h with the embedded judge)", SHARED / "mohler-dev/mohler_dev.csv", extra=True),
     Suite("pandalm-sbs", "PandaLM test set, first 24 pairs, side-by-side prompt I, both orders",
