@@ -51,7 +51,6 @@ import hashlib
 import importlib.metadata
 import io
 import os
-import re
 import sys
 import time
 import zipfile
@@ -62,7 +61,13 @@ from pathlib import Path
 import numpy as np
 
 from knockout.data import load_items
+from knockout.meaning import demote
+from knockout.meaning._encoder import layer_norm, linear, mean_pooled, transformer_layer
 from knockout.metrics._bootstrap import bootstrap
+
+#: the weight names of one MPNet layer, in knockout.meaning._encoder.BERT_NAMES' order
+MPNET_NAMES = ("attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o", "attention.LayerNorm",
+               "intermediate.dense", "output.dense", "output.LayerNorm")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -127,43 +132,23 @@ class MPNet:
         return _batched(self._tok, self._forward, texts, batch, 768, pad=self.pad)
 
     def _ln(self, x: np.ndarray, name: str) -> np.ndarray:
-        mu = x.mean(-1, keepdims=True)
-        var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        y: np.ndarray = (x - mu) / np.sqrt(var + 1e-5) * self._w[name + ".weight"] + self._w[name + ".bias"]
-        return y
+        return layer_norm(x, self._w, name, 1e-5)
 
     def _lin(self, x: np.ndarray, name: str) -> np.ndarray:
-        w = self._w[name + ".weight"]
-        y: np.ndarray = (x.reshape(-1, x.shape[-1]) @ w).reshape(*x.shape[:-1], w.shape[1])
-        return y + self._w[name + ".bias"]
+        return linear(x, self._w, name)
 
     def _forward(self, tok: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        from scipy.special import erf
-
         w = self._w
-        n, t = tok.shape
+        t = tok.shape[1]
         positions = (np.cumsum(mask, 1) * mask).astype(np.int64) + self.pad  # real tokens from 2, padding 1
         x = w["embeddings.word_embeddings.weight"][tok] + w["embeddings.position_embeddings.weight"][positions]
         x = self._ln(x, "embeddings.LayerNorm")
         h = self.heads
-        d = x.shape[-1] // h
         rel = w["encoder.relative_attention_bias.weight"][self._buckets[:t, :t]].transpose(2, 0, 1)  # heads, q, k
         bias = rel[None] + ((np.float32(1.0) - mask) * np.float32(-1e9))[:, None, None, :]
         for i in range(self.layers):
-            p = f"encoder.layer.{i}."
-            q, k, v = (np.ascontiguousarray(self._lin(x, p + f"attention.attn.{m}").reshape(n, t, h, d)
-                                            .transpose(0, 2, 1, 3)) for m in ("q", "k", "v"))
-            s = np.matmul(q, k.transpose(0, 1, 3, 2)) * np.float32(1.0 / np.sqrt(d)) + bias
-            s = np.exp(s - s.max(-1, keepdims=True))
-            s /= s.sum(-1, keepdims=True)
-            ctx = (s @ v).transpose(0, 2, 1, 3).reshape(n, t, h * d)
-            x = self._ln(x + self._lin(ctx, p + "attention.attn.o"), p + "attention.LayerNorm")
-            y = self._lin(x, p + "intermediate.dense")
-            y = y * (np.float32(0.5) * (np.float32(1.0) + erf(y * np.float32(1.0 / np.sqrt(2.0)))))
-            x = self._ln(x + self._lin(y, p + "output.dense"), p + "output.LayerNorm")
-        pooled = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
-        out: np.ndarray = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return out.astype(np.float32)
+            x = transformer_layer(x, bias, w, f"encoder.layer.{i}.", MPNET_NAMES, h, 1e-5)
+        return mean_pooled(x, mask)
 
 
 def _part(dist: str) -> Path:
@@ -233,16 +218,6 @@ CANDIDATES: dict[str, Callable[[], Candidate]] = {"all-minilm-l6-v2": load_minil
 
 
 # -- question demoting and figures -----------------------------------------------------------------------------
-_WORD = re.compile(r"\w+")
-
-
-def demote(text: str, question: str) -> str:
-    """``text`` without the words of ``question`` (case-insensitive ``\\w+`` tokens)."""
-    words = {m.lower() for m in _WORD.findall(question)}
-    out = _WORD.sub(lambda m: "" if m.group(0).lower() in words else m.group(0), text)
-    return " ".join(out.split())
-
-
 @dataclass
 class Suite:
     answers: list[str]

@@ -110,6 +110,56 @@ def _weights_file(spec: PackagedEncoder, archive: Path) -> Path:
     return target
 
 
+def layer_norm(x: np.ndarray, w: dict[str, np.ndarray], name: str, eps: float) -> np.ndarray:
+    """Layer normalisation over the last axis with the weights ``name.weight`` and ``name.bias``."""
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    y: np.ndarray = (x - mu) / np.sqrt(var + eps) * w[name + ".weight"] + w[name + ".bias"]
+    return y
+
+
+def linear(x: np.ndarray, w: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """``x @ weight + bias`` over the last axis, the weight stored transposed (in x out) as one 2-D product."""
+    m = w[name + ".weight"]
+    y: np.ndarray = (x.reshape(-1, x.shape[-1]) @ m).reshape(*x.shape[:-1], m.shape[1]) + w[name + ".bias"]
+    return y
+
+
+#: the weight names of one BERT layer (under its prefix): query, key, value, attention output and its norm, the
+#: feed-forward input and output and its norm
+BERT_NAMES = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+              "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm")
+
+
+def transformer_layer(x: np.ndarray, bias: np.ndarray, w: dict[str, np.ndarray], prefix: str,
+                      names: tuple[str, ...], heads: int, eps: float) -> np.ndarray:
+    """One post-norm transformer encoder layer (BERT's, MPNet's): self-attention with ``bias`` added to the scores
+    (the padding mask, and a relative position bias where the model has one), then an exact-GELU feed-forward;
+    ``names`` the layer's weights under ``prefix`` in :data:`BERT_NAMES`' order."""
+    from scipy.special import erf
+
+    q_, k_, v_, o_, ln1, up, down, ln2 = (prefix + n for n in names)
+    n, t, width = x.shape
+    d = width // heads
+    q, k, v = (np.ascontiguousarray(linear(x, w, m).reshape(n, t, heads, d).transpose(0, 2, 1, 3))
+               for m in (q_, k_, v_))
+    s = np.matmul(q, k.transpose(0, 1, 3, 2)) * np.float32(1.0 / np.sqrt(d)) + bias
+    s = np.exp(s - s.max(-1, keepdims=True))
+    s /= s.sum(-1, keepdims=True)
+    ctx = (s @ v).transpose(0, 2, 1, 3).reshape(n, t, width)
+    x = layer_norm(x + linear(ctx, w, o_), w, ln1, eps)
+    y = linear(x, w, up)
+    y = y * (np.float32(0.5) * (np.float32(1.0) + erf(y * np.float32(1.0 / np.sqrt(2.0)))))
+    return layer_norm(x + linear(y, w, down), w, ln2, eps)
+
+
+def mean_pooled(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """sentence-transformers' mean pooling over the real tokens, then L2 normalisation."""
+    pooled = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
+    out: np.ndarray = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+    return out.astype(np.float32)
+
+
 class Encoder:
     """Sentences in, unit vectors out (the pooled, normalised sentence embedding)."""
 
@@ -166,42 +216,22 @@ class Encoder:
         return out
 
     def _ln(self, x: np.ndarray, name: str) -> np.ndarray:
-        mu = x.mean(-1, keepdims=True)
-        var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        y: np.ndarray = (x - mu) / np.sqrt(var + 1e-12) * self._w[name + ".weight"] + self._w[name + ".bias"]
-        return y
+        return layer_norm(x, self._w, name, 1e-12)
 
     def _lin(self, x: np.ndarray, name: str) -> np.ndarray:
-        w = self._w[name + ".weight"]
-        y: np.ndarray = (x.reshape(-1, x.shape[-1]) @ w).reshape(*x.shape[:-1], w.shape[1])
-        return y + self._w[name + ".bias"]
+        return linear(x, self._w, name)
 
     def _forward(self, tok: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        from scipy.special import erf
-
         w = self._w
-        n, t = tok.shape
+        t = tok.shape[1]
         x = (w["embeddings.word_embeddings.weight"][tok] + w["embeddings.position_embeddings.weight"][:t][None]
              + w["embeddings.token_type_embeddings.weight"][0][None, None])
         x = self._ln(x, "embeddings.LayerNorm")
         h = self.spec.heads
-        d = x.shape[-1] // h
         bias = ((np.float32(1.0) - mask) * np.float32(-1e9))[:, None, None, :]
         for i in range(self.spec.layers):
-            p = f"encoder.layer.{i}."
-            q, k, v = (np.ascontiguousarray(self._lin(x, p + f"attention.self.{m}").reshape(n, t, h, d)
-                                            .transpose(0, 2, 1, 3)) for m in ("query", "key", "value"))
-            s = np.matmul(q, k.transpose(0, 1, 3, 2)) * np.float32(1.0 / np.sqrt(d)) + bias
-            s = np.exp(s - s.max(-1, keepdims=True))
-            s /= s.sum(-1, keepdims=True)
-            ctx = (s @ v).transpose(0, 2, 1, 3).reshape(n, t, h * d)
-            x = self._ln(x + self._lin(ctx, p + "attention.output.dense"), p + "attention.output.LayerNorm")
-            y = self._lin(x, p + "intermediate.dense")
-            y = y * (np.float32(0.5) * (np.float32(1.0) + erf(y * np.float32(1.0 / np.sqrt(2.0)))))
-            x = self._ln(x + self._lin(y, p + "output.dense"), p + "output.LayerNorm")
-        pooled = (x * mask[..., None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), 1.0)
-        out: np.ndarray = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return out.astype(np.float32)
+            x = transformer_layer(x, bias, self._w, f"encoder.layer.{i}.", BERT_NAMES, h, 1e-12)
+        return mean_pooled(x, mask)
 
 
 _LOCK = threading.Lock()
