@@ -182,6 +182,8 @@ def test_a_flagged_answers_guard_grades_are_on_the_anchored_scale(tmp_path: Path
     g, d = r.details["guard"], r.details["anchored"]
     assert g["flagged"] and raw["grade_stripped"] < raw["grade_full"]
     a = Anchors(d["reference"], d["null"], attacked().questions[r.question_id].max_points)
-    assert d["grade_raw"] == min(raw["grade_full"], raw["grade_stripped"]) and r.score == a.read(d["grade_raw"])
+    m = attacked().questions[r.question_id].max_points  # the lower grade, at most the removed share of max below
+    assert d["grade_raw"] == pytest.approx(max(raw["grade_stripped"], raw["grade_full"] - raw["removed_share"] * m))
+    assert r.score == a.read(d["grade_raw"])
     assert g["grade_full"] == a.read(raw["grade_full"]) and g["grade_stripped"] == a.read(raw["grade_stripped"])
-    assert r.score == g["grade_stripped"] < g["grade_full"] and on.summary()["guard"]["lowered"] == 1
+    assert g["grade_stripped"] <= r.score < g["grade_full"] and on.summary()["guard"]["lowered"] == 1

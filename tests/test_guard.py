@@ -79,7 +79,9 @@ def test_a_flagged_answer_gets_the_lower_grade_shown_and_counted(tmp_path: Path)
     g = flagged.details["guard"]
     assert g["flagged"] and g["removed"] == [ATTACK] and g["parts"][0] < 0.7 <= g["parts"][1]
     assert g["grade_full"] is not None and g["grade_stripped"] is not None
-    assert flagged.score == min(g["grade_full"], g["grade_stripped"])
+    # the lower grade, but never more than the removed share of max points below the whole answer's (issue 48)
+    assert 0 < g["removed_share"] < 0.5
+    assert flagged.score == max(min(g["grade_full"], g["grade_stripped"]), g["grade_full"] - g["removed_share"] * 4)
     clean = [r for r in first.results if r.answer_id != "a0"]
     assert all((not r.details["guard"]["flagged"] and "removed" not in r.details["guard"]) or
                r.details["guard"]["removed"] == [] for r in clean)

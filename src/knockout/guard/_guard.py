@@ -12,7 +12,8 @@ The guard, for individual grading (docs/injection.md):
    classifier; no judge call): a part scoring at least :data:`FLAG_AT` is aimed at the grader, and the answer
    is flagged.
 3. **The lower grade.** A flagged answer is graded again without those parts, and its grade is the lower of
-   the two; the grade it would have had stays in the details (``grade_full``).  When those parts are most of
+   the two, but never lower than the whole answer's grade less the removed share of max points; the grade it
+   would have had stays in the details (``grade_full``).  When those parts are most of
    the answer (more than :data:`WHOLE_AT` of it) it is graded whole instead (``graded_whole``): a defence never
    grades an answer on less than its content, and the flag asks an expert to look.  A flagged answer is shown as
    flagged wherever its grade is (CLI table, report, export, gradebook source ``flagged``, web app) and comes
@@ -63,6 +64,9 @@ class GuardDetails(BaseModel):
     #: the grade of the whole answer, and of the answer without the removed parts (flagged answers)
     grade_full: float | None = None
     grade_stripped: float | None = None
+    #: the share of the answer (non-space characters) the removed parts are; the grade without them may lower the
+    #: whole answer's by at most this share of max points
+    removed_share: float | None = None
     #: the removed parts would be most of the answer (:data:`WHOLE_AT`): graded whole, marked for an expert
     graded_whole: bool = False
     error: str | None = None

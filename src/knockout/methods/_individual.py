@@ -212,26 +212,32 @@ class Individual(Method):
             if not g["flagged"]:
                 continue
             text = without(part[i].text, g["removed"])  # type: ignore[arg-type]
-            if removed_share(part[i].text, text) > WHOLE_AT:  # never graded on less than its content: whole, and
-                g["graded_whole"] = True  # the flag asks an expert to look
+            share = round(removed_share(part[i].text, text), 4)
+            g["removed_share"] = share
+            if share > WHOLE_AT:  # never graded on less than its content: whole, and the flag asks an
+                g["graded_whole"] = True  # expert to look
                 continue
             tasks.append(grade_task(builder, part[i].model_copy(update={"text": text}), f"{part[i].id} (guarded)")[0])
             kept.append(i)
         for i, o in zip(kept, await ctx.engine.ask_all(tasks, wave=2), strict=True):
             if o.valid:
-                self._lower(done[i], guards[i], grade_of(o.value), o)
+                self._lower(done[i], guards[i], grade_of(o.value), o, builder.items.question_of(part[i]).max_points)
             else:
                 guards[i]["error"] = f"the answer without the parts aimed at the grader: {o.error}"
         for r, g in zip(done, guards, strict=True):
             r.details["guard"] = g
 
     @staticmethod
-    def _lower(r: AnswerResult, g: dict[str, object], stripped: float, o: Outcome | None) -> None:
-        """The lower of the whole answer's grade and the grade without the parts aimed at the grader."""
+    def _lower(r: AnswerResult, g: dict[str, object], stripped: float, o: Outcome | None, max_points: float) -> None:
+        """The lower of the whole answer's grade and the grade without the parts aimed at the grader, but never
+        lower than the whole answer's grade less the removed share of max points: taking out a twentieth of an
+        answer cannot cost it half its grade (issue 48: an honest answer with one flagged clause lost 0.5 of max)."""
         g["grade_full"] = r.score
         g["grade_stripped"] = stripped
         if r.score is not None and stripped < r.score:
-            r.score = stripped
-            if o is not None and isinstance(o.value, dict) and r.details.get("criteria"):
+            share = g.get("removed_share")
+            floor = r.score - float(share) * max_points if isinstance(share, int | float) else stripped
+            r.score = max(stripped, floor)
+            if o is not None and isinstance(o.value, dict) and r.details.get("criteria") and r.score == stripped:
                 r.details["criteria"] = [{**c, "awarded": float(x)}
                                          for c, x in zip(r.details["criteria"], o.value["criteria"], strict=True)]
