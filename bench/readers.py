@@ -34,7 +34,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy import RESAMPLES, SUITES, grade_suite, load_subset
 
-from knockout.meaning import combine, load_encoder, read_meaning
+from knockout.meaning import combine, read_meaning
 from knockout.metrics._bootstrap import bootstrap, paired_bootstrap
 from knockout.storage._store import Store
 
@@ -88,7 +88,6 @@ def main() -> int:
     args = ap.parse_args()
     names = args.suite or ["saf-ind", "demo-ind", "mohler-ind"]
     console = Console(width=200)
-    enc = load_encoder()
     with Store(args.out) as store:
         for name in names:
             s = SUITES[name]
@@ -101,9 +100,8 @@ def main() -> int:
             qs = [items.question_of(a) for a in answers]
             refs = [q.reference for q in qs]
             langs = [q.language for q in qs]
-            sim = [r.similarity for r in read_meaning(enc, [a.text for a in answers], [q.text for q in qs], refs,
-                                                      langs)]
-            plain = [r.similarity for r in read_meaning(enc, [a.text for a in answers], [""] * len(qs), refs, langs)]
+            sim = [r.similarity for r in read_meaning([a.text for a in answers], [q.text for q in qs], refs, langs)]
+            plain = [r.similarity for r in read_meaning([a.text for a in answers], [""] * len(qs), refs, langs)]
             judge = [None if scores.get(a.id) is None else scores[a.id] / q.max_points  # type: ignore[operator]
                      for a, q in zip(answers, qs, strict=True)]
             graded = rules(judge, sim, plain)

@@ -37,10 +37,10 @@ def test_a_batch_is_read_as_each_text_alone() -> None:
 
 def test_the_window() -> None:
     e = load_encoder()
-    assert e.fits("short answer")
+    window = ENCODERS["all-minilm-l6-v2"].max_tokens
+    assert e.token_count("short answer") == 4 <= window  # [CLS] short answer [SEP]
     long = "word " * 400
-    assert e.token_count(long) > ENCODERS["all-minilm-l6-v2"].max_tokens
-    assert not e.fits(long)
+    assert e.token_count(long) > window and e.token_counts(["short answer", long]) == [4, e.token_count(long)]
     assert e.encode([long]).shape == (1, 384)  # read up to the window
 
 

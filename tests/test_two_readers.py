@@ -13,7 +13,7 @@ import pytest
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.judges import make_judge
-from knockout.meaning import MARGIN, combine, demote, encoder_available, load_encoder, read_meaning, resolve_readers
+from knockout.meaning import MARGIN, combine, demote, encoder_available, read_meaning, resolve_readers
 from knockout.methods._base import MethodOptions
 from knockout.methods._run import RunConfig, run, run_id_for
 from knockout.storage._store import Store
@@ -126,12 +126,11 @@ def test_question_demoting() -> None:
 
 @needs_encoder
 def test_the_meaning_reader_orders_answers_and_says_where_it_does_not_apply() -> None:
-    e = load_encoder()
     texts = [t for t, _ in DNS_ANSWERS] + [DNS, "word " * 300, "Ein Stapel.", "x"]
     qs = [DNS] * (len(DNS_ANSWERS) + 3) + [STACK]
     refs = [DNS_REF] * (len(DNS_ANSWERS) + 3) + [None]
     langs = ["en"] * (len(DNS_ANSWERS) + 2) + ["de", "en"]
-    rd = read_meaning(e, texts, qs, refs, langs)
+    rd = read_meaning(texts, qs, refs, langs)
     sims = [r.similarity for r in rd[:len(DNS_ANSWERS)]]
     human = [h for _, h in DNS_ANSWERS]
     assert np.corrcoef(sims, human)[0, 1] > 0.6  # type: ignore[arg-type]

@@ -181,18 +181,18 @@ class Encoder:
         self._lock = threading.Lock()
 
     # -- tokens --------------------------------------------------------------------------------------------
-    def token_count(self, text: str) -> int:
-        """Tokens of ``text`` before truncation (with [CLS] and [SEP])."""
+    def token_counts(self, texts: list[str]) -> list[int]:
+        """Tokens of each text before truncation (with [CLS] and [SEP]), one batched pass."""
         with self._lock:
             self._tok.no_truncation()
             try:
-                return len(self._tok.encode(text).ids)
+                return [len(e.ids) for e in self._tok.encode_batch(texts)]
             finally:
                 self._tok.enable_truncation(self.spec.max_tokens)
 
-    def fits(self, text: str) -> bool:
-        """Whether the whole of ``text`` is read (it is not longer than the encoder's window)."""
-        return self.token_count(text) <= self.spec.max_tokens
+    def token_count(self, text: str) -> int:
+        """Tokens of ``text`` before truncation (with [CLS] and [SEP])."""
+        return self.token_counts([text])[0]
 
     # -- forward pass --------------------------------------------------------------------------------------
     def encode(self, texts: list[str], batch: int = 32) -> np.ndarray:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from knockout.meaning._encoder import Encoder
+from knockout.meaning._encoder import DEFAULT_ENCODER, ENCODERS, Encoder, load_encoder
 
 #: the similarity of an answer that says nothing beyond its question's words
 NOTHING_BEYOND = 0.0
@@ -41,27 +41,40 @@ class Reading:
     why_not: str | None = None
 
 
-def read_meaning(encoder: Encoder, texts: Sequence[str], questions: Sequence[str], references: Sequence[str | None],
-                 languages: Sequence[str]) -> list[Reading]:
-    """Each answer's :class:`Reading` (one batched encoder pass over the answers and the distinct references)."""
-    langs = encoder.spec.languages
+def read_meaning(texts: Sequence[str], questions: Sequence[str], references: Sequence[str | None],
+                 languages: Sequence[str], encoder: str = DEFAULT_ENCODER) -> list[Reading]:
+    """Each answer's :class:`Reading` (one batched encoder pass over the answers and the distinct references); the
+    encoder is loaded only when some answer is in one of its languages and has a reference."""
+    spec = ENCODERS[encoder]
     out: list[Reading | None] = [None] * len(texts)
     todo: list[int] = []
-    for i, (t, ref, lang) in enumerate(zip(texts, references, languages, strict=True)):
+    for i, (ref, lang) in enumerate(zip(references, languages, strict=True)):
         if not ref:
             out[i] = Reading(None, "no reference")
-        elif lang.split("-")[0].lower() not in langs:
-            out[i] = Reading(None, f"language '{lang}': the encoder reads {', '.join(langs)}")
-        elif not encoder.fits(t):
-            out[i] = Reading(None, f"the answer is longer than the encoder's window ({encoder.spec.max_tokens} tokens)")
+        elif lang.split("-")[0].lower() not in spec.languages:
+            out[i] = Reading(None, f"language '{lang}': the encoder reads {', '.join(spec.languages)}")
         else:
             todo.append(i)
+    if todo:
+        enc = load_encoder(encoder)
+        counts = enc.token_counts([texts[i] for i in todo])
+        long = {i for i, n in zip(todo, counts, strict=True) if n > spec.max_tokens}
+        for i in long:
+            out[i] = Reading(None, f"the answer is longer than the encoder's window ({spec.max_tokens} tokens)")
+        todo = [i for i in todo if i not in long]
+        _read(enc, todo, texts, questions, references, out)
+    return [o if o is not None else Reading(None, "not read") for o in out]
+
+
+def _read(enc: Encoder, todo: list[int], texts: Sequence[str], questions: Sequence[str],
+          references: Sequence[str | None], out: list[Reading | None]) -> None:
+    """The similarities of the answers ``todo`` to their references (demoted), written into ``out``."""
     answers = [a if _WORD.search(a := demote(texts[i], questions[i])) else "" for i in todo]  # no word: nothing
     refs: dict[tuple[str, str], int] = {}
     for i in todo:
         refs.setdefault((str(references[i]), questions[i]), len(refs))
     ref_texts = [demote(r, q) or r for r, q in refs]  # a reference that only repeats the question: read whole
-    vecs = encoder.encode([a for a in answers if a] + ref_texts)
+    vecs = enc.encode([a for a in answers if a] + ref_texts)
     n_answers = sum(bool(a) for a in answers)
     avec, rvec = vecs[:n_answers], vecs[n_answers:]
     k = 0
@@ -72,4 +85,3 @@ def read_meaning(encoder: Encoder, texts: Sequence[str], questions: Sequence[str
         r = rvec[refs[(str(references[i]), questions[i])]]
         out[i] = Reading(round(float(np.clip(avec[k] @ r, -1.0, 1.0)), 6))
         k += 1
-    return [o if o is not None else Reading(None, "not read") for o in out]

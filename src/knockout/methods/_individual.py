@@ -136,15 +136,16 @@ class Individual(Method):
         """The second reader (:mod:`knockout.meaning`): each answer's meaning against its question's reference, and
         the grade the two readers make (``details["readers"]``); where it does not apply, the judge's grade stands
         and the details say why."""
-        from knockout.meaning import DEFAULT_ENCODER, Reading, combine, load_encoder, read_meaning
+        from knockout.meaning import DEFAULT_ENCODER, Reading, combine, read_meaning
 
         items = builder.items
         qs = [items.question_of(a) for a in part]
-        readings = read_meaning(load_encoder(DEFAULT_ENCODER), [a.text for a in part], [q.text for q in qs],
-                                [q.reference if builder.options.reference else None for q in qs],
-                                [q.language for q in qs])
+        rubric = [bool(builder.criteria(q)) for q in qs]  # a criteria verdict is a sum of criteria: not read
+        readings = read_meaning([a.text for a in part], [q.text for q in qs],
+                                [q.reference if builder.options.reference and not c else None
+                                 for q, c in zip(qs, rubric, strict=True)], [q.language for q in qs])
         readings = [Reading(None, "a criteria rubric grades it (the grade is a sum of per-criterion verdicts)")
-                    if builder.criteria(q) else rd for q, rd in zip(qs, readings, strict=True)]
+                    if c else rd for c, rd in zip(rubric, readings, strict=True)]
         judge = [r.score / q.max_points if r.valid and r.score is not None else None for r, q in zip(done, qs,
                                                                                                   strict=True)]
         both = combine(judge, [rd.similarity if j is not None else None for rd, j in zip(readings, judge,
