@@ -372,3 +372,37 @@ def test_a_run_that_loses_every_worker_prints_its_status_as_json(monkeypatch: py
     with Store(tmp_path / "s.db") as s:
         assert [(x.id, x.status) for x in s.runs()] == [(doc["run_id"], "failed")]
     assert "no Ray worker is left" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_transient_ray_client_start_is_tried_again_and_a_lasting_one_reported() -> None:
+    """Issue 50 item 5: 'Starting Ray client server failed' (the proxy's server not ready in time) is retried with
+    pauses; another failure, or a local address, is reported at once; a lasting one after the last pause."""
+    from knockout.engine._ray import init_ray
+    from knockout.errors import ConfigError
+
+    class FakeRay:  # stands in for the ray module's init/shutdown: records calls, fails as told
+        def __init__(self, failures: list[Exception]) -> None:
+            self.failures, self.inits, self.shutdowns = failures, 0, 0
+
+        def init(self, **_: object) -> None:
+            self.inits += 1
+            if self.failures:
+                raise self.failures.pop(0)
+
+        def shutdown(self) -> None:
+            self.shutdowns += 1
+
+    flaky = FakeRay([RuntimeError("Starting Ray client server failed. See ray_client_server_23000.err"),
+                     ConnectionError("Initialization failure from server:\nTraceback ...")])
+    init_ray(flaky, "ray://127.0.0.1:10001", pauses=(0.0, 0.0, 0.0))
+    assert flaky.inits == 3 and flaky.shutdowns == 2
+    lasting = FakeRay([RuntimeError("Starting Ray client server failed")] * 4)
+    with pytest.raises(ConfigError, match="cannot start or reach Ray"):
+        init_ray(lasting, "ray://127.0.0.1:10001", pauses=(0.0, 0.0))
+    assert lasting.inits == 3
+    for address, exc in (("ray://127.0.0.1:10001", ValueError("bad address")),
+                         (None, RuntimeError("Starting Ray client server failed"))):
+        once = FakeRay([exc])
+        with pytest.raises(ConfigError, match="cannot start or reach Ray"):
+            init_ray(once, address, pauses=(0.0, 0.0))
+        assert once.inits == 1

@@ -145,6 +145,35 @@ def _entry_point(address: str | None) -> tuple[str, str] | None:
     return "gcs", target
 
 
+#: a ``ray://`` start that failed for one of these reasons is tried again (the Ray Client proxy's server for this
+#: client not ready in time: seen on a loaded two-core machine, issue 50 item 5), after these pauses
+TRANSIENT = ("Starting Ray client server failed", "Initialization failure from server", "FutureTimeoutError",
+             "failed to connect to all addresses")
+RETRY_PAUSES_S = (1.0, 2.0, 4.0, 8.0)
+
+
+def init_ray(ray: Any, address: str | None, pauses: tuple[float, ...] = RETRY_PAUSES_S) -> None:
+    """``ray.init`` for the driver; a ``ray://`` start that fails for a transient reason (:data:`TRANSIENT`) is tried
+    again after each pause in turn, then reported as ``cannot start or reach Ray`` (a refused token was named before,
+    by :func:`check_token`)."""
+    import time
+
+    for attempt in range(len(pauses) + 1):
+        try:
+            with _stdout_to_stderr():
+                ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.WARNING, ignore_reinit_error=True)
+            return
+        except Exception as exc:  # connection refused, bad address, the client server not ready, ...
+            transient = str(address or "").startswith("ray://") and any(t in f"{type(exc).__name__}: {exc}"
+                                                                        for t in TRANSIENT)
+            if not transient or attempt == len(pauses):
+                raise ConfigError(f"cannot start or reach Ray ({address or 'local'}): {exc}") from None
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            time.sleep(pauses[attempt])
+
+
 def check_token(address: str | None, timeout: float = 10.0) -> None:
     """Ask the cluster ``address`` names one question with this driver's credentials (the GCS's cluster id, or
     Ray Client's ping) and raise a :class:`ConfigError` naming the token when the cluster refuses them
@@ -242,12 +271,7 @@ class RayExecutor(Executor):
         _ray_messages_to_stderr()
         if not ray.is_initialized():
             check_token(address)  # a refused token named at once, not after ray.init's retries
-            try:
-                with _stdout_to_stderr():
-                    ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                             logging_level=logging.WARNING, ignore_reinit_error=True)
-            except Exception as exc:  # connection refused, bad address, ...
-                raise ConfigError(f"cannot start or reach Ray ({address or 'local'}): {exc}") from None
+            init_ray(ray, address)
         if workers is None:
             cluster = int(ray.cluster_resources().get("CPU", 1))
             workers = max(1, cluster // self.cpus) if self.cpus else max(1, cluster)
