@@ -181,7 +181,7 @@ def test_the_stored_shapes_of_every_parser() -> None:
     from knockout.meta._parsers import parse_argument, parse_criteria, parse_debate
     from knockout.meta._parsers import parse_score as meta_score
     from knockout.prompts._parsers import parse_criteria as criteria
-    from knockout.prompts._parsers import stored_value_ok
+    from knockout.prompts._stored import stored_value_ok
     from knockout.sbs._verdicts import parse_sbs
     from knockout.sciex._parse import parse_answer, parse_sciex_score
 

@@ -49,9 +49,10 @@ from dataclasses import dataclass
 
 from knockout.errors import ConfigError
 from knockout.judges._base import Message
+from knockout.prompts._copies import MARKER as MARKER
+from knockout.prompts._copies import normalise
 from knockout.prompts._identity import code_identity
-from knockout.prompts._parsers import MARKER as MARKER
-from knockout.prompts._parsers import Parsed, Parser, normalise
+from knockout.prompts._parsers import Parsed, Parser
 from knockout.prompts._templates import PromptTemplate, placeholders, render
 
 #: Placeholders whose values are data, not the prompt author's words (all shown to the parsers).
