@@ -190,7 +190,7 @@ def test_a_reply_whose_lower_case_is_longer_is_read_not_crashed() -> None:
 def test_every_verdict_preset_has_a_slot_so_the_parsers_serve_text_reading_only() -> None:
     """Issue 51: the parsers read free text only where no slot is filled; the presets still without one are the
     meta-evaluation judges (their slots are not built yet) and those that produce answers, not verdicts."""
-    from knockout.prompts._templates import presets
+    from knockout.prompts._templates import VERDICT_KINDS, presets
 
-    without = sorted(n for n, t in presets().items() if not t.slot and t.kind != "solve")
+    without = sorted(n for n, t in presets().items() if not t.slot and t.kind in VERDICT_KINDS)
     assert all(n.startswith("meta-") for n in without), without

@@ -191,9 +191,9 @@ def test_the_openai_api_is_read_where_the_reply_writes_the_field_after_its_reaso
 
 @needs_model
 def test_embedded_judge_reasons_then_reads_the_verdict_from_token_probabilities(small_gguf: Path) -> None:
-    judge = make_judge(f"llamacpp:{SMALL_MODEL}")
+    judge = make_judge(f"llamacpp:{SMALL_MODEL}?threads=1")  # one thread: no barrier to wait at on a busy machine
     for mode in ("expected", "constrained"):
-        done = asyncio.run(judge.complete(JudgeRequest(ASK, GenParams(max_tokens=24, temperature=0), SLOT, mode)))
+        done = asyncio.run(judge.complete(JudgeRequest(ASK, GenParams(max_tokens=16, temperature=0), SLOT, mode)))
         assert done.text.startswith("Explanation: ") and " Score: " in done.text
         reasoning = done.text.removeprefix("Explanation: ").rsplit(" Score: ", 1)[0]
         assert "Score:" not in reasoning  # the reasoning ends where the judge writes the field

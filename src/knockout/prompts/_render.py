@@ -222,7 +222,7 @@ _ANGLES = str.maketrans(dict.fromkeys("<\u226e\ufe64\uff1c", "‹") | dict.fromk
 def escape(text: str) -> str:
     """A data text as shown between markers (see :data:`_ESCAPES`).
 
-    Also what the text becomes once normalised as the parsers read (:func:`knockout.prompts._parsers.normalise`)
+    Also what the text becomes once normalised as the parsers read (:func:`knockout.prompts._copies.normalise`)
     cannot hold any of them: a text that would (fullwidth ``＞＞＞``, ``<`` + zero-width space + ``<<``,
     ``<**<<``) has every angle bracket and look-alike written ``‹``/``›``.  A clean text holds none of them:
     this changes no clean prompt."""

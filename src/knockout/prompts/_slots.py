@@ -16,7 +16,7 @@ from knockout.errors import ConfigError
 from knockout.judges._base import Judge
 from knockout.judges._slot import MODES, VERDICTS, Slot, read_verdict, score_values
 from knockout.prompts._parsers import Parsed
-from knockout.prompts._templates import CHOICES, PromptTemplate, fmt_points, render
+from knockout.prompts._templates import CHOICES, VERDICT_KINDS, PromptTemplate, fmt_points, render
 
 
 def resolve_verdict(option: str, judge: Judge) -> str:
@@ -51,7 +51,7 @@ BACKEND_MODES = (
 
 def slot_words(t: PromptTemplate) -> str:
     """What a template's verdict slot is, in words (``none``: its verdict is read from free text only)."""
-    if t.kind == "solve":
+    if t.kind not in VERDICT_KINDS:
         return "none (an answer, not a verdict)"
     if not t.slot:
         return "none (free text)"
@@ -66,8 +66,8 @@ def verdict_modes(t: PromptTemplate) -> dict[str, str]:
     offers one)."""
     out: dict[str, str] = {}
     for backend, auto, named in BACKEND_MODES:
-        if not t.slot or t.kind == "solve":
-            out[backend] = "text" if t.kind != "solve" else "-"
+        if not t.slot or t.kind not in VERDICT_KINDS:
+            out[backend] = "text" if t.kind in VERDICT_KINDS else "-"
             continue
         mode = auto if t.slot_auto else "text"
         out[backend] = mode if mode != "text" or named == "none" else "text; the slot when named"

@@ -109,6 +109,8 @@ SLOT_PLACEHOLDERS = {"score": {"max_points"}, "pair": {"max_points"}, "choice": 
                      "criteria": {"max_points", "n", "points"}}
 #: the values of a choice slot: the side-by-side paper's four classes
 CHOICES = ("A", "B", "C", "D")
+#: the template kinds whose reply is a verdict (a solve template's is an answer: knockout solve)
+VERDICT_KINDS = frozenset({"individual", "pairwise", "sbs", "meta"})
 DEFAULT_PARSERS = {"individual": "score", "pairwise": "pairwise", "sbs": "sbs", "solve": "answer"}
 #: ``--prompt`` names that pick a preset per question (language, reference) from a family, like ``auto``.
 FAMILIES = {
