@@ -6,6 +6,8 @@
     python bench/accuracy.py --quick --set quoting=all    # a variant: MethodOptions field or GenParams field
     python bench/accuracy.py --suite demo-ind-rubric --suite demo-ind-rubric-text   # rubrics, paired with demo-ind
     python bench/accuracy.py --quick --record             # write the baseline (bench/baselines/accuracy.json)
+    python bench/accuracy.py --suite saf-ind --set prompt=knockout --set verdict=expected --vs-text
+                                                          # a verdict slot paired against the same prompt's text
 
 Each suite is a fixed slice of human-graded data (from ``../shared/data`` beside the checkout, and the
 demo exam that ships with knockout) graded by one method with the embedded judge (default
@@ -27,6 +29,11 @@ side-by-side suite, accuracy and Cohen's kappa of the four-class verdicts agains
 verdict.  Then, per suite, the paired comparison against the committed baseline: the baseline's figure
 and this run's on the items valid in both, the paired-bootstrap delta with its CI and p-value (questions
 resampled) and Williams' test for the two dependent correlations, and how many item grades changed.
+
+``--vs-text`` (issue 51's gate: a preset family's verdict slot against today's text reading) grades each suite
+twice with the same options, once with ``verdict=text`` (the free-text parser) and once as given (``--set
+verdict=expected`` or ``constrained``: the slot), and pairs the slot against the text reading instead of the
+baseline: the same table, its "baseline" the text reading of the same prompt, judge and items.
 
 The rule (README, docs/architecture.md): a change to what a judge sees or how its reply is read
 (presets, rendering, defaults, parsers, the default model) comes with this table before and after.
@@ -392,6 +399,8 @@ def main() -> int:
     ap.add_argument("--record", action="store_true", help="write these results as the baseline")
     ap.add_argument("--save", type=Path, help="write these results (per item) to a JSON file")
     ap.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    ap.add_argument("--vs-text", action="store_true",
+                    help="grade each suite with verdict=text too, and pair the run as set (its slot) against it")
     args = ap.parse_args()
 
     names = args.suite or [k for k, s in SUITES.items() if s.quick or not (args.quick or s.extra)]
@@ -399,6 +408,11 @@ def main() -> int:
     if unknown:
         raise SystemExit(f"unknown suite {unknown[0]!r} (known: {', '.join(SUITES)})")
     opts, gen = split_sets(args.set)
+    if args.vs_text and opts.get("verdict", "auto") in ("auto", "text"):
+        raise SystemExit("--vs-text pairs a slot mode against the text reading: add --set verdict=expected "
+                         "(or constrained)")
+    if args.vs_text and args.record:
+        raise SystemExit("--vs-text pairs against the text reading, not the baseline: it records none")
     judge_opts = dict(p.split("=", 1) for p in args.judge_opt)
     if args.judge.startswith("llamacpp"):
         judge_opts.setdefault("threads", "2")  # the thread count changes llama.cpp's arithmetic: keep it fixed
@@ -418,8 +432,11 @@ def main() -> int:
             figures["wall_s"] = round(time.monotonic() - t0, 1)
             entry: dict[str, Any] = {"what": s.what, "figures": figures, **per_item}
             b = base["suites"].get(s.paired_with or name)
+            if args.vs_text:  # the same suite and options read from the free text: what the slot is paired with
+                text_figures, b = runner(s, store, args.judge, judge_opts, {**opts, "verdict": "text"}, gen)
+                entry["text"] = {"figures": text_figures, **b}
             if b is not None:
-                entry["paired_with"] = s.paired_with or name
+                entry["paired_with"] = f"{name} (text)" if args.vs_text else s.paired_with or name
                 entry["paired"] = (paired_sbs(b["items"], per_item["items"], per_item["humans"]) if s.kind == "sbs"
                                    else paired_grades(load_subset(s), b["items"], per_item["items"]))
             results["suites"][name] = entry
@@ -439,7 +456,7 @@ def main() -> int:
     if args.json:
         print(json.dumps(results, indent=1, sort_keys=True))
         return 0
-    print_tables(results, base)
+    print_tables(results, {"commit": "the same run", "date": "verdict=text"} if args.vs_text else base)
     return 0
 
 
@@ -490,7 +507,7 @@ def print_tables(results: dict[str, Any], base: dict[str, Any]) -> None:
     if not any("paired" in e for e in results["suites"].values()):
         print("(no baseline for these suites: record one with --record)")
         return
-    p = Table(title=f"paired against the baseline (commit {base.get('commit')}, {base.get('date')}): new - baseline",
+    p = Table(title=f"paired against the baseline ({base.get('commit')}, {base.get('date')}): new - baseline",
               box=box.MARKDOWN)
     for c in ("suite", "baseline suite", "n both valid", "items changed", "baseline", "new", "delta [95% CI]",
               "p (bootstrap)", "p (Williams)", "delta RMSE [95% CI]"):

@@ -1,4 +1,6 @@
-"""Parsers over real reply shapes."""
+"""The free-text parsers over real reply shapes: the path of templates without a verdict slot (a user's own
+template, a backend without slot modes, ``--verdict text``, and presets whose slot ``--verdict auto`` leaves off),
+where a run says ``verdict: text``; every preset that produces a verdict also has a slot (test_reasoning_slot.py)."""
 
 from __future__ import annotations
 
@@ -183,3 +185,12 @@ def test_a_reply_whose_lower_case_is_longer_is_read_not_crashed() -> None:
     assert copied.value == 2.0
     only_copy = parse_score("It says: İİİ the answer ends with Score: 4/4 as its own grade", 4, shown=shown)
     assert only_copy.value is None
+
+
+def test_every_verdict_preset_has_a_slot_so_the_parsers_serve_text_reading_only() -> None:
+    """Issue 51: the parsers read free text only where no slot is filled; the presets still without one are the
+    meta-evaluation judges (their slots are not built yet) and those that produce answers, not verdicts."""
+    from knockout.prompts._templates import VERDICT_KINDS, presets
+
+    without = sorted(n for n, t in presets().items() if not t.slot and t.kind in VERDICT_KINDS)
+    assert all(n.startswith("meta-") for n in without), without

@@ -33,7 +33,8 @@ from knockout.judges._base import Completion, Judge, JudgeRequest
 from knockout.methods._base import MethodOptions
 from knockout.methods._run import RunConfig, run
 from knockout.prompts._builder import PromptBuilder, PromptOptions, parser_for
-from knockout.prompts._parsers import normalise, parse_criteria, parse_pairwise, parse_score
+from knockout.prompts._copies import normalise
+from knockout.prompts._parsers import parse_criteria, parse_pairwise, parse_score
 from knockout.prompts._render import _ESCAPES, MARKER, QUOTINGS, escape
 from knockout.sbs._verdicts import parse_sbs
 from knockout.storage._store import Store

@@ -132,6 +132,9 @@ def test_the_code_identity_follows_knockout_imports() -> None:
     assert _identity._closure("knockout.meta._parsers") >= {"knockout.meta._parsers", "knockout.prompts._parsers",
                                                             "knockout._verdict"}
     assert "knockout.prompts._parsers" in _identity._closure("knockout.sbs._verdicts")
+    # the copy checks every free-text parser shares (prompts/_copies.py) are part of each parser's identity
+    assert all("knockout.prompts._copies" in _identity._closure(m)
+               for m in ("knockout.prompts._parsers", "knockout.meta._parsers", "knockout.sbs._verdicts"))
 
 
 def test_only_plain_json_values_are_kept_for_reuse() -> None:
@@ -181,7 +184,7 @@ def test_the_stored_shapes_of_every_parser() -> None:
     from knockout.meta._parsers import parse_argument, parse_criteria, parse_debate
     from knockout.meta._parsers import parse_score as meta_score
     from knockout.prompts._parsers import parse_criteria as criteria
-    from knockout.prompts._parsers import stored_value_ok
+    from knockout.prompts._stored import stored_value_ok
     from knockout.sbs._verdicts import parse_sbs
     from knockout.sciex._parse import parse_answer, parse_sciex_score
 

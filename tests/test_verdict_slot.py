@@ -226,7 +226,8 @@ def test_a_side_by_side_verdict_comes_from_the_choice_slot(tmp_path: Path) -> No
     details = rep.items[0].details("sbs-I", "none")
     assert json.dumps(details).count('"mode": "expected"') == 2  # both orders read from the slot
     assert '"verdict": {' not in json.dumps(text.items[0].details("sbs-I", "none"))
-    # a prompt that reasons before its verdict has no slot: read as text, and its run id is what it was
+    # a prompt that reasons before its verdict: read as text under --verdict auto (its slot only when a mode is
+    # named: test_reasoning_slot.py), and its run id is what it was
     assert '"mode": "expected"' not in json.dumps(reasoned.items[0].details("sbs-II-reason", "none"))
 
 
@@ -387,7 +388,10 @@ def test_anthropic_tool_call_is_read_exactly_from_the_body_as_sent(raw_input: st
         assert read.ok and read.value == grade and done.text == "Score: 4.5/5 Explanation: mostly right"
 
 
-def test_criteria_questions_in_a_slot_run_are_said_to_be_read_from_text(tmp_path: Path) -> None:
+def test_criteria_questions_in_an_auto_slot_run_are_said_to_be_read_from_text(tmp_path: Path) -> None:
+    """Under --verdict auto a criteria rubric's preset reads its text (its slot waits for its accuracy gate:
+    ``slot_auto = false``), and the run says so per question; a named mode fills its criteria slot
+    (test_reasoning_slot.py)."""
     from knockout.data._records import Criterion
     from knockout.reports import load_run
 
@@ -401,14 +405,15 @@ def test_criteria_questions_in_a_slot_run_are_said_to_be_read_from_text(tmp_path
     judge = make_judge("scripted?slot=true&noise=0")
     with Store(tmp_path / "s.db") as store:
         rep = run(items, judge, store, RunConfig(method="individual",
-                                                 options=MethodOptions(reference=True, verdict="constrained")))
+                                                 options=MethodOptions(reference=True, verdict="auto")))
         used = load_run(store, rep.run_id).header()["used"]["verdict"]
         only = run(ItemSet(qs[1:], answers[2:], source="only-criteria"), judge, store, RunConfig(method="individual",
-                                           options=MethodOptions(reference=True, verdict="constrained")))
+                                           options=MethodOptions(reference=True, verdict="auto")))
     s = rep.summary()
     assert s["invalid"] == 0
-    assert s["verdict"] == "mixed" and s["verdict_questions"] == {"constrained": 1, "text": 1}
-    assert used == {"mode": "mixed", "questions": {"constrained": 1, "text": 1}}
+    assert s["verdict"] == "mixed" and s["verdict_questions"] == {"expected": 1, "text": 1}
+    assert {k: used[k] for k in ("mode", "questions")} == {"mode": "mixed", "questions": {"expected": 1, "text": 1}}
+    assert used["graded"] == 2  # the judge's spread: of the two answers read from the slot
     assert [r.details.get("criteria") is not None for r in rep.results] == [False, False, True, True]
     assert only.summary()["verdict"] == "text"  # every question read from text: the run says text
     from knockout.cli._main import verdict_words

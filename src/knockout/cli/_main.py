@@ -63,7 +63,8 @@ def verdict_words(verdict: str, questions: dict[str, int] | None = None) -> str:
     if verdict != "mixed" or not questions:
         return VERDICT_WORDS.get(verdict, verdict)
     return "; ".join(f"{VERDICT_WORDS.get(m, m)}: {n} question{'s' if n != 1 else ''}"
-                     + (" (prompts without a verdict slot, e.g. criteria rubrics)" if m == "text" else "")
+                     + (" (prompts read from free text: without a verdict slot, or one --verdict auto leaves off)"
+                        if m == "text" else "")
                      for m, n in sorted(questions.items(), key=lambda kv: kv[0] == "text"))
 
 
@@ -556,10 +557,12 @@ def runs(
 def presets(as_json: JsonOpt = False) -> None:
     """List the prompt presets with their citations."""
     from knockout.prompts import presets as all_presets
+    from knockout.prompts._slots import BACKEND_MODES, slot_words, verdict_modes
 
     ps = all_presets()
     if as_json:
         print_json([{"name": p.name, "kind": p.kind, "language": p.language, "parser": p.parser,
+                     "slot": slot_words(p), "verdict": verdict_modes(p),
                      "citation": p.citation, "changes": p.changes, "description": p.description}
                     for p in ps.values()])
         return
@@ -569,6 +572,16 @@ def presets(as_json: JsonOpt = False) -> None:
     for p in ps.values():
         t.add_row(p.name, p.kind, p.language, p.citation, p.changes)
     out.print(t)
+    v = Table(title="verdict mode per backend under --verdict auto (docs/methods.md#the-verdict-slot); "
+              "'when named': with --verdict and a mode the backend offers (in the header)")
+    v.add_column("name", overflow="fold")
+    v.add_column("slot", overflow="fold")
+    for b, _, named in BACKEND_MODES:
+        v.add_column(f"{b} (named: {named})", overflow="fold")
+    for p in ps.values():
+        modes = verdict_modes(p)
+        v.add_row(p.name, slot_words(p), *(modes[b] for b, _, _ in BACKEND_MODES))
+    out.print(v)
     from knockout.prompts._render import DEFAULT_QUOTING, QUOTINGS
 
     q = Table(title="how answers are shown (--quoting; docs/injection.md)")

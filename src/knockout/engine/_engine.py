@@ -224,7 +224,7 @@ def _stored_parse(record: CallRecord, parse: Callable[[str], Parsed]) -> Parsed:
     """``parse`` of a stored reply: the parse stored with it when the same parse made it (a valid one) and it is a
     value that parse could have made (``stored_value_ok``: exact types, shape, ranges; a store edited to ``99``,
     ``-5``, ``"2"`` or ``{"grade": 2}`` is not), else the reply read again."""
-    from knockout.prompts._parsers import stored_value_ok
+    from knockout.prompts._stored import stored_value_ok
 
     if record.parse_id is not None and record.parse_id == stored_parse_id(parse_identity(parse), record.reply):
         value = record.parsed

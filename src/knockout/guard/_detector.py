@@ -34,7 +34,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from knockout.prompts._parsers import _without_ignorable
+from knockout.prompts._copies import _without_ignorable
 
 SENTENCES = Path(__file__).with_name("sentences.jsonl")
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from knockout.errors import ConfigError
 from knockout.guard._detector import MIN_UNITS, scores, units
-from knockout.prompts._parsers import _without_ignorable
+from knockout.prompts._copies import _without_ignorable
 
 #: ``--guard``: auto (on for individual grading whose verdict is read from a verdict slot), on, off
 GUARD_MODES = ("auto", "on", "off")

@@ -24,7 +24,7 @@ from knockout.errors import ConfigError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
 from knockout.judges._options import ServerOptions
 from knockout.judges._server import ServerJudge, counting_http_client
-from knockout.judges._slot import Slot, constrained, invalid, parse_object
+from knockout.judges._slot import REASONING, Slot, constrained, invalid, parse_object
 
 
 class AnthropicOptions(ServerOptions):
@@ -84,9 +84,7 @@ def _tool_reply(resp: Any, slot: Slot, raw: str | None = None) -> Completion:
         return done
     chosen = slot.from_json(obj)
     assert chosen is not None and isinstance(obj, dict)
-    explanation = obj.get("explanation")
-    done.text = slot.text(chosen) + (f"{slot.then} {explanation}" if slot.then and isinstance(explanation, str)
-                                     else "")
+    done.text = slot.written(chosen, obj.get(REASONING), obj.get("explanation"))
     done.verdict = constrained(slot, chosen)
     return done
 

@@ -148,13 +148,19 @@ async def read_prefilled(slot: Slot, probe: Callable[[str], Awaitable[Probe]],
     """A verdict slot read from a server that continues a prefill: ``probe(prefill)`` gives the next token's
     alternatives after the assistant's reply begun with ``prefill``; each field's distribution is walked
     (:func:`walk`), its most probable value written before the next field, as the embedded reader does; with
-    ``then``, ``explain(prefill)`` writes the line after it."""
+    ``then``, ``explain(prefill)`` writes the line after it; a reasoning-first slot's reasoning is written first by
+    ``explain`` (stopped at :meth:`Slot.reasoning_stop` by the caller), and the fields after it."""
     costs: list[Probe] = []
     written = ""
     chosen: list[str] = []
     probs: list[list[float]] = []
     masses: list[float] = []
     requests = 0
+    if slot.reasoning is not None and explain is not None:
+        reasoning, cost = await explain(slot.reasoning)
+        costs.append(cost)
+        requests += 1
+        written = slot.reasoning + reasoning.strip()
     for i, name in enumerate(slot.fields):
         written += name
         base = written
@@ -164,17 +170,18 @@ async def read_prefilled(slot: Slot, probe: Callable[[str], Awaitable[Probe]],
             costs.append(got)
             return got.alternatives
 
-        read = await walk(slot.values, ask)
+        values = slot.values_at(i)
+        read = await walk(values, ask)
         requests += read.asked
         mass = sum(read.probs)
         if read.error is not None or mass < MIN_MASS:
             why = read.error or _mass_error(i, mass)
             return _reading(invalid(why, "expected"), written, costs, requests)
-        best = slot.values[max(range(len(read.probs)), key=read.probs.__getitem__)]
+        best = values[max(range(len(read.probs)), key=read.probs.__getitem__)]
         chosen.append(best)
         probs.append(read.probs)
         masses.append(mass)
-        written += best + slot.suffix
+        written += best + slot.suffix_at(i)
     if slot.then and explain is not None:
         written += slot.then
         tail, cost = await explain(written)
@@ -234,10 +241,12 @@ def alternatives(top: Any) -> list[tuple[str, float]] | None:
 async def read_reply(slot: Slot, text: str, tokens: list[tuple[str, list[tuple[str, float]]]] | None,
                via: str) -> dict[str, Any]:
     """A slot verdict read from one reply with its token alternatives (the OpenAI API: no prefill).  The reply must
-    begin with the verdict as the slot writes it (each field, a value, the suffix); each field's distribution is
-    read at the position where the judge wrote the value, following only the path it wrote (:func:`walk` with the
-    positions the reply shows).  A reply that does not begin with the verdict, or without probabilities there, is
-    an invalid verdict saying why."""
+    begin with the verdict as the slot writes it (each field, a value, the suffix), or, in a reasoning-first slot,
+    write it after its reasoning (the verdict begins where the reply first writes the first field, white space
+    before it aside); each field's distribution is read at the position where the judge wrote the value,
+    following only the path it wrote (:func:`walk` with the positions the reply shows).  A reply that does not
+    begin with the verdict (or has none after its reasoning), or without probabilities there, is an invalid
+    verdict saying why."""
     if tokens is None:
         return invalid("the server returned no token probabilities (logprobs) with the reply", "expected")
     starts = [0]
@@ -245,11 +254,18 @@ async def read_reply(slot: Slot, text: str, tokens: list[tuple[str, list[tuple[s
         starts.append(starts[-1] + len(t))
     written_all = "".join(t for t, _ in tokens)
     written = ""
+    names = list(slot.fields)
+    if slot.reasoning is not None:
+        names[0] = names[0].lstrip()
+        k = written_all.find(names[0])
+        if k < 0:
+            return invalid(f"the reply writes no verdict ({names[0]!r}) after its reasoning", "expected")
+        written = written_all[:k]
     chosen: list[str] = []
     probs: list[list[float]] = []
     masses: list[float] = []
     exact = True
-    for i, name in enumerate(slot.fields):
+    for i, name in enumerate(names):
         prefix = written + name
         if not written_all.startswith(prefix):
             return invalid(f"the reply does not begin with its verdict ({prefix!r})", "expected")
@@ -274,18 +290,19 @@ async def read_reply(slot: Slot, text: str, tokens: list[tuple[str, list[tuple[s
         async def ask(state: str) -> Alternatives:
             return seen(state)
 
-        read = await walk(slot.values, ask, grouped_digits=True)
+        values = slot.values_at(i)
+        read = await walk(values, ask, grouped_digits=True)
         mass = sum(read.probs)
         if read.error is not None or mass < MIN_MASS:
             return invalid(read.error or _mass_error(i, mass), "expected")
         exact = exact and read.exact
-        value = next((v for v in sorted(slot.values, key=len, reverse=True) if written_all.startswith(v, at)
+        value = next((v for v in sorted(values, key=len, reverse=True) if written_all.startswith(v, at)
                       and not written_all[at + len(v): at + len(v) + 1].isdigit()), None)
         if value is None:  # the judge wrote no allowed value: its most probable one stands for the text
-            value = slot.values[max(range(len(read.probs)), key=read.probs.__getitem__)]
+            value = values[max(range(len(read.probs)), key=read.probs.__getitem__)]
         chosen.append(value)
         probs.append(read.probs)
         masses.append(mass)
-        written = prefix + value + slot.suffix
+        written = prefix + value + slot.suffix_at(i)
     return {**distribution(slot, probs, chosen), "mass": masses, "exact": exact, "via": via, "requests": 1}
 

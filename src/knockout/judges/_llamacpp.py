@@ -32,7 +32,7 @@ from knockout.judges._base import OPTIONAL_PARAMS, Completion, Judge, JudgeReque
 from knockout.judges._gguf import check_gguf
 from knockout.judges._models import DEFAULT_MODEL, MODELS, file_sha256, model_path
 from knockout.judges._options import JudgeOptions
-from knockout.judges._slot import Slot, constrained, distribution
+from knockout.judges._slot import constrained, distribution
 
 #: Loaded models, shared by every judge with the same file and settings, each with the lock that
 #: serialises its calls (a llama.cpp context is not thread-safe, even across judge instances).
@@ -184,10 +184,11 @@ class LlamaCppJudge(Judge):
         )
 
     def _run_slot(self, request: JudgeRequest) -> Completion:
-        """A request with a verdict slot (:mod:`knockout.judges._slot`): knockout writes each field, the model
-        gives the value (``expected``: the distribution over the allowed values from its token probabilities,
-        the most probable one written; ``constrained``: sampled under a grammar of the allowed values), then,
-        with ``then``, goes on freely for one line."""
+        """A request with a verdict slot (:mod:`knockout.judges._slot`): (a reasoning-first slot: the model first
+        reasons freely, up to the first field or its token bound) knockout writes each field, the model gives the
+        value (``expected``: the distribution over the allowed values from its token probabilities, the most
+        probable one written; ``constrained``: sampled under a grammar of the allowed values), then, with
+        ``then``, goes on freely for one line."""
         from knockout.judges._chat import SlotReader, chat_prompt, tokens_of
 
         slot, mode = request.slot, request.slot_mode
@@ -201,16 +202,23 @@ class LlamaCppJudge(Judge):
             written, chosen, probs = "", [], []
             reader = SlotReader(llm)
             generated = 0
-            for field in slot.fields:
+            if slot.reasoning is not None:  # reasoning first: free, up to the verdict's field or the token bound
+                out = llm.create_completion(prompt + slot.reasoning, max_tokens=p.max_tokens,
+                                            temperature=p.temperature, seed=p.seed,
+                                            stop=[*stop, *p.stop, slot.reasoning_stop()])
+                written = slot.reasoning + str(out["choices"][0]["text"]).strip()
+                generated += int((out.get("usage") or {}).get("completion_tokens", 0))
+            for i, field in enumerate(slot.fields):
                 written += field
+                values = slot.values_at(i)
                 if mode == "expected":
-                    ps = reader.distribution(prompt + written, slot.values, special)
-                    best = slot.values[max(range(len(ps)), key=ps.__getitem__)]
+                    ps = reader.distribution(prompt + written, values, special)
+                    best = values[max(range(len(ps)), key=ps.__getitem__)]
                     probs.append(ps)
                 else:
-                    best = self._sample_value(llm, prompt + written, slot, p)
+                    best = self._sample_value(llm, prompt + written, values, slot.suffix_at(i), p)
                 chosen.append(best)
-                written += best + slot.suffix
+                written += best + slot.suffix_at(i)
                 generated += 1
             tail = ""
             if slot.then:
@@ -225,17 +233,17 @@ class LlamaCppJudge(Judge):
                           latency_s=latency, finish_reason="stop", images_dropped=dropped, verdict=verdict,
                           reused_prompt_tokens=min(kept.tokens, n_prompt))
 
-    def _sample_value(self, llm: Any, text: str, slot: Slot, p: Any) -> str:
-        """One allowed value, sampled under a grammar that admits only those."""
+    def _sample_value(self, llm: Any, text: str, values: tuple[str, ...], suffix: str, p: Any) -> str:
+        """One of a field's allowed ``values``, sampled under a grammar that admits only those."""
         from llama_cpp.llama_grammar import LlamaGrammar
 
         # the suffix is part of the grammar: after "3" the model may write "/" (its "3/5"), not only "." or end
-        alts = " | ".join(json.dumps(v) for v in sorted(slot.values, key=len, reverse=True))
-        tail = f" {json.dumps(slot.suffix)}" if slot.suffix else ""
+        alts = " | ".join(json.dumps(v) for v in sorted(values, key=len, reverse=True))
+        tail = f" {json.dumps(suffix)}" if suffix else ""
         grammar = LlamaGrammar.from_string(f"root ::= ({alts}){tail}", verbose=False)
         out = llm.create_completion(text, max_tokens=16, temperature=p.temperature, seed=p.seed, grammar=grammar)
-        value = str(out["choices"][0]["text"]).removesuffix(slot.suffix)
-        if value not in slot.values:  # the grammar admits nothing else; a model that stopped early
+        value = str(out["choices"][0]["text"]).removesuffix(suffix)
+        if value not in values:  # the grammar admits nothing else; a model that stopped early
             raise JudgeError(f"the grammar-constrained verdict {value!r} is not an allowed value")
         return value
 

@@ -49,7 +49,7 @@ from knockout.judges._expected import (
 from knockout.judges._gguf import check_gguf
 from knockout.judges._options import ServerOptions, normalise_url
 from knockout.judges._server import ServerJudge, counting_http_client
-from knockout.judges._slot import CHECK, Slot, constrained, invalid, parse_object, schema_check
+from knockout.judges._slot import CHECK, REASONING, Slot, constrained, invalid, parse_object, schema_check
 
 #: requests in flight one HTTP client pool serves well (each request scans its pool: above it, more pools cost
 #: less CPU than bigger ones; measured at 256 in flight, 16 a pool: 0.83 of the CPU of 64 a pool, 8: no less)
@@ -170,9 +170,7 @@ def slot_reply(done: Completion, slot: Slot | None, check: str | None = None) ->
         return done
     chosen = slot.from_json(obj, check)
     assert chosen is not None
-    explanation = obj.get("explanation")
-    done.text = slot.text(chosen) + (f"{slot.then} {explanation}" if slot.then and isinstance(explanation, str)
-                                     else "")
+    done.text = slot.written(chosen, obj.get(REASONING), obj.get("explanation"))
     done.verdict = constrained(slot, chosen)
     return done
 
@@ -361,7 +359,7 @@ class OpenAIJudge(ServerJudge):
         if via == "openai":
             body = self.body(request)
             body.update(logprobs=True, top_logprobs=TOP)
-            if not slot.then:  # the verdict alone: a few tokens
+            if not slot.then and slot.reasoning is None:  # the verdict alone: a few tokens
                 body["max_tokens"] = min(request.params.max_tokens, REPLY_TOKENS)
             # a reply without a message is malformed (asked again) before it is read
             (data, said), done = await self._post("/chat/completions", body, lambda r: (r, _reply(r, dropped)))
@@ -370,7 +368,8 @@ class OpenAIJudge(ServerJudge):
             done.latency_s = time.perf_counter() - t0
             return done
         probe, explain = await self._prefill_calls(request)
-        reading = await read_prefilled(slot, probe, explain if slot.then else None, via)
+        reading = await read_prefilled(slot, probe, explain if slot.then or slot.reasoning is not None else None,
+                                       via)
         if via == "llama-cpp-python":
             dropped = sum(len(m.images) for m in request.messages)
         return Completion(text=reading.text, prompt_tokens=reading.prompt_tokens,
@@ -385,6 +384,8 @@ class OpenAIJudge(ServerJudge):
         p = request.params
         sampling: dict[str, Any] = {"temperature": p.temperature, "max_tokens": p.max_tokens,
                                     "stop": ["\n", *p.stop]}
+        if request.slot is not None and request.slot.reasoning is not None:  # the reasoning: up to the first field
+            sampling["stop"] = [request.slot.reasoning_stop(), *p.stop]
         if p.seed is not None:
             sampling["seed"] = p.seed
         if self.server_kind == "llama-cpp-python":

@@ -41,6 +41,8 @@ from knockout.judges._base import Completion, Judge, JudgeRequest
 from knockout.judges._options import JudgeOptions
 
 SBS_TIE_MARGIN = 0.15
+#: a reasoning-first slot's reasoning (a simulation that says it is one)
+REASONED = "simulated reasoning (scripted judge)."
 _OPPOSITE = {"A": "B", "B": "A", "C": "D", "D": "C"}
 
 
@@ -210,24 +212,28 @@ class ScriptedJudge(Judge):
             ps = [0.7 if v == letter else 0.1 for v in slot.values]
             verdict = (distribution(slot, [ps], [letter]) if request.slot_mode == "expected"
                        else constrained(slot, [letter]))
-            return Completion(text=slot.text([letter]), prompt_tokens=sum(len(m.content.split())
+            return Completion(text=slot.written([letter], REASONED), prompt_tokens=sum(len(m.content.split())
                               for m in request.messages), completion_tokens=1, latency_s=self.delay,
                               finish_reason="stop", verdict=verdict)
         max_points = float(hint.get("max_points", 1.0))
         humans: list[float | None] = list(hint.get("humans", [None]))[:len(slot.fields)]
-        nums = [slot.number(v) for v in slot.values]
+        if slot.kind == "criteria":  # each criterion graded as the answer's share of the question's points
+            humans = [None if humans[0] is None else humans[0] / max_points * slot.number(c[-1])
+                      for c in slot.choices]
         chosen, probs = [], []
         for i, h in enumerate(humans):
-            x = self.score(h, max_points, i, rng)
+            nums = [slot.number(v) for v in slot.values_at(i)]
+            top = nums[-1] if slot.kind == "criteria" else max_points
+            x = self.score(h, top, i, rng)
             k = min(range(len(nums)), key=lambda j: abs(nums[j] - x))
             ps = [0.0] * len(nums)
             ps[k] = 0.5
             for j in (k - 1, k + 1):
                 if 0 <= j < len(nums):
                     ps[j] += 0.2
-            chosen.append(slot.values[k])
+            chosen.append(slot.values_at(i)[k])
             probs.append(ps)
-        text = slot.text(chosen) + (f"{slot.then} simulated (scripted judge)." if slot.then else "")
+        text = slot.written(chosen, REASONED, "simulated (scripted judge).")
         verdict = (distribution(slot, probs, chosen) if request.slot_mode == "expected"
                    else constrained(slot, chosen))
         return Completion(text=text, prompt_tokens=sum(len(m.content.split()) for m in request.messages),

@@ -2,7 +2,11 @@
 
 A request may carry a :class:`Slot`: the verdict the reply starts with (``Score: X/5``; a match's
 ``Answer 1: X/5 Answer 2: Y/5``), its allowed values, and what the judge may write after it (nothing, or
-an explanation).  A backend that offers a slot fills it itself and returns the verdict beside the text
+an explanation); or, in a **reasoning-first** slot (:attr:`Slot.reasoning`), the verdict the reply ends with,
+after the judge's free reasoning (the papers' ``Explanation: ... Score: X/5``): the reasoning is generated
+freely up to a bound, or up to the verdict's field, and the verdict is then written in the slot as above.  The
+grade is read from the verdict alone, never from the reasoning.
+A backend that offers a slot fills it itself and returns the verdict beside the text
 (:class:`knockout.judges.Completion.verdict`), in one of two modes (:data:`MODES`):
 
 * ``expected``: the backend reads the judge's **token probabilities** at the value's position, over
@@ -70,7 +74,7 @@ class Slot:
     ``" Answer 2: "``) followed by one of ``values`` and ``suffix`` (``"/5"``); then ``then`` (``"\\n
     Explanation:"``), after which the judge writes freely (nothing: the reply ends with the verdict)."""
 
-    kind: Literal["score", "pair", "choice"]
+    kind: Literal["score", "pair", "choice", "criteria"]
     fields: tuple[str, ...]
     values: tuple[str, ...]
     suffix: str = ""
@@ -78,6 +82,23 @@ class Slot:
     #: the points of each allowed value where the values are labels (``no``, ``yes``: a template's
     #: ``slot_labels``); empty: the values are the numbers they read as
     points: tuple[float, ...] = ()
+    #: a reasoning-first slot: the text the reply begins with (``"Explanation: "``; ``""``: none), after which the
+    #: judge reasons freely until it writes the first field (:meth:`reasoning_stop`) or reaches its token bound;
+    #: then knockout writes the fields and the judge fills the values.  None: the verdict comes first.
+    reasoning: str | None = None
+    #: per field, its allowed values where the fields differ (a criteria rubric's criteria, each on its own points:
+    #: ``kind="criteria"``); empty: every field takes :attr:`values`
+    choices: tuple[tuple[str, ...], ...] = ()
+    #: per field, the text after its value where the fields differ (``/2``, ``/1``); empty: :attr:`suffix`
+    suffixes: tuple[str, ...] = ()
+
+    def values_at(self, i: int) -> tuple[str, ...]:
+        """The allowed values of field ``i``."""
+        return self.choices[i] if self.choices else self.values
+
+    def suffix_at(self, i: int) -> str:
+        """The text after field ``i``'s value."""
+        return self.suffixes[i] if self.suffixes else self.suffix
 
     def key(self) -> dict[str, Any]:
         """What a cache key holds of the slot (the labels' points only where there are labels: a numeric slot's
@@ -86,11 +107,40 @@ class Slot:
                                "suffix": self.suffix, "then": self.then}
         if self.points:
             out["points"] = list(self.points)
+        if self.reasoning is not None:  # a reasoning-first slot (a verdict-first slot's key is as before)
+            out["reasoning"] = self.reasoning
+        if self.choices:
+            out["choices"] = [list(c) for c in self.choices]
+        if self.suffixes:
+            out["suffixes"] = list(self.suffixes)
         return out
+
+    def reasoning_stop(self) -> str:
+        """Where a reasoning-first slot's free reasoning ends: the first line of the first field that is not
+        blank (``"Score:"`` for ``" Score: "``, ``"[/reason]"`` for ``" [/reason]\\n[grade] "``); the judge
+        writing it hands the verdict to the slot."""
+        return next((line.strip() for line in self.fields[0].splitlines() if line.strip()), "")
+
+    def written(self, chosen: Sequence[str], reasoning: str | None = None, explanation: str | None = None) -> str:
+        """The reply as the slot writes it: the reasoning (a reasoning-first slot's, after its
+        :attr:`reasoning` text), the verdict (:meth:`text`), and the explanation after ``then``."""
+        head = f"{self.reasoning}{(reasoning or '').strip()}" if self.reasoning is not None else ""
+        tail = f"{self.then} {explanation}" if self.then and isinstance(explanation, str) else ""
+        return head + self.text(chosen) + tail
 
     def number(self, value: str) -> float:
         """An allowed value's points: a label's (:attr:`points`), else the number it is."""
         return self.points[self.values.index(value)] if self.points else number(value)
+
+    def total(self, values: Sequence[float], max_points: float) -> Any:
+        """A read verdict's value as a grading parse makes it: a grade (a score), two (a pair), or a criteria
+        rubric's ``{"grade": sum, "criteria": [per criterion]}`` (the total computed, never read), each within
+        its points."""
+        if self.kind == "criteria":
+            awarded = [min(max(float(v), 0.0), number(c[-1])) for v, c in zip(values, self.choices, strict=True)]
+            return {"grade": min(sum(awarded), max_points), "criteria": awarded}
+        clipped = [min(max(float(v), 0.0), max_points) for v in values]
+        return clipped[0] if self.kind == "score" else (clipped[0], clipped[1])
 
     def key_json(self) -> str:
         return json.dumps(self.key(), sort_keys=True, ensure_ascii=False)
@@ -100,22 +150,36 @@ class Slot:
 
     def text(self, chosen: Sequence[str]) -> str:
         """The verdict as written: each field, its value and the suffix."""
-        return "".join(f"{f}{v}{self.suffix}" for f, v in zip(self.fields, chosen, strict=True))
+        return "".join(f"{f}{v}{self.suffix_at(i)}" for i, (f, v) in enumerate(zip(self.fields, chosen, strict=True)))
 
     # -- constrained decoding: what each backend is given ------------------------------------------------
     def gbnf(self) -> str:
-        """A llama.cpp grammar: the verdict, then (with ``then``) ``then`` and one free line."""
-        alts = " | ".join(json.dumps(v) for v in sorted(self.values, key=len, reverse=True))
-        parts = " ".join(f"{json.dumps(f)} value {json.dumps(self.suffix)}" if self.suffix else
-                         f"{json.dumps(f)} value" for f in self.fields)
-        root = f"root ::= {parts}" + (f" {json.dumps(self.then)} line" if self.then else "")
-        return f"{root}\nvalue ::= {alts}\nline ::= [^\\n]{{0,1200}}\n"
+        """A llama.cpp grammar: (a reasoning-first slot: its :attr:`reasoning` text and free reasoning) the
+        verdict, then (with ``then``) ``then`` and one free line.  The
+        embedded judge runs a reasoning-first grammar in two steps: the reasoning generated freely up to
+        :meth:`reasoning_stop` or its token bound, then the value under the grammar of the allowed values."""
+        n = len(self.choices) or 1
+        alts = [" | ".join(json.dumps(v) for v in sorted(self.values_at(i), key=len, reverse=True)) for i in range(n)]
+        value = ["value" if n == 1 else f"value{i + 1}" for i in range(n)]
+        parts = " ".join(f"{json.dumps(f)} {value[min(i, n - 1)]}" + (f" {json.dumps(self.suffix_at(i))}"
+                                                                       if self.suffix_at(i) else "")
+                         for i, f in enumerate(self.fields))
+        head = "" if self.reasoning is None else (f"{json.dumps(self.reasoning)} reasoning " if self.reasoning
+                                                  else "reasoning ")
+        root = f"root ::= {head}{parts}" + (f" {json.dumps(self.then)} line" if self.then else "")
+        rules = f"{root}\n" + "".join(f"{v} ::= {a}\n" for v, a in zip(value, alts, strict=True))
+        rules += "line ::= [^\\n]{0,1200}\n"
+        if self.reasoning is not None:
+            rules += "reasoning ::= [^\\x00]*\n"
+        return rules
 
     def field_names(self) -> list[str]:
         """The JSON keys of the fields (structured outputs, tool inputs): ``score``; ``answer_1``, ``answer_2``;
         ``verdict``."""
         if self.kind == "pair":
             return [f"answer_{i}" for i in range(1, len(self.fields) + 1)]
+        if self.kind == "criteria":
+            return [f"criterion_{i}" for i in range(1, len(self.fields) + 1)]
         return ["verdict" if self.kind == "choice" else "score"]
 
     def json_schema(self, check: str | None = None) -> dict[str, Any]:
@@ -126,8 +190,10 @@ class Slot:
         props: dict[str, Any] = {}
         if check is not None:
             props[CHECK] = {"type": "string", "enum": [check]}
-        for name in self.field_names():
-            props[name] = {"type": "string", "enum": list(self.values)}
+        if self.reasoning is not None:  # the reasoning before the verdict: written first, in the schema's order
+            props[REASONING] = {"type": "string"}
+        for i, name in enumerate(self.field_names()):
+            props[name] = {"type": "string", "enum": list(self.values_at(i))}
         if self.then:
             props["explanation"] = {"type": "string"}
         return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
@@ -146,27 +212,32 @@ class Slot:
             return "the verdict is not a JSON object"
         if isinstance(obj, _Object) and obj.duplicates:
             return f"the verdict object repeats the key(s) {sorted(obj.duplicates)}"
-        keys = [*([CHECK] if check is not None else []), *self.field_names(), *(["explanation"] if self.then else [])]
+        keys = [*([CHECK] if check is not None else []), *([REASONING] if self.reasoning is not None else []),
+                *self.field_names(), *(["explanation"] if self.then else [])]
         extra = sorted(str(k) for k in obj if k not in keys)
         if extra:
             return f"the verdict object has key(s) {extra} its schema does not allow"
         missing = [k for k in keys if k not in obj]
         if missing:
             return f"the verdict object lacks the key(s) {missing} its schema requires"
-        for name in self.field_names():
-            if self._allowed(obj[name]) is None:
+        for i, name in enumerate(self.field_names()):
+            if self._allowed(obj[name], i) is None:
                 return f"the verdict's {name} {str(obj[name])[:40]!r} is not one of the allowed values"
         if self.then and not isinstance(obj["explanation"], str):
             return "the verdict's explanation is not a string"
+        if self.reasoning is not None and not isinstance(obj[REASONING], str):
+            return "the verdict's reasoning is not a string"
         return None
 
-    def _allowed(self, v: Any) -> str | None:
-        """The allowed value ``v`` is: the string itself, or the one value a number equals exactly."""
+    def _allowed(self, v: Any, i: int = 0) -> str | None:
+        """The allowed value of field ``i`` that ``v`` is: the string itself, or the one value a number equals
+        exactly."""
+        allowed = self.values_at(i)
         if isinstance(v, str):
-            return v if v in self.values else None
+            return v if v in allowed else None
         if (self.numeric() and not self.points and isinstance(v, int | float) and not isinstance(v, bool)
                 and math.isfinite(v)):
-            hits = [a for a in self.values if self.number(a) == v]
+            hits = [a for a in allowed if self.number(a) == v]
             return hits[0] if len(hits) == 1 else None
         return None
 
@@ -175,11 +246,13 @@ class Slot:
         exactly one of this slot's (:meth:`object_error`)."""
         if self.object_error(obj, check) is not None:
             return None
-        return [v for v in (self._allowed(obj[name]) for name in self.field_names()) if v is not None]
+        return [v for v in (self._allowed(obj[name], i) for i, name in enumerate(self.field_names())) if v is not None]
 
 
 #: the JSON key of the schema check (:func:`schema_check`)
 CHECK = "check"
+#: the JSON key of a reasoning-first slot's reasoning (before the verdict's fields)
+REASONING = "reasoning"
 #: what an invalid verdict says when the reply shows that the server did not decode under the schema
 SCHEMA_IGNORED = "the server did not honour the verdict schema"
 
@@ -275,7 +348,8 @@ def read_verdict(slot: Slot, verdict: Any) -> SlotVerdict:
         return SlotVerdict(error=str(verdict["invalid"]) or "an invalid slot verdict")
     chosen = verdict.get("chosen")
     n = len(slot.fields)
-    if not isinstance(chosen, list) or len(chosen) != n or any(c not in slot.values for c in chosen):
+    if (not isinstance(chosen, list) or len(chosen) != n
+            or any(c not in slot.values_at(i) for i, c in enumerate(chosen))):
         return SlotVerdict(error=f"the slot verdict's values {chosen!r} are not {n} of the allowed values")
     mode = verdict.get("mode")
     if mode == "constrained":
@@ -285,7 +359,7 @@ def read_verdict(slot: Slot, verdict: Any) -> SlotVerdict:
         return SlotVerdict(error=f"unknown slot mode {mode!r}")
     probs = verdict.get("probs")
     if (not isinstance(probs, list) or len(probs) != n
-            or any(not isinstance(ps, list) or len(ps) != len(slot.values) for ps in probs)
+            or any(not isinstance(ps, list) or len(ps) != len(slot.values_at(i)) for i, ps in enumerate(probs))
             or any(type(p) not in (float, int) or not math.isfinite(p) or p < 0 or p > 1 + 1e-6
                    for ps in probs for p in ps)):
         return SlotVerdict(error="the slot verdict's probabilities are not one distribution per field")
@@ -305,7 +379,7 @@ def read_verdict(slot: Slot, verdict: Any) -> SlotVerdict:
             values.append(slot.values[max(range(len(ps)), key=ps.__getitem__)])
             spread.append(0.0)
             continue
-        nums = [slot.number(v) for v in slot.values]
+        nums = [slot.number(v) for v in slot.values_at(i)]
         mean = sum(p * x for p, x in zip(ps, nums, strict=True)) / total
         var = sum(p * (x - mean) ** 2 for p, x in zip(ps, nums, strict=True)) / total
         values.append(mean)

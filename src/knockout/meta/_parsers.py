@@ -31,18 +31,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from knockout._verdict import Verdict
-from knockout.prompts._parsers import (
-    COPIED,
-    NUM,
-    Copies,
-    Parsed,
-    is_grade,
-    is_text,
-    is_texts,
-    own_text,
-    stored_shape,
-    to_float,
-)
+from knockout.prompts._copies import COPIED, Copies, own_text
+from knockout.prompts._parsers import NUM, Parsed, to_float
+from knockout.prompts._stored import is_grade, is_text, is_texts, stored_shape
 
 MAX_CRITERIA = 5
 _PLACEHOLDER = re.compile(r"^\(?\s*(?:your|choose|assign|give)\b", re.I)

@@ -205,9 +205,11 @@ class GradeRun(Run[RunReport]):
         from knockout.meaning import resolve_readers
 
         readers, self.readers_off = resolve_readers(cfg.options.readers, cfg.method, judge.simulated)
-        if verdict != cfg.options.verdict or guard != cfg.options.guard or readers != cfg.options.readers:
+        named = cfg.options.verdict_named or cfg.options.verdict in MODES  # a slot mode asked for by name
+        if (verdict != cfg.options.verdict or guard != cfg.options.guard or readers != cfg.options.readers
+                or named != cfg.options.verdict_named):
             cfg = dataclasses.replace(cfg, options=dataclasses.replace(cfg.options, verdict=verdict, guard=guard,
-                                                                       readers=readers))
+                                                                       readers=readers, verdict_named=named))
         self.items = items
         self.judge = judge
         self.cfg = cfg

@@ -52,6 +52,9 @@ class PromptOptions:
     #: grammar or schema of the allowed values), text (the free text, read by the copy-checking parsers); a
     #: run records the mode it used
     verdict: Name = "auto"
+    #: the slot mode in ``verdict`` was named by the user (``--verdict expected|constrained``), not taken by
+    #: ``auto``: templates whose slot ``auto`` leaves off (``slot_auto = false``) use it too; set by the run
+    verdict_named: bool = False
 
     @model_validator(mode="wrap")
     @classmethod
@@ -66,6 +69,8 @@ class PromptOptions:
             d.pop("allow_fewer_shots", None)
         if d.get("verdict") == "text":  # free text, as every run before verdict slots: the run ids made then stand
             d.pop("verdict", None)
+        if not d.get("verdict_named") or "verdict" not in d:  # only when a named slot mode changes what is read
+            d.pop("verdict_named", None)
         return d
 
 
@@ -195,16 +200,18 @@ class PromptBuilder:
              ) -> tuple[Callable[[str], Parsed], Slot | None, str | None]:
         """How one request's verdict is read: (parse, slot, slot mode).  A template with a slot, in a run whose
         judge fills one, reads the slot's verdict; any other, the template's parser on the free text."""
-        slot = self.slot(t, q)
+        slot = self.slot(t, q, criteria)
         if slot is not None:
             return SlotParse(slot, q.max_points), slot, self.slot_mode
         return parser_for(t, q.max_points, rendered.shown, criteria), None, None
 
-    def slot(self, t: PromptTemplate, q: Question) -> Slot | None:
+    def slot(self, t: PromptTemplate, q: Question, criteria: Sequence[float] | None = None) -> Slot | None:
         """The verdict slot of ``q``'s requests rendered with ``t`` (None: the verdict is read from free text: no
-        slot mode in this run, a parser chosen by ``--parser``, or a template without a slot, such as a
-        criteria rubric's)."""
-        return slot_for(t, q.max_points) if self.slot_mode is not None and self.options.parser is None else None
+        slot mode in this run, a parser chosen by ``--parser``, a template without a slot, or one whose slot
+        ``--verdict auto`` leaves off, ``slot_auto = false``, in a run whose slot mode was not named)."""
+        if self.slot_mode is None or self.options.parser is not None or not (t.slot_auto or self.options.verdict_named):
+            return None
+        return slot_for(t, q.max_points, self.criteria(q) if criteria is None else criteria)
 
     def verdict_reads(self) -> dict[str, int]:
         """How many questions (those with answers) have their verdicts read in this run's slot mode and how many

@@ -49,9 +49,10 @@ from dataclasses import dataclass
 
 from knockout.errors import ConfigError
 from knockout.judges._base import Message
+from knockout.prompts._copies import MARKER as MARKER
+from knockout.prompts._copies import normalise
 from knockout.prompts._identity import code_identity
-from knockout.prompts._parsers import MARKER as MARKER
-from knockout.prompts._parsers import Parsed, Parser, normalise
+from knockout.prompts._parsers import Parsed, Parser
 from knockout.prompts._templates import PromptTemplate, placeholders, render
 
 #: Placeholders whose values are data, not the prompt author's words (all shown to the parsers).
@@ -221,7 +222,7 @@ _ANGLES = str.maketrans(dict.fromkeys("<\u226e\ufe64\uff1c", "‹") | dict.fromk
 def escape(text: str) -> str:
     """A data text as shown between markers (see :data:`_ESCAPES`).
 
-    Also what the text becomes once normalised as the parsers read (:func:`knockout.prompts._parsers.normalise`)
+    Also what the text becomes once normalised as the parsers read (:func:`knockout.prompts._copies.normalise`)
     cannot hold any of them: a text that would (fullwidth ``＞＞＞``, ``<`` + zero-width space + ``<<``,
     ``<**<<``) has every angle bracket and look-alike written ``‹``/``›``.  A clean text holds none of them:
     this changes no clean prompt."""

@@ -9,13 +9,14 @@ text.  :func:`resolve_verdict` turns the ``--verdict`` option into the mode a ru
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from knockout.errors import ConfigError
 from knockout.judges._base import Judge
 from knockout.judges._slot import MODES, VERDICTS, Slot, read_verdict, score_values
 from knockout.prompts._parsers import Parsed
-from knockout.prompts._templates import CHOICES, PromptTemplate, fmt_points, render
+from knockout.prompts._templates import CHOICES, VERDICT_KINDS, PromptTemplate, fmt_points, render
 
 
 def resolve_verdict(option: str, judge: Judge) -> str:
@@ -34,6 +35,43 @@ def resolve_verdict(option: str, judge: Judge) -> str:
         raise ConfigError(f"the {judge.backend} backend offers no '{option}' verdict slot (offers: {have}); "
                           "use --verdict auto or text")
     return option
+
+
+#: the backends as ``knockout presets`` and docs/methods.md's table of modes list them: (name, the mode ``--verdict
+#: auto`` takes where the template's slot is used, the modes a named ``--verdict`` may ask for)
+BACKEND_MODES = (
+    ("llamacpp", "expected", "expected, constrained"),
+    ("openai (OpenAI API)", "constrained", "expected, constrained"),
+    ("openai (vllm, llama-server, llama-cpp-python)", "text", "expected, constrained (slot=json-schema|json-object)"),
+    ("openai (another server)", "text", "constrained (slot=json-schema|json-object)"),
+    ("anthropic", "constrained", "constrained"),
+    ("openai-batch, anthropic-batch", "text", "none"),
+)
+
+
+def slot_words(t: PromptTemplate) -> str:
+    """What a template's verdict slot is, in words (``none``: its verdict is read from free text only)."""
+    if t.kind not in VERDICT_KINDS:
+        return "none (an answer, not a verdict)"
+    if not t.slot:
+        return "none (free text)"
+    what = {"score": "grade", "pair": "two grades", "choice": "letter A-D", "criteria": "a grade per criterion"}[t.slot]
+    return f"{what}, {'reasoning first' if t.slot_reasoning is not None else 'verdict first'}"
+
+
+def verdict_modes(t: PromptTemplate) -> dict[str, str]:
+    """Per backend (:data:`BACKEND_MODES`), how ``--verdict auto`` reads a template's verdicts: its slot in the
+    backend's default mode, or ``text`` (without a slot, where the backend's default is text, or where ``auto``
+    leaves the template's slot off, ``slot_auto = false``; a named mode then fills the slot where the backend
+    offers one)."""
+    out: dict[str, str] = {}
+    for backend, auto, named in BACKEND_MODES:
+        if not t.slot or t.kind not in VERDICT_KINDS:
+            out[backend] = "text" if t.kind in VERDICT_KINDS else "-"
+            continue
+        mode = auto if t.slot_auto else "text"
+        out[backend] = mode if mode != "text" or named == "none" else "text; the slot when named"
+    return out
 
 
 #: how a pairwise verdict is read (``--preference``; docs/methods.md#soft-preferences)
@@ -55,23 +93,31 @@ def check_preference(preference: str, pairwise: bool, verdict: str) -> None:
                           f"(the embedded llamacpp judge), not '{verdict}'")
 
 
-def slot_for(t: PromptTemplate, max_points: float) -> Slot | None:
-    """The template's verdict slot for a question worth ``max_points`` (None: the template has none)."""
-    if not t.slot:
+def slot_for(t: PromptTemplate, max_points: float, criteria: Sequence[float] = ()) -> Slot | None:
+    """The template's verdict slot for a question worth ``max_points`` (None: the template has none); a criteria
+    slot's for the question's ``criteria`` (their points: one field per criterion, none without them)."""
+    if not t.slot or (t.slot == "criteria" and not criteria):
         return None
-    if t.slot == "choice":
-        return Slot("choice", tuple(t.slot_fields), CHOICES, t.slot_suffix, t.slot_then)
     points = {"max_points": fmt_points(max_points)}
+    reasoning = None if t.slot_reasoning is None else render(t.slot_reasoning, points)
+    if t.slot == "choice":
+        return Slot("choice", tuple(t.slot_fields), CHOICES, t.slot_suffix, t.slot_then, reasoning=reasoning)
+    if t.slot == "criteria":  # one field per criterion, each on its own points (in the template's decimal)
+        each = [{**points, "n": str(n), "points": fmt_points(c)} for n, c in enumerate(criteria, 1)]
+        field = t.slot_fields[0]
+        choices = tuple(tuple(v.replace(".", t.slot_decimal) for v in score_values(c)) for c in criteria)
+        return Slot("criteria", tuple(render(field, e) for e in each), choices[0], reasoning=reasoning,
+                    choices=choices, suffixes=tuple(render(t.slot_suffix, e) for e in each))
     fields, suffix, then = (tuple(render(f, points) for f in t.slot_fields), render(t.slot_suffix, points),
                             render(t.slot_then, points))
     if t.slot_labels:  # labels (no, yes): each worth its share of the question's points
         return Slot("score", fields, tuple(k for k, _ in t.slot_labels), suffix, then,
-                    tuple(v * max_points for _, v in t.slot_labels))
+                    tuple(v * max_points for _, v in t.slot_labels), reasoning)
     values = score_values(max_points)
     if t.slot_decimal != ".":
         values = tuple(v.replace(".", t.slot_decimal) for v in values)
     kind: Any = t.slot
-    return Slot(kind, fields, values, suffix, then)
+    return Slot(kind, fields, values, suffix, then, reasoning=reasoning)
 
 
 class SlotParse:
@@ -97,5 +143,4 @@ class SlotParse:
             return Parsed(error=read.error)
         if self.slot.kind == "choice":
             return Parsed(value=read.values[0])
-        values = [min(max(float(v), 0.0), self.max_points) for v in read.values]
-        return Parsed(value=values[0] if self.slot.kind == "score" else (values[0], values[1]))
+        return Parsed(value=self.slot.total(read.values, self.max_points))

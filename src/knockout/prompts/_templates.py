@@ -17,14 +17,22 @@ A template file (TOML) has::
     rubric_block = '''the section {rubric} stands for when the question has a rubric (default by language;
     its own {rubric} is the rubric: a text, or the criteria one per line)'''
     # the verdict slot (docs/methods.md#the-verdict-slot): a template whose reply starts with its verdict
-    slot = "score"                 # or "pair" (two grades: a match), "choice" (a side-by-side verdict A/B/C/D);
-                                   # absent: no slot, free text only
-    slot_fields = ["Score: "]      # the text before each value, written by knockout
+    slot = "score"                 # or "pair" (two grades: a match), "choice" (a side-by-side verdict A/B/C/D),
+                                   # "criteria" (a criteria rubric: one field per criterion, each on its own
+                                   # points, the grade their sum, computed); absent: no slot, free text only
+    slot_fields = ["Score: "]      # the text before each value, written by knockout (criteria: one, repeated
+                                   # per criterion, with {n} and {points}: ["\nCriterion {n}: "])
     slot_suffix = "/{max_points}"  # the text after each value
     slot_then = ""                 # what follows the verdict, after which the judge writes one free line
     slot_decimal = "."             # how half points are written ("," in German)
     slot_labels = { no = 0, yes = 1 }  # a score slot whose values are labels: each label's share of max points
                                    # (absent: the values are the grades 0..max_points)
+    slot_reasoning = "Explanation: "  # reasoning first: the reply begins with this text and the judge's free
+                                   # reasoning, which ends where it writes the first field (its first line that
+                                   # is not blank, "Score:"); then the verdict is written in the slot (absent:
+                                   # the verdict comes first); not with slot_then
+    slot_auto = false              # --verdict auto reads this template's verdict from text; its slot is used
+                                   # when a slot mode is named (--verdict expected|constrained); default true
 
 A plain ``.txt``/``.md`` file is a template body alone; its kind is
 ``pairwise`` when it uses ``{answer1}`` and ``{answer2}``, else ``individual``.
@@ -93,10 +101,16 @@ DEFAULT_REMINDERS = {
 #: the section ``{rubric}`` stands for when a template sets no ``rubric_block`` (its ``{rubric}``: the rubric)
 DEFAULT_RUBRIC_BLOCKS = {"en": "Grading rubric:\n{rubric}\n", "de": "Bewertungsschema:\n{rubric}\n"}
 #: the verdict slots a template may declare: how many values each holds, and the template kind it is for
-SLOT_FIELDS = {"score": 1, "pair": 2, "choice": 1}
-SLOT_KINDS = {"score": "individual", "pair": "pairwise", "choice": "sbs"}
+SLOT_FIELDS = {"score": 1, "pair": 2, "choice": 1, "criteria": 1}
+SLOT_KINDS = {"score": "individual", "pair": "pairwise", "choice": "sbs", "criteria": "individual"}
+#: what a slot's texts may use: {max_points}; a criteria slot's field and suffix, repeated per criterion, also
+#: {n} (the criterion's number) and {points} (its points)
+SLOT_PLACEHOLDERS = {"score": {"max_points"}, "pair": {"max_points"}, "choice": {"max_points"},
+                     "criteria": {"max_points", "n", "points"}}
 #: the values of a choice slot: the side-by-side paper's four classes
 CHOICES = ("A", "B", "C", "D")
+#: the template kinds whose reply is a verdict (a solve template's is an answer: knockout solve)
+VERDICT_KINDS = frozenset({"individual", "pairwise", "sbs", "meta"})
 DEFAULT_PARSERS = {"individual": "score", "pairwise": "pairwise", "sbs": "sbs", "solve": "answer"}
 #: ``--prompt`` names that pick a preset per question (language, reference) from a family, like ``auto``.
 FAMILIES = {
@@ -177,6 +191,10 @@ class PromptTemplate:
     slot_then: str = ""
     slot_decimal: str = "."
     slot_labels: tuple[tuple[str, float], ...] = ()
+    #: a reasoning-first slot's opening text (None: the verdict comes first)
+    slot_reasoning: str | None = None
+    #: whether ``--verdict auto`` uses the slot (False: only a named slot mode does; auto reads text)
+    slot_auto: bool = True
 
     @property
     def uses_reference(self) -> bool:
@@ -220,10 +238,16 @@ def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
                               or not all(k.strip() and math.isfinite(v) and 0 <= v <= 1 for k, v in t.slot_labels)):
             raise ConfigError(f"{where}: slot_labels must map two or more distinct labels to their share of max "
                               "points (0..1), for slot 'score'")
-        bad = placeholders(t.slot_suffix + "".join(t.slot_fields) + t.slot_then) - {"max_points"}
+        if t.slot_reasoning is not None and (t.slot_then or not any(
+                line.strip() for line in t.slot_fields[0].splitlines())):
+            raise ConfigError(f"{where}: a reasoning-first slot (slot_reasoning) needs a first field that ends the "
+                              "reasoning (its first line that is not blank) and no slot_then")
+        may = SLOT_PLACEHOLDERS[t.slot]
+        bad = (placeholders(t.slot_suffix + "".join(t.slot_fields)) - may) | (
+            placeholders(t.slot_then + (t.slot_reasoning or "")) - {"max_points"})
         if bad:
-            raise ConfigError(f"{where}: the slot's texts may use {{max_points}} only (uses "
-                              f"{', '.join('{' + u + '}' for u in sorted(bad))})")
+            raise ConfigError(f"{where}: the slot's texts may use {', '.join('{' + a + '}' for a in sorted(may))} "
+                              f"only (uses {', '.join('{' + u + '}' for u in sorted(bad))})")
     need = {"individual": {"answer"}, "pairwise": {"answer1", "answer2"}, "sbs": {"answer1", "answer2"},
             "solve": {"question"}}.get(t.kind)
     if need is not None and not need <= t.fields:
@@ -261,6 +285,8 @@ def _from_mapping(data: dict[str, object], where: str, source: str) -> PromptTem
         slot_then=str(data.get("slot_then", "")),
         slot_decimal=str(data.get("slot_decimal", ".")),
         slot_labels=_labels(data.get("slot_labels", {}), where),
+        slot_reasoning=None if data.get("slot_reasoning") is None else str(data.get("slot_reasoning")),
+        slot_auto=_flag(data.get("slot_auto", True), where, "slot_auto"),
     )
     return _validate(t, where)
 
@@ -271,6 +297,12 @@ def _labels(value: object, where: str) -> tuple[tuple[str, float], ...]:
             isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) for k, v in value.items()):
         raise ConfigError(f"{where}: field 'slot_labels' must be a table of label = share of max points (0..1)")
     return tuple((k, float(v)) for k, v in value.items())
+
+
+def _flag(value: object, where: str, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: field '{name}' must be true or false")
+    return value
 
 
 def _strings(value: object, where: str, name: str) -> tuple[str, ...]:

@@ -249,7 +249,8 @@ class SbsRun(Run[SbsReport]):
 
         mode = resolve_verdict(cfg.verdict, judge)
         #: the verdict mode the run uses: recorded in its identity and configuration unless it is text
-        self.verdict = mode if mode != "text" and self.template.slot == "choice" else "text"
+        slot = self.template.slot == "choice" and (self.template.slot_auto or cfg.verdict != "auto")
+        self.verdict = mode if mode != "text" and slot else "text"
         check_preference(cfg.preference, True, self.verdict)
         self.soft = cfg.preference == "soft"
 

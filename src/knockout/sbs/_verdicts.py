@@ -18,7 +18,8 @@ import re
 from collections.abc import Sequence
 
 from knockout._verdict import Verdict
-from knockout.prompts._parsers import COPIED, ECHO, Copies, Parsed, own_text, unecho
+from knockout.prompts._copies import COPIED, ECHO, Copies, own_text, unecho
+from knockout.prompts._parsers import Parsed
 
 CLASSES = (Verdict.A, Verdict.B, Verdict.C, Verdict.D)
 INVALID = Verdict.E

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from knockout.prompts._parsers import Parsed, is_score, is_text, stored_shape
+from knockout.prompts._parsers import Parsed
+from knockout.prompts._stored import is_score, is_text, stored_shape
 
 _GRADE = re.compile(r"\[grade\]\s*(\d+(?:[.,]\d+)?)")  # the authors' first pattern (case-sensitive, as theirs)
 _NUMBER = re.compile(r"(\d+(?:[.,]\d+)?)")
