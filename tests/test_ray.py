@@ -429,10 +429,8 @@ def test_a_lost_gcs_ends_the_run_interrupted_with_its_resume_line(monkeypatch: p
     from typer.testing import CliRunner
 
     from knockout.cli._main import app
-    from knockout.engine._ray import RayExecutor
+    from knockout.engine._ray import ClusterLost, RayExecutor
     from tests.fake_server import write_exam
-
-    from knockout.engine._ray import ClusterLost
 
     monkeypatch.setattr(ClusterLost, "exit_now", False)  # the CLI would end this process (pytest's) at once
     monkeypatch.setattr(RayExecutor, "gcs_limit_min_s", 0.5)

@@ -336,20 +336,37 @@ def test_a_silent_worker_is_retired_after_the_deadline(cluster: Cluster, tmp_pat
     exam = write_exam(tmp_path / "exam.jsonl", 10, 12)  # 120 answers
     stopped: list[Any] = []
     times: dict[str, float] = {}
-    hits: list[float] = []
+
+    def sending(p: Any) -> bool:
+        """Actor process ``p`` holds a connection to the judge: it is built and sending (no longer starting,
+        where the window, not the deadline, applies)."""
+        with contextlib.suppress(psutil.Error):
+            return any(c.raddr and c.raddr.port == port[0] for c in p.net_connections("tcp"))
+        return False
 
     def answer(req: dict[str, Any], hit: int) -> tuple[int, bytes]:
-        hits.append(time.perf_counter())
         if hit == 30:
             def stop() -> None:
+                limit = time.perf_counter() + 60  # on a loaded machine an actor may take many seconds to start
+                while time.perf_counter() < limit and not (
+                        len(actors := [p for p in cluster.worker_raylet().children(recursive=True) if is_actor(p)])
+                        == 2 and all(sending(p) for p in actors)):
+                    time.sleep(0.2)
+                time.sleep(1.0)
                 times["stopped"] = time.perf_counter()
                 stopped.extend(cluster.stop_worker_actors())
+                held.set()
 
             threading.Thread(target=stop, daemon=True).start()
+        if hit > 30:  # held until the stop: the run does not end before it
+            held.wait(90)
         return reply(req, hit)
 
+    held = threading.Event()
+    port: list[int] = []
     try:
         with fake_api(answer) as server:
+            port.append(int(server.url.rsplit(":", 1)[1].split("/")[0]))
             t0 = time.perf_counter()
             got = grade(exam, tmp_path / "silent.db", f"openai:m?base_url={server.url}",
                         f"ray:127.0.0.1:{cluster.port}?workers=3&cpus=1&per_worker=4", cluster.env)
@@ -360,16 +377,14 @@ def test_a_silent_worker_is_retired_after_the_deadline(cluster: Cluster, tmp_pat
                 p.send_signal(signal.SIGCONT)
     stats = got["stats"]
     assert stopped, "no actor of the worker node was stopped"
-    # the executor's clock starts at its first request, which reached the judge at hits[0]
-    retired = next(hits[0] + t for t, n in stats["workers_over_time"] if n < 3) - times["stopped"]
     figures = {"run_s": round(end - t0, 1), "after_stop_s": round(end - times["stopped"], 1),
-               "retired_after_s": round(retired, 1), "failed": stats["failed"],
+               "failed": stats["failed"],
                "resent": stats["resent_after_lost_worker"], "graded": len(got["grades"]),
                "workers_over_time": stats["workers_over_time"]}
     print(f"SILENT-TEST: {json.dumps(figures)}")
     assert stats["failed"] == 0 and len(got["grades"]) == 120
     assert stats["resent_after_lost_worker"] >= 1
-    assert retired <= 30.0, figures
+    assert end - times["stopped"] <= 30.0, figures  # retired (the run's last requests re-sent) within 30 s
 
 
 @loopback_only

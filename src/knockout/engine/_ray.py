@@ -588,11 +588,24 @@ class RayExecutor(Executor):
         be starting."""
         if slot.ping is None or slot.ping.done():
             async def ping() -> bool:
-                wait = min(self.deadline, self.ping_timeout_s) if slot.ready else self.window
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                where = asyncio.ensure_future(slot.actor.where.remote())
                 try:
-                    await asyncio.wait_for(slot.actor.where.remote(), wait)
+                    while True:  # the wait allowed is read again each second: the actor may be found up meanwhile
+                        wait = min(self.deadline, self.ping_timeout_s) if slot.ready else self.window
+                        left = started + wait - loop.time()
+                        if left <= 0:
+                            return False
+                        done, _ = await asyncio.wait({where}, timeout=min(left, 1.0))
+                        if done:
+                            break
+                    where.result()
                 except Exception:
                     return False
+                finally:
+                    if not where.done():
+                        where.cancel()
                 slot.ready = True
                 return True
 
@@ -605,6 +618,7 @@ class RayExecutor(Executor):
         is retired."""
         loop = asyncio.get_running_loop()
         sent = loop.time()
+        was_ready = slot.ready  # sent to an actor not yet up: its reply time holds the actor's start
         reply: asyncio.Future[Completion] = asyncio.ensure_future(slot.actor.complete.remote(request, facts))
         gone = asyncio.ensure_future(slot.gone.wait())
         try:
@@ -613,7 +627,7 @@ class RayExecutor(Executor):
                 done, _ = await asyncio.wait(waiting, timeout=self.deadline, return_when=asyncio.FIRST_COMPLETED)
                 if reply in done:
                     result = reply.result()
-                    if slot.ready:  # an actor's first reply also holds its start (a process, a judge built)
+                    if was_ready:
                         self._replied(loop.time() - sent)
                     slot.ready = True
                     return result
