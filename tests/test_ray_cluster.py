@@ -236,7 +236,7 @@ def knockout(*args: str, env: dict[str, str], timeout: float = 120) -> subproces
 
 @outside_netns
 def test_ray_cluster_tests_run_in_a_loopback_only_netns(request: pytest.FixtureRequest) -> None:
-    counts = rerun_in_loopback_netns(request.config, str(Path(__file__).relative_to(ROOT)), timeout=420)
+    counts = rerun_in_loopback_netns(request.config, str(Path(__file__).relative_to(ROOT)), timeout=600)
     assert counts.get("passed", 0) >= 4, counts
 
 

@@ -444,7 +444,6 @@ class RayExecutor(Executor):
             fut = _in_thread(lambda: self._ray.kill(actor, no_restart=True))
             self._background.add(fut)
             fut.add_done_callback(self._background.discard)
-            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
 
     def _lose(self, slot: _Slot, why: str = "a worker lost") -> None:
         """``slot``'s actor is gone: route nothing more to it, send its requests in flight again, and start its
@@ -455,11 +454,11 @@ class RayExecutor(Executor):
         slot.gone.set()
         self.lost += 1
         self._kill(slot.actor)
-        self._note(why)
         if self._cluster_lost is None:
             task = asyncio.get_running_loop().create_task(self._replace())
             self._starting.add(task)
             task.add_done_callback(self._starting.discard)
+        self._note(why)
 
     async def _start(self) -> Any:
         """A new actor (started in a thread, within :attr:`ray_call_timeout_s`)."""
