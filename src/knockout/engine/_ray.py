@@ -308,8 +308,9 @@ class RayExecutor(Executor):
     :attr:`replace_timeout_s`): :class:`WorkersLost`, which stops the run.
 
     A request unanswered after the deadline has its actor checked (a ping in a concurrency group of its own,
-    answered within ``min(deadline, 10 s)``; within the window while the actor has not answered anything yet:
-    it may still be loading its judge); an actor that does not answer (a hung process, a stopped or cut-off
+    answered within :attr:`ping_timeout_s`, 10 s, whatever the deadline: a loaded actor is not taken for a
+    silent one; within the window while the actor has not answered anything yet: it may still be loading its
+    judge); an actor that does not answer (a hung process, a stopped or cut-off
     node) is retired as if lost, and its requests are sent again.  The deadline is
     ``max(deadline option, 3 x the p99 of the run's reply times)`` (:attr:`deadline_floor_s`,
     :attr:`deadline_multiple`): 10 s for a judge that answers in seconds, longer for a slower one.
@@ -583,7 +584,7 @@ class RayExecutor(Executor):
     # -- requests ---------------------------------------------------------------------------------------------
     async def _alive(self, slot: _Slot) -> bool:
         """Whether ``slot``'s actor answers its liveness check in time (one check at a time per actor): within
-        ``min(deadline, ping_timeout_s)`` once it has answered before, within the window while it may still
+        :attr:`ping_timeout_s` once it has answered before, within the window while it may still
         be starting."""
         if slot.ping is None or slot.ping.done():
             async def ping() -> bool:
@@ -592,7 +593,7 @@ class RayExecutor(Executor):
                 where = asyncio.ensure_future(slot.actor.where.remote())
                 try:
                     while True:  # the wait allowed is read again each second: the actor may be found up meanwhile
-                        wait = min(self.deadline, self.ping_timeout_s) if slot.ready else self.window
+                        wait = self.ping_timeout_s if slot.ready else self.window
                         left = started + wait - loop.time()
                         if left <= 0:
                             return False
