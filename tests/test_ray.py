@@ -229,10 +229,14 @@ class FakeActor:
         self.ray = ray
         self.index = len(ray.actors)
         self.dead = self.index in ray.doomed
-        self.starts = self.index < ray.startable
         self.calls = 0
-        self.body = _JudgeWorker(*recipe) if self.starts else None  # type: ignore[arg-type]
+        self.body = _JudgeWorker(*recipe)  # type: ignore[arg-type]
         ray.actors.append(self)
+
+    @property
+    def starts(self) -> bool:
+        """The cluster has room for this actor (now: room that comes back places a pending actor)."""
+        return self.index < self.ray.startable
 
     def __getattr__(self, name: str) -> object:
         actor = self
@@ -241,9 +245,11 @@ class FakeActor:
             @staticmethod
             async def remote(*args: object) -> object:
                 actor.calls += 1
-                if not actor.starts or (actor.index in actor.ray.silent and actor.calls > 1):
+                while not actor.starts:  # pending: placed once the cluster has room
+                    await asyncio.sleep(0.01)
+                if actor.index in actor.ray.silent and actor.calls > 1:
                     await asyncio.sleep(3600)
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(actor.ray.delay if name == "complete" else 0.01)
                 if actor.dead:
                     raise FakeActorError(f"actor {actor.index} died")
                 return await getattr(actor.body, name)(*args) if name != "where" else actor.index
@@ -252,8 +258,10 @@ class FakeActor:
 
 
 class FakeRay:
-    def __init__(self, doomed: set[int], startable: int, silent: set[int] | None = None) -> None:
+    def __init__(self, doomed: set[int], startable: int, silent: set[int] | None = None, delay: float = 0.01) -> None:
         self.actors: list[FakeActor] = []
+        self.delay = delay  # seconds a request takes
+        self.gcs_down = False  # the GCS answers nothing (the head node lost)
         self.doomed = doomed  # actors (by creation order) that die
         self.startable = startable  # actors that can be started at all (the cluster's room)
         self.silent = silent or set()  # actors that answer their first call, then nothing (a node that hangs)
@@ -264,10 +272,9 @@ class FakeRay:
         return True
 
     def cluster_resources(self) -> dict[str, float]:
+        if self.gcs_down:
+            raise ConnectionError("GCS unreachable")
         return {"CPU": 2.0}
-
-    def available_resources(self) -> dict[str, float]:
-        return {"CPU": float(self.startable - len(self.actors))}
 
     def remote(self, **options: object) -> object:
         ray = self
@@ -372,6 +379,80 @@ def test_a_run_that_loses_every_worker_prints_its_status_as_json(monkeypatch: py
     with Store(tmp_path / "s.db") as s:
         assert [(x.id, x.status) for x in s.runs()] == [(doc["run_id"], "failed")]
     assert "no Ray worker is left" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_every_actor_lost_is_replaced_and_capacity_that_returns_restores_the_count(monkeypatch: pytest.MonkeyPatch,
+                                                                                tmp_path: Path) -> None:
+    """Issue 50 item 2: both actors die with no room left; both are replaced (not one), the replacements wait
+    for room, and once the cluster has room again (a node back) the run holds 2 workers again: the count over
+    time says so (``workers_over_time``, and one info event per change)."""
+    import threading
+
+    from knockout.engine import Info
+
+    fake = FakeRay(doomed={0, 1}, startable=2, delay=0.05)
+    threading.Timer(0.5, lambda: setattr(fake, "startable", 4)).start()  # the node back after 0.5 s
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    infos: list[str] = []
+    cfg = RunConfig(method="individual", concurrency=4, format_retries=0)
+    with Store(tmp_path / "fake.db") as s:
+        rep = run(items(4, 6), make_judge("scripted"), s, cfg, executor="ray?workers=2&cpus=1&per_worker=2",
+                  observer=lambda e: infos.append(e.text) if isinstance(e, Info) else None)
+    assert rep.stats["failed"] == 0 and rep.stats["judge_calls"] == 24
+    counts = [n for _, n in rep.stats["workers_over_time"]]
+    assert counts[0] == 2 and 0 in counts and counts[-1] == 2, counts
+    assert len(fake.actors) == 4  # both replaced, each once
+    assert infos[-1].startswith("ray: 2 of 2 workers") and len(infos) == len(counts)
+
+
+def test_the_deadline_follows_the_reply_times() -> None:
+    """Issue 50 item 3: the deadline is max(the deadline option, 3 x the p99 of the run's reply times)."""
+    from knockout.engine._ray import RayExecutor
+
+    ex = RayExecutor.__new__(RayExecutor)
+    ex.deadline_floor = 10.0
+    ex._replies, ex._p99_s, ex._since_p99 = __import__("collections").deque(maxlen=1000), 0.0, 0
+    assert ex.deadline == 10.0  # no reply yet: the floor
+    for _ in range(100):
+        ex._replied(0.1)
+    assert ex.deadline == 10.0  # fast replies: the floor
+    for _ in range(100):
+        ex._replied(30.0)
+    assert ex.deadline == 90.0  # a 30 s judge: 3 x 30 s
+
+
+def test_a_lost_gcs_ends_the_run_interrupted_with_its_resume_line(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    """Issue 50 item 1: the cluster's GCS stops answering (the head node lost) while the actors still answer:
+    they keep answering until the GCS limit, then the run stops, stored ``interrupted``: one JSON document on
+    stdout (``"status": "interrupted"``), one line on stderr with the command that resumes it, exit 1."""
+    from typer.testing import CliRunner
+
+    from knockout.cli._main import app
+    from knockout.engine._ray import ClusterLost, RayExecutor
+    from tests.fake_server import write_exam
+
+    monkeypatch.setattr(ClusterLost, "exit_now", False)  # the CLI would end this process (pytest's) at once
+    monkeypatch.setattr(RayExecutor, "gcs_limit_min_s", 0.5)
+    monkeypatch.setattr(RayExecutor, "gcs_period_s", 0.1)
+    fake = FakeRay(doomed=set(), startable=2, delay=0.1)
+    fake.gcs_down = True
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    exam = write_exam(tmp_path / "exam.jsonl", 10, 10)  # 100 answers: 2.5 s at 4 in flight
+    t0 = time.perf_counter()
+    r = CliRunner().invoke(app, ["grade", str(exam), "--judge", "scripted", "--executor",
+                                 "ray?workers=2&cpus=1&per_worker=2&deadline=1", "-o", str(tmp_path / "s.db"),
+                                 "--json", "-q"])
+    seconds = time.perf_counter() - t0
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "interrupted" and "GCS" in doc["error"]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "stored as interrupted; resume it with:" in lines[0], r.stderr
+    assert seconds < 2.5  # stopped at the GCS limit (1 s), not at the end of the run
+    with Store(tmp_path / "s.db") as s:
+        assert [(x.id, x.status) for x in s.runs()] == [(doc["run_id"], "interrupted")]
+        assert 0 < s.live_calls(doc["run_id"]) < 100  # the actors answered until the limit
 
 
 def test_a_transient_ray_client_start_is_tried_again_and_a_lasting_one_reported() -> None:

@@ -29,7 +29,7 @@ from rich.progress import (
 from rich.text import Text
 
 from knockout.cli._common import note_incomplete, print_json, resume_command
-from knockout.engine import Done, Event, Observer, Planned, Queued
+from knockout.engine import Done, Event, Info, Observer, Planned, Queued
 from knockout.errors import ConfigError, KnockoutError
 
 if TYPE_CHECKING:
@@ -138,6 +138,8 @@ class ProgressBar:
             self.pace.done(event.cached, now)
             self.progress.update(self.task, advance=1, invalid=event.invalid_total, tokens=event.tokens_total)
             self._maybe_hint(now)
+        elif isinstance(event, Info):  # the executor's news (a Ray worker lost, a replacement up): one line
+            self.progress.console.print(event.text, markup=False, highlight=False, soft_wrap=True)
 
     def _maybe_hint(self, now: float) -> None:
         if self.hinted or self.slow_hint is None or self.pace.live < SLOW_AFTER:
@@ -212,8 +214,10 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
     the command that resumes it, and the command exits with 128 + the signal's number (130, 143, 129).  A
     run stored ``incomplete`` (judge requests failed for good) is noted: the command ends with one line and
     exit code 3 after its output (:func:`exit_if_incomplete`).  ``as_json``: a run that stops with an error
-    (stored ``failed``: e.g. every Ray worker lost) is printed as one JSON document on stdout (its id,
-    status and error) before the error goes up to the command's one line."""
+    (stored ``failed``: e.g. every Ray worker lost; or ``interrupted``: the Ray cluster lost) is printed as one
+    JSON document on stdout (its id, status and error) before the error goes up to the command's one line; an
+    error that leaves the run ``interrupted`` ends the command with one line that names the run and the command
+    that resumes it, and exit code 1."""
     from knockout.runs import INCOMPLETE, RunStopped, check_run, execute
     from knockout.runs._run import failed_requests
     from knockout.storage import Store
@@ -239,6 +243,19 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
                                 "judge": failed.judge, "status": failed.status, "error": failed.error,
                                 "store": str(store_path)})
                 raise
+    except KnockoutError as exc:
+        if not getattr(exc, "interrupted", False) or exc.run_id is None:
+            raise
+        from knockout._redact import redact
+
+        why = "".join(c if c.isprintable() else " " for c in redact(str(exc)))
+        sys.stdout.flush()
+        sys.stderr.write(f"knockout: {why}: run {exc.run_id} in {store_path} is stored as interrupted; "
+                         f"resume it with: {resume_command()}\n")
+        sys.stderr.flush()
+        if getattr(exc, "exit_now", False):  # the store is closed: no teardown that waits on what is lost
+            os._exit(exc.exit_code)
+        raise typer.Exit(exc.exit_code) from None
     except RunStopped as stop:
         name = signal.Signals(stop.signum).name
         what = (f"run {stop.run_id} in {store_path} is stored as interrupted" if stop.run_id

@@ -6,7 +6,7 @@ reports progress as events to an observer; it draws nothing and writes no result
 
 from knockout.engine._cache import Cache, CallRecord, call_key
 from knockout.engine._engine import Attempt, CallTrace, Engine, Outcome, Stats, Task
-from knockout.engine._events import Done, Event, Observer, Planned, Queued
+from knockout.engine._events import Done, Event, Info, Observer, Planned, Queued
 from knockout.judges._base import Subject, current_subject
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "Done",
     "Engine",
     "Event",
+    "Info",
     "Observer",
     "Outcome",
     "Planned",

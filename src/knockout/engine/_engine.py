@@ -136,6 +136,8 @@ class Stats:
     #: requests sent again because the executor's worker they were on was lost (possibly paid twice)
     resent_after_lost_worker: int = 0
     started: float = field(default_factory=time.perf_counter)
+    #: what the executor adds to the summary (the Ray executor's ``workers_over_time``)
+    executor_info: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def wall_s(self) -> float:
@@ -164,6 +166,7 @@ class Stats:
             "wall_s": round(wall, 3),
             "calls_per_s": round(self.live_calls / wall, 3) if wall > 0 else 0.0,
             "mean_latency_s": round(self.latency_s / self.live_calls, 3) if self.live_calls else 0.0,
+            **(self.executor_info() if self.executor_info is not None else {}),
         }
 
 
@@ -263,7 +266,9 @@ class Engine:
         self._key = KeyMaker(self.identity, self.params)
         self.observer = observer
         self.lease_s = lease_s
-        self.stats = Stats()
+        self.stats = Stats(executor_info=self.executor.info)
+        if self.executor.observer is None:
+            self.executor.observer = observer
         self._sem = asyncio.Semaphore(self.concurrency)
         self._in_flight: dict[str, asyncio.Future[CallRecord]] = {}
         #: replies received and not yet written: written together at the next turn of the event loop

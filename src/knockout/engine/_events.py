@@ -37,5 +37,13 @@ class Done:
     tokens_total: int
 
 
-Event = Planned | Queued | Done
+@dataclass(frozen=True)
+class Info:
+    """Something the run's executor reports as it goes (the Ray executor: its live worker count after each
+    change); one line of text."""
+
+    text: str
+
+
+Event = Planned | Queued | Done | Info
 Observer = Callable[[Event], None]

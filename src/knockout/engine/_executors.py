@@ -19,6 +19,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
+from knockout.engine._events import Info, Observer
 from knockout.errors import ConfigError
 from knockout.judges._base import Completion, Judge, JudgeRequest
 from knockout.judges._options import parse_query
@@ -32,6 +33,8 @@ class Executor(ABC):
 
     #: requests in flight the executor can take (None: the judge's default)
     concurrency: int | None = None
+    #: where :meth:`emit` sends its lines (the engine's observer, set by the engine)
+    observer: Observer | None = None
 
     @abstractmethod
     async def complete(self, key: str, request: JudgeRequest) -> Completion:
@@ -39,6 +42,15 @@ class Executor(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release workers, clients, jobs."""
+
+    def info(self) -> dict[str, Any]:
+        """What the executor adds to the run's summary (the Ray executor: ``workers_over_time``)."""
+        return {}
+
+    def emit(self, text: str) -> None:
+        """One line for the observer (an :class:`Info` event)."""
+        if self.observer is not None:
+            self.observer(Info(text))
 
 
 class LocalExecutor(Executor):

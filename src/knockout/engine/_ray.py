@@ -18,13 +18,15 @@ driver's oracle holds about the request's subject (nothing else about the truth 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import importlib
 import logging
 import os
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -222,11 +224,74 @@ def check_token(address: str | None, timeout: float = 10.0) -> None:
             channel.close()
 
 
-def default_deadline(judge: Judge) -> float:
-    """The seconds a request may go unanswered before its actor is asked whether it is alive: the judge's
-    own ``timeout`` (seconds per attempt) where it has one, else 120."""
-    timeout = getattr(judge.options, "timeout", None)
-    return float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else 120.0
+class ClusterLost(JudgeError):
+    """The cluster's GCS (its head node) has not answered for the run's GCS limit: no actor can be started or
+    replaced and the live ones will not outlast it, so the run stops (``fatal``) and is stored ``interrupted``
+    (``interrupted``): running it again against the cluster started again resumes it."""
+
+    fatal = True
+    #: the lifecycle stores the run ``interrupted``, not ``failed``: nothing about the run itself went wrong
+    interrupted = True
+    #: the command ends its process at once once it has said so: Ray's own shutdown (at exit) would wait
+    #: for the lost GCS first
+    exit_now = True
+
+
+def _in_thread(fn: Callable[[], Any]) -> asyncio.Future[Any]:
+    """``fn()`` run in a daemon thread of its own (a synchronous Ray call, which may block for as long as the GCS
+    is gone: it never holds up the event loop, and a call that never returns never holds up the exit); the future
+    of its result.  Await it through ``asyncio.wait_for`` for a time-out: the thread is then left to finish."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not fut.done():
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
+
+    def body() -> None:
+        try:
+            result = fn()
+        except BaseException as exc:  # handed to the awaiting task
+            ok, value = False, exc
+        else:
+            ok, value = True, result
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits for it
+            loop.call_soon_threadsafe(settle, ok, value)
+
+    threading.Thread(target=body, daemon=True, name="knockout-ray-call").start()
+    fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no "never retrieved" at exit
+    return fut
+
+
+def _gcs_check(ray: Any) -> Callable[[float], Any]:
+    """One question to the cluster's GCS that returns or fails within its ``timeout`` argument: a key looked up
+    in the GCS's store through this driver's own GCS client; through Ray Client (no GCS client here), the
+    cluster's resources, asked through the head."""
+    with contextlib.suppress(Exception):
+        client = ray._private.worker.global_worker.gcs_client
+        if callable(getattr(client, "internal_kv_exists", None)):
+            return lambda timeout: client.internal_kv_exists(b"knockout-alive", b"knockout", timeout=timeout)
+    return lambda timeout: ray.cluster_resources()
+
+
+def _keep_driver_through_gcs_loss(address: str | None, seconds: float) -> None:
+    """Ray's core worker ends its process (exit 1, "Failed to connect to GCS within 60 seconds") once the GCS has
+    been gone for ``gcs_rpc_server_reconnect_timeout_s``: this driver's limit raised to ``seconds`` (unless set),
+    so that knockout reports a lost cluster (and stores its run) before Ray ends the process.  Only for a driver
+    that joins an existing cluster: a local instance's own processes (started by ``ray.init``, who would inherit
+    it) are left as they are, and a Ray Client driver is no core worker."""
+    target = (address or os.environ.get("RAY_ADDRESS") or "").strip()
+    if not target or target == "local" or target.startswith("ray://"):
+        return
+    os.environ.setdefault("RAY_gcs_rpc_server_reconnect_timeout_s", str(int(seconds)))
+
+
+def _p99(values: Iterable[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else 0.0
 
 
 class RayExecutor(Executor):
@@ -234,16 +299,26 @@ class RayExecutor(Executor):
 
     An actor that is lost (its process or its node died) is not sent anything again; the requests that were
     in flight on it, or sent to it before Ray reported it gone, are sent again to the surviving actors (each
-    at most :attr:`max_resends` times) and counted (``resent_after_lost_worker``: they may be paid twice),
-    and a replacement actor is started where the cluster has room.  A replacement that dies before it
-    answers (placed on a node that had died before the cluster marked it dead) is started again until the
-    window ends.  No actor left and none started within the window (``window``, default
+    at most :attr:`max_resends` times) and counted (``resent_after_lost_worker``: they may be paid twice).
+    Each actor lost is replaced at once by a new one, which Ray places as soon as a node has room (at once, or
+    when a node comes back or joins) and which takes requests once it answers: the run holds ``workers``
+    actors again whenever the cluster can hold them.  A replacement that dies before it answers (placed on a
+    node that had died before the cluster marked it dead) is started again, after 1, 2, 4 ... up to 10 s; one
+    whose judge fails to start is not.  No actor left and none up within the window (``window``, default
     :attr:`replace_timeout_s`): :class:`WorkersLost`, which stops the run.
 
-    A request unanswered after ``deadline`` seconds has its actor checked (a ping in a concurrency group of
-    its own, answered within ``min(deadline, 10 s)``; within the window while the actor has not answered
-    anything yet: it may still be loading its judge); an actor that does not answer (a hung process, a
-    stopped node Ray has not yet marked dead) is retired as if lost, and its requests are sent again."""
+    A request unanswered after the deadline has its actor checked (a ping in a concurrency group of its own,
+    answered within :attr:`ping_timeout_s`, 10 s, whatever the deadline: a loaded actor is not taken for a
+    silent one; within the window while the actor has not answered anything yet: it may still be loading its
+    judge); an actor that does not answer (a hung process, a stopped or cut-off
+    node) is retired as if lost, and its requests are sent again.  The deadline is
+    ``max(deadline option, 3 x the p99 of the run's reply times)`` (:attr:`deadline_floor_s`,
+    :attr:`deadline_multiple`): 10 s for a judge that answers in seconds, longer for a slower one.
+
+    The cluster's GCS is asked one question every :attr:`gcs_period_s` (in a thread, with a time-out); once it
+    has answered nothing for ``max(deadline option, 10 s)`` the run stops with :class:`ClusterLost` (stored
+    ``interrupted``).  Until then the live actors keep answering.  No synchronous Ray call runs on the event
+    loop: starting, killing and the GCS question each run in a thread of their own."""
 
     #: times one request is sent again after the actor it was on was lost
     max_resends = 3
@@ -251,6 +326,18 @@ class RayExecutor(Executor):
     replace_timeout_s = 60.0
     #: the most seconds an actor's liveness check waits for its answer
     ping_timeout_s = 10.0
+    #: the deadline's floor (the ``deadline`` option's default) and the multiple of the p99 reply time above it
+    deadline_floor_s = 10.0
+    deadline_multiple = 3.0
+    #: reply times the p99 is taken over (the latest)
+    reply_sample = 1000
+    #: seconds between two questions to the GCS, and the shortest time without an answer that is a lost GCS
+    gcs_period_s = 2.0
+    gcs_limit_min_s = 10.0
+    #: the most seconds a synchronous Ray call (start an actor, the GCS question) is waited for
+    ray_call_timeout_s = 5.0
+    #: the longest pause between two starts of a replacement that died before it answered
+    restart_pause_max_s = 10.0
 
     def __init__(self, judge: Judge, *, address: str | None = None, options: dict[str, str] | None = None) -> None:
         try:
@@ -267,10 +354,13 @@ class RayExecutor(Executor):
         self.judge = judge
         self.address = address
         self.window = float(opts.get("window", self.replace_timeout_s))
-        self.deadline = float(opts["deadline"]) if "deadline" in opts else default_deadline(judge)
+        self.deadline_floor = float(opts.get("deadline", self.deadline_floor_s))
+        #: seconds the GCS may go unanswered before the cluster counts as lost
+        self.gcs_limit = max(self.deadline_floor, self.gcs_limit_min_s)
         _ray_messages_to_stderr()
         if not ray.is_initialized():
             check_token(address)  # a refused token named at once, not after ray.init's retries
+            _keep_driver_through_gcs_loss(address, self.gcs_limit + 120)
             init_ray(ray, address)
         if workers is None:
             cluster = int(ray.cluster_resources().get("CPU", 1))
@@ -283,121 +373,239 @@ class RayExecutor(Executor):
         self._actor_class = ray.remote(num_cpus=self.cpus, num_gpus=self.gpus, max_concurrency=self.per_worker,
                                        concurrency_groups={"ping": 1}, max_restarts=0,
                                        max_task_retries=0)(_JudgeWorker)
-        self._slots = [_Slot(self._start_actor()) for _ in range(self.workers)]
+        self._gcs_check = _gcs_check(ray)
+        self._slots = [_Slot(self._actor_class.remote(*self._recipe)) for _ in range(self.workers)]
         self._starting: set[asyncio.Task[None]] = set()  # replacements not yet up
+        self._background: set[asyncio.Future[Any]] = set()  # kills under way, the GCS watch
+        self._watch: asyncio.Task[None] | None = None
+        self._greetings: set[asyncio.Task[None]] = set()  # the first ping of each actor
+        #: set when an actor becomes ready or is lost, or the cluster is lost (a waiting _pick looks again)
+        self._changed = asyncio.Event()
         #: why the last replacement could not start (its judge failed to start: retrying will not help)
         self._start_error: str | None = None
+        #: why the cluster is lost (set by the GCS watch): every request stops with :class:`ClusterLost`
+        self._cluster_lost: str | None = None
+        self._gcs_answered: float | None = None  # loop time of the GCS's last answer
+        self._none_since: float | None = None  # loop time since when no actor has been alive
+        self._replies: collections.deque[float] = collections.deque(maxlen=self.reply_sample)
+        self._p99_s = 0.0
+        self._since_p99 = 0
+        self._t0: float | None = None
+        #: (seconds since the first request, live actors) at each change: the run's worker count over time
+        self.timeline: list[tuple[float, int]] = []
         #: requests sent again after the actor they were on was lost; actors lost (retired included); actors
-        #: retired after a request's deadline; replacements started; replacements started again
+        #: retired after a request's deadline; replacements up; replacements started again
         self.resent = 0
         self.lost = 0
         self.retired = 0
         self.replaced = 0
         self.restarted = 0
 
-    def _start_actor(self) -> Any:
-        return self._actor_class.remote(*self._recipe)
+    # -- the deadline -----------------------------------------------------------------------------------------
+    @property
+    def deadline(self) -> float:
+        """Seconds a request waits before its actor is checked: ``max(deadline option, 3 x p99 reply time)``."""
+        return max(self.deadline_floor, self.deadline_multiple * self._p99_s)
 
+    def _replied(self, seconds: float) -> None:
+        self._replies.append(seconds)
+        self._since_p99 += 1
+        if self._since_p99 >= 50 or len(self._replies) <= 50:  # the p99 taken again every 50 replies
+            self._p99_s = _p99(self._replies)
+            self._since_p99 = 0
+
+    # -- workers ----------------------------------------------------------------------------------------------
     @property
     def _actors(self) -> list[Any]:
         return [s.actor for s in self._slots if s.alive]
 
-    def _room(self) -> bool:
-        """The cluster has the resources of one more actor free (as Ray sees them now)."""
-        try:
-            free = self._ray.available_resources()
-        except Exception:
-            return False
-        return bool(free.get("CPU", 0.0) >= self.cpus and free.get("GPU", 0.0) >= self.gpus)
+    def _live(self) -> int:
+        return sum(s.alive for s in self._slots)
 
-    def _lose(self, slot: _Slot) -> None:
-        """``slot``'s actor is gone: route nothing more to it, send its requests in flight again, and start a
-        replacement if there is room."""
+    def _note(self, why: str) -> None:
+        """Record the live actor count (the timeline, an info event) after a change, and wake waiting picks."""
+        loop = asyncio.get_running_loop()
+        live = self._live()
+        now = loop.time()
+        if live == 0 and self._none_since is None:
+            self._none_since = now
+        elif live:
+            self._none_since = None
+        at = round(now - (self._t0 if self._t0 is not None else now), 1)
+        if not self.timeline or self.timeline[-1][1] != live:
+            self.timeline.append((at, live))
+            self.emit(f"ray: {live} of {self.workers} workers ({why}; {len(self._starting)} starting, "
+                      f"{self.lost} lost, {self.replaced} replaced)")
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _kill(self, actor: Any) -> None:
+        """``ray.kill`` in a thread (it waits for the GCS when the actor is still being registered)."""
+        with contextlib.suppress(RuntimeError):
+            fut = _in_thread(lambda: self._ray.kill(actor, no_restart=True))
+            self._background.add(fut)
+            fut.add_done_callback(self._background.discard)
+
+    def _lose(self, slot: _Slot, why: str = "a worker lost") -> None:
+        """``slot``'s actor is gone: route nothing more to it, send its requests in flight again, and start its
+        replacement."""
         if not slot.alive:
             return
         slot.alive = False
         slot.gone.set()
         self.lost += 1
-        with contextlib.suppress(Exception):
-            self._ray.kill(slot.actor, no_restart=True)
-        self._replace(always=False)
+        self._kill(slot.actor)
+        if self._cluster_lost is None:
+            task = asyncio.get_running_loop().create_task(self._replace())
+            self._starting.add(task)
+            task.add_done_callback(self._starting.discard)
+        self._note(why)
 
-    def _replace(self, *, always: bool) -> None:
-        """Start a replacement actor (where the cluster has room, unless ``always``); it takes requests once
-        it answers."""
-        if not always and not self._room():
-            return
-        try:
-            actor = self._start_actor()
-        except Exception:
-            return
-        until = asyncio.get_running_loop().time() + self.window
-        task = asyncio.get_running_loop().create_task(self._await_ready(actor, until))
-        self._starting.add(task)
-        task.add_done_callback(self._starting.discard)
+    async def _start(self) -> Any:
+        """A new actor (started in a thread, within :attr:`ray_call_timeout_s`)."""
+        return await asyncio.wait_for(_in_thread(lambda: self._actor_class.remote(*self._recipe)),
+                                      self.ray_call_timeout_s)
 
-    async def _await_ready(self, actor: Any, until: float) -> None:
-        """``actor`` takes requests once it answers.  One that dies first (Ray placed it on a node that had died
-        before the cluster marked it dead) is started again, until ``until``; one that is never placed (no
-        room) is given up at ``until``; one whose judge fails to start is not started again."""
-        loop = asyncio.get_running_loop()
+    async def _replace(self) -> None:
+        """Start a replacement actor and wait, as long as the run lasts, until it answers: Ray places it when a
+        node has room (now, or once a node comes back or joins), then it takes requests.  One that dies before
+        it answers is started again after a pause (1, 2, 4 ... :attr:`restart_pause_max_s` s); one whose judge
+        fails to start is not."""
         lost_errors = _lost_errors(self._ray)
-        while True:
+        pause = 1.0
+        first = True
+        while self._cluster_lost is None:
             try:
-                await asyncio.wait_for(actor.where.remote(), max(0.0, until - loop.time()))
+                actor = await self._start()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the start itself failed or hung (the GCS gone): try again after the pause
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, self.restart_pause_max_s)
+                continue
+            if not first:
+                self.restarted += 1
+            first = False
+            try:
+                await actor.where.remote()
             except lost_errors as exc:  # died before it answered
-                with contextlib.suppress(Exception):
-                    self._ray.kill(actor, no_restart=True)
+                self._kill(actor)
                 if getattr(exc, "actor_init_failed", False):
                     self._start_error = str(exc).splitlines()[0]
                     return
-                if loop.time() + 1.0 >= until:
-                    return
-                await asyncio.sleep(1.0)  # the cluster marks the dead node dead; then it is not chosen again
-                try:
-                    actor = self._start_actor()
-                except Exception:
-                    return
-                self.restarted += 1
+                await asyncio.sleep(pause)  # the cluster marks the dead node dead; then it is not chosen again
+                pause = min(2 * pause, self.restart_pause_max_s)
                 continue
-            except Exception:  # never placed within the window (no room), or cancelled
-                with contextlib.suppress(Exception):
-                    self._ray.kill(actor, no_restart=True)
-                return
+            except BaseException:  # cancelled (the run ended): the actor is killed
+                self._kill(actor)
+                raise
             self._slots.append(_Slot(actor, ready=True))
             self.replaced += 1
+            self._note("a replacement up")
             return
 
-    def _workers_lost(self) -> WorkersLost:
+    def _lost_cluster(self, resent: int = 0) -> ClusterLost:
+        err = ClusterLost(self._cluster_lost or "the Ray cluster is lost")
+        err.resent_after_lost_worker = resent
+        return err
+
+    def _workers_lost(self) -> JudgeError:
+        if self._cluster_lost is not None:
+            return self._lost_cluster()
         why = f": {self._start_error}" if self._start_error else ""
         return WorkersLost(f"no Ray worker is left for judge {self.judge.spec} ({self.lost} lost) and none "
                            f"started within {self.window:g} s ({self.address or 'local Ray'}){why}")
 
     async def _pick(self) -> _Slot:
-        """The least busy live actor; with none left, a replacement (or WorkersLost once the window ends)."""
+        """The least busy live actor; with none left, the first replacement up (WorkersLost once the window
+        ends, or at once when no replacement is under way; ClusterLost once the GCS is lost)."""
+        loop = asyncio.get_running_loop()
         while True:
+            if self._cluster_lost is not None:
+                raise self._lost_cluster()
             live = [s for s in self._slots if s.alive]
             if live:
                 return min(live, key=lambda s: s.load)
-            if not self._starting:
-                self._replace(always=True)
-            if not self._starting:
+            since = self._none_since if self._none_since is not None else loop.time()
+            left = since + self.window - loop.time()
+            if not self._starting or left <= 0:
                 raise self._workers_lost()
-            await asyncio.wait(set(self._starting), return_when=asyncio.FIRST_COMPLETED)
-            if not any(s.alive for s in self._slots) and not self._starting:
-                raise self._workers_lost()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
 
+    # -- the GCS ----------------------------------------------------------------------------------------------
+    def _start_watch(self) -> None:
+        if self._watch is None:
+            loop = asyncio.get_running_loop()
+            self._t0 = loop.time()
+            self._note("started")
+            self._watch = loop.create_task(self._watch_gcs())
+            for slot in self._slots:  # each actor's first answer says it is up (a ping, answered once it is built)
+                self._greetings.add(loop.create_task(self._greet(slot)))
+
+    async def _greet(self, slot: _Slot) -> None:
+        with contextlib.suppress(Exception):
+            await slot.actor.where.remote()
+            slot.ready = True
+
+    async def _watch_gcs(self) -> None:
+        """Ask the GCS one question every :attr:`gcs_period_s` (one at a time, in a thread, with a time-out); once
+        it has answered nothing for :attr:`gcs_limit`, the cluster is lost: every request stops with
+        :class:`ClusterLost`."""
+        loop = asyncio.get_running_loop()
+        timeout = min(self.ray_call_timeout_s, self.gcs_limit / 2)
+        asking: asyncio.Future[Any] | None = None
+        answered = self._gcs_answered = loop.time()
+        while True:
+            if asking is None or asking.done():
+                asking = _in_thread(lambda: self._gcs_check(timeout))
+            left = answered + self.gcs_limit - loop.time()
+            if left <= 0:
+                break
+            try:  # waited for no longer than the limit leaves: the loss is seen at the limit
+                await asyncio.wait_for(asyncio.shield(asking), min(timeout, left))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # no answer in time (the call, still under way, is waited for again), or an error
+                if asking.done():  # failed at once: asked again after a pause, not in a tight loop
+                    await asyncio.sleep(max(0.0, min(self.gcs_period_s, answered + self.gcs_limit - loop.time())))
+                continue
+            answered = self._gcs_answered = loop.time()
+            await asyncio.sleep(self.gcs_period_s)
+        self._cluster_lost = (f"the Ray cluster {self.address or '(local)'} is lost: its GCS (the head node) has not "
+                              f"answered for {loop.time() - answered:.0f} s; {self._live()} of {self.workers} "
+                              f"workers were still answering")
+        for s in self._slots:
+            s.gone.set()
+        for t in list(self._starting):
+            t.cancel()
+        self._note("the cluster's GCS lost")
+
+    # -- requests ---------------------------------------------------------------------------------------------
     async def _alive(self, slot: _Slot) -> bool:
         """Whether ``slot``'s actor answers its liveness check in time (one check at a time per actor): within
-        ``min(deadline, ping_timeout_s)`` once it has answered before, within the window while it may still
+        :attr:`ping_timeout_s` once it has answered before, within the window while it may still
         be starting."""
         if slot.ping is None or slot.ping.done():
             async def ping() -> bool:
-                wait = min(self.deadline, self.ping_timeout_s) if slot.ready else self.window
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                where = asyncio.ensure_future(slot.actor.where.remote())
                 try:
-                    await asyncio.wait_for(slot.actor.where.remote(), wait)
+                    while True:  # the wait allowed is read again each second: the actor may be found up meanwhile
+                        wait = self.ping_timeout_s if slot.ready else self.window
+                        left = started + wait - loop.time()
+                        if left <= 0:
+                            return False
+                        done, _ = await asyncio.wait({where}, timeout=min(left, 1.0))
+                        if done:
+                            break
+                    where.result()
                 except Exception:
                     return False
+                finally:
+                    if not where.done():
+                        where.cancel()
                 slot.ready = True
                 return True
 
@@ -406,8 +614,11 @@ class RayExecutor(Executor):
 
     async def _answer(self, slot: _Slot, request: JudgeRequest, facts: dict[str, Any] | None) -> Completion:
         """The actor's completion of ``request``; :class:`_Gone` when the actor is lost or retired meanwhile.
-        Each time ``deadline`` passes without the completion, the actor is checked; one that does not answer
+        Each time the deadline passes without the completion, the actor is checked; one that does not answer
         is retired."""
+        loop = asyncio.get_running_loop()
+        sent = loop.time()
+        was_ready = slot.ready  # sent to an actor not yet up: its reply time holds the actor's start
         reply: asyncio.Future[Completion] = asyncio.ensure_future(slot.actor.complete.remote(request, facts))
         gone = asyncio.ensure_future(slot.gone.wait())
         try:
@@ -416,13 +627,17 @@ class RayExecutor(Executor):
                 done, _ = await asyncio.wait(waiting, timeout=self.deadline, return_when=asyncio.FIRST_COMPLETED)
                 if reply in done:
                     result = reply.result()
+                    if was_ready:
+                        self._replied(loop.time() - sent)
                     slot.ready = True
                     return result
                 if gone in done or not slot.alive:
                     raise _Gone()
                 if not await self._alive(slot) and not reply.done():
+                    if self._cluster_lost is not None:
+                        raise _Gone()
                     self.retired += 1
-                    self._lose(slot)
+                    self._lose(slot, "a silent worker retired")
                     raise _Gone()
         finally:
             gone.cancel()
@@ -433,19 +648,22 @@ class RayExecutor(Executor):
                     reply.exception()  # retrieved: no "exception never retrieved" at shutdown
 
     async def complete(self, key: str, request: JudgeRequest) -> Completion:
+        self._start_watch()
         facts = self.judge.facts() if self.judge.simulated and hasattr(self.judge, "facts") else None
         lost_errors: tuple[type[BaseException], ...] = (*_lost_errors(self._ray), _Gone)
         resent = 0
         while True:
             try:
                 slot = await self._pick()
-            except WorkersLost as exc:
+            except JudgeError as exc:  # WorkersLost, ClusterLost
                 exc.resent_after_lost_worker = resent
                 raise
             slot.load += 1
             try:
                 result = await self._answer(slot, request, facts)
             except lost_errors as exc:
+                if self._cluster_lost is not None:
+                    raise self._lost_cluster(resent) from None
                 self._lose(slot)
                 if resent >= self.max_resends:
                     why = "retired or lost" if isinstance(exc, _Gone) else f"lost: {type(exc).__name__}: {exc}"
@@ -461,17 +679,27 @@ class RayExecutor(Executor):
                 result = dataclasses.replace(result, resent_after_lost_worker=resent)
             return result
 
+    def info(self) -> dict[str, Any]:
+        return {"workers_over_time": [[t, n] for t, n in self.timeline]} if self.timeline else {}
+
     async def worker_pids(self) -> list[int]:
         """The process id of each live actor (tests: the requests ran outside the driver)."""
         return list(await asyncio.gather(*(a.where.remote() for a in self._actors)))
 
     async def aclose(self) -> None:
-        for t in list(self._starting):
+        """Stop the replacements and the GCS watch, close the live actors' judges (all at once, within
+        :attr:`ping_timeout_s`; not at all once the cluster is lost) and kill every actor (in threads, waited for
+        within :attr:`ray_call_timeout_s`)."""
+        for t in [*self._starting, *self._greetings, *([self._watch] if self._watch is not None else [])]:
             t.cancel()
-        for s in self._slots:
-            if s.alive:  # an actor that died has nothing to close; one that went silent is not waited for
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(s.actor.close.remote(), self.ping_timeout_s)
+        live = [s for s in self._slots if s.alive]
+        if live and self._cluster_lost is None:  # an actor that died has nothing to close
             with contextlib.suppress(Exception):
-                self._ray.kill(s.actor, no_restart=True)
+                await asyncio.wait_for(asyncio.gather(*(s.actor.close.remote() for s in live),
+                                                      return_exceptions=True), self.ping_timeout_s)
+        if self._cluster_lost is None:  # a lost cluster kills nothing: its GCS would have to
+            for s in self._slots:
+                self._kill(s.actor)
         self._slots = []
+        if self._background and self._cluster_lost is None:
+            await asyncio.wait(set(self._background), timeout=self.ray_call_timeout_s)

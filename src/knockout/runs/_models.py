@@ -34,6 +34,8 @@ class CostStats(BaseModel):
     waited_for_other_process: int = 0
     #: requests sent again because the Ray worker they were on was lost (they may have been paid twice)
     resent_after_lost_worker: int = 0
+    #: the Ray executor's live workers over the run: [seconds since the first request, workers] at each change
+    workers_over_time: list[tuple[float, int]] | None = None
     wall_s: float = 0.0
     calls_per_s: float = 0.0
     mean_latency_s: float = 0.0

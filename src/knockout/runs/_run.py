@@ -250,8 +250,9 @@ async def execute_async(run: Run[R], store: Store, *, observer: Observer | None 
         except (KeyboardInterrupt, asyncio.CancelledError):
             store.end_run(run_id, "interrupted", "stopped by the user")
             raise
-        except BaseException as exc:
-            store.end_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
+        except BaseException as exc:  # stored failed; interrupted where the error says so (a lost Ray cluster)
+            store.end_run(run_id, "interrupted" if getattr(exc, "interrupted", False) else "failed",
+                          f"{type(exc).__name__}: {exc}")
             if isinstance(exc, KnockoutError):
                 exc.run_id = run_id
             raise
