@@ -61,8 +61,9 @@ def _deadline_client(base: type) -> type:
                 return await super().send(request, *args, **kwargs)
             attempts = _attempts.get()
             answered = attempts.answered if attempts is not None else 0
-            try:
-                return await asyncio.wait_for(super().send(request, *args, **kwargs), self.deadline_s)
+            try:  # a timer on this task (no task of its own per request, as asyncio.wait_for made)
+                async with asyncio.timeout(self.deadline_s):
+                    return await super().send(request, *args, **kwargs)
             except TimeoutError:
                 if attempts is not None:  # a status arrived, but not the whole reply: a failed attempt
                     attempts.answered = answered
