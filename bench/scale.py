@@ -70,15 +70,20 @@ def write_exam(path: Path, answers: int, per_question: int, fmt: str = "typed") 
                     f.write(json.dumps(dict(zip(FLAT_COLUMNS, row, strict=True))) + "\n")
 
 
+#: CPU seconds (user + system) of the last command :func:`measure` ran
+LAST_CPU: list[float] = [0.0]
+
+
 def measure(args: list[str], env: dict[str, str], out: Path | None = None) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB) and stdout of one command in a fresh process (also logged to stderr as
-    each step ends, so a long run shows its figures before the table)."""
+    each step ends, so a long run shows its figures before the table); its CPU seconds in :data:`LAST_CPU`."""
     code = ("import resource, runpy, sys\n"
             "sys.argv = ['knockout', *sys.argv[1:]]\n"
             "try:\n    runpy.run_module('knockout.cli', run_name='__main__')\n"
             "except SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
             "sys.stdout.flush()\n"
-            "print('RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+            "u = resource.getrusage(resource.RUSAGE_SELF)\n"
+            "print('RSS_KB', u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr)\n"
             "sys.exit(code)\n")
     t0 = time.perf_counter()
     with (out.open("w") if out else tempfile.TemporaryFile("w+")) as sink:
@@ -87,9 +92,10 @@ def measure(args: list[str], env: dict[str, str], out: Path | None = None) -> tu
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"knockout {' '.join(args)} failed:\n{r.stderr[-2000:]}")
-    rss = max(int(line.split()[1]) for line in r.stderr.splitlines() if line.startswith("RSS_KB")) / 1024
-    print(f"[{time.strftime('%H:%M:%S')}] knockout {args[0]}: {wall:.1f} s, peak RSS {rss:.0f} MB", file=sys.stderr,
-          flush=True)
+    line = next(line for line in reversed(r.stderr.splitlines()) if line.startswith("RSS_KB")).split()
+    rss, LAST_CPU[0] = int(line[1]) / 1024, float(line[2])
+    print(f"[{time.strftime('%H:%M:%S')}] knockout {args[0]}: {wall:.1f} s, CPU {LAST_CPU[0]:.1f} s, "
+          f"peak RSS {rss:.0f} MB", file=sys.stderr, flush=True)
     return wall, rss, (r.stdout or "")
 
 
@@ -123,6 +129,8 @@ def run_one(answers: int, fmt: str, steps: list[str], a: argparse.Namespace, env
         if "grade" in steps or "rerun" in steps:
             first_s, first_rss, out1 = measure(grade, env)
             result |= {"first_run_s": round(first_s, 1), "first_run_rss_mb": round(first_rss),
+                       "first_run_cpu_s": round(LAST_CPU[0], 1),
+                       "first_run_cpu_ms_per_answer": round(1000 * LAST_CPU[0] / answers, 3),
                        "judge_calls": json.loads(out1)["judge_calls"]}
         if "rerun" in steps:
             again_s, again_rss, out2 = measure(grade, env)
@@ -152,7 +160,8 @@ def print_one(r: dict[str, Any]) -> None:
     rows = [("peak RSS (any step)", f"{r['peak_rss_mb']:.0f} MB",
              f"< {bound} MB " + ("met" if r["peak_rss_mb"] < bound else "MISSED"))]
     if "first_run_s" in r:
-        rows.insert(0, ("first run", f"{r['first_run_s']:.1f} s", f"{r['judge_calls']} calls"))
+        rows.insert(0, ("first run", f"{r['first_run_s']:.1f} s", f"{r['judge_calls']} calls, CPU "
+                        f"{r['first_run_cpu_s']:.1f} s ({r['first_run_cpu_ms_per_answer']:.3f} ms an answer)"))
         rows.append(("  first run RSS", f"{r['first_run_rss_mb']:.0f} MB", ""))
     if "rerun_s" in r:
         rows.append(("  rerun RSS", f"{r['rerun_rss_mb']:.0f} MB", ""))
@@ -178,15 +187,15 @@ def print_rss_table(results: list[dict[str, Any]]) -> None:
     steps = [s for s in ("first_run", "rerun", "report", "export") if any(f"{s}_rss_mb" in r for r in results)]
     print()
     print("| format | answers | " + " | ".join(f"{s} RSS MB" for s in steps)
-          + " | peak RSS MB | KB per answer | KB per added answer |")
-    print("| --- " * (5 + len(steps)) + "|")
+          + " | peak RSS MB | KB per answer | KB per added answer | first run CPU ms per answer |")
+    print("| --- " * (6 + len(steps)) + "|")
     before: dict[str, dict[str, Any]] = {}
     for r in sorted(results, key=lambda r: (r["format"], r["answers"])):
         n, peak = r["answers"], r["peak_rss_mb"]
         prev = before.get(r["format"])
         added = "-" if prev is None else f"{(peak - prev['peak_rss_mb']) * 1024 / (n - prev['answers']):.2f}"
         print(f"| {r['format']} | {n:,} | " + " | ".join(str(r.get(f"{s}_rss_mb", "-")) for s in steps)
-              + f" | {peak} | {peak * 1024 / n:.2f} | {added} |")
+              + f" | {peak} | {peak * 1024 / n:.2f} | {added} | {r.get('first_run_cpu_ms_per_answer', '-')} |")
         before[r["format"]] = r
 
 
