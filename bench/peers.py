@@ -3,18 +3,19 @@ N answers graded pointwise, one judge call each, against the loopback server (``
 answers every request after L ms.  Interleaved rounds; each tool is a fresh process on a fresh store/log.
 
     python bench/peers.py [--answers 2000] [--latency-ms 100] [--concurrency 8,64,256] [--rounds 2]
-                          [--tools knockout,bare,inspect,alpaca] [--venv .peers-venv] [--json FILE]
+                          [--tools knockout,bare,aiohttp,inspect,alpaca] [--venv .peers-venv] [--json FILE]
 
 Printed per concurrency and tool: wall time and CPU time (median over rounds), CPU per call, the ratio of the
 bare loop's wall time to the tool's (1.0: as fast as the bare loop) and the ratio of the ideal time
 (calls x L / C) to the tool's.  The peers are installed in their own virtualenv (``--venv``, made by this
-script from PyPI on first use: ``inspect-ai``, ``alpaca-eval``); they are not knockout's dependencies.  A
+script from PyPI on first use: ``inspect-ai``, ``alpaca-eval``, ``aiohttp``); they are not knockout's dependencies.  A
 peer that cannot be installed or run here is reported as such, with the reason, never left out silently.
 
 What each tool runs:
 * knockout: ``knockout grade DATA --judge openai:loopback?base_url=...`` (individual grading, the default
   preset, fresh store), CLI as a user runs it;
 * bare: ``AsyncOpenAI`` with a semaphore of C, the same messages, no store, no parsing beyond ``.content``;
+* aiohttp: the same requests from one ``aiohttp`` session with a semaphore of C (the raw floor: no SDK);
 * inspect: ``inspect eval`` of a task with a no-op solver and ``model_graded_qa()`` (one grader call per
   sample), ``--max-connections C``;
 * alpaca: ``alpaca_eval evaluate`` with an annotator config whose every annotation is one call to the
@@ -96,6 +97,27 @@ async def main(path, port, c):
 asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
 '''
 
+AIOHTTP = '''
+import asyncio, json, sys
+import aiohttp
+async def main(path, port, c):
+    rows = [json.loads(l) for l in open(path, encoding="utf-8")]
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    sem = asyncio.Semaphore(c)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=c)) as session:
+        async def one(r):
+            body = {"model": "loopback", "temperature": 0.1, "max_tokens": 256,
+                    "messages": [{"role": "system", "content": "You grade answers to exam questions."},
+                                 {"role": "user", "content": f"Question: {r['question']}\\nMaximum points: 2\\n"
+                                                             f"Answer: {r['answer']}\\nGrade the answer. Score: X/2"}]}
+            async with sem:
+                async with session.post(url, json=body, headers={"Authorization": "Bearer x"}) as resp:
+                    return (await resp.json())["choices"][0]["message"]["content"]
+        got = await asyncio.gather(*(one(r) for r in rows))
+    print(sum(1 for g in got if g))
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
+'''
+
 INSPECT_TASK = '''
 import json
 from inspect_ai import Task, task
@@ -154,7 +176,8 @@ def ensure_venv(venv: Path, tools: list[str]) -> dict[str, str]:
     py = venv / "bin/python"
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    packages = {"inspect": ("inspect_ai", "inspect-ai"), "alpaca": ("alpaca_eval", "alpaca-eval")}
+    packages = {"inspect": ("inspect_ai", "inspect-ai"), "alpaca": ("alpaca_eval", "alpaca-eval"),
+                "aiohttp": ("aiohttp", "aiohttp")}
     for tool in tools:
         if tool not in packages:
             continue
@@ -199,6 +222,10 @@ def _run_tool(tool: str, data: Path, port: int, c: int, work: Path, venv: Path, 
         wall, cpu, out = timed([sys.executable, "-c", BARE, str(data), str(port), str(c)], env, fresh)
         assert int(out.strip().splitlines()[-1]) == n, out
         return wall, cpu
+    if tool == "aiohttp":  # the raw floor: one aiohttp session, the same bodies, no SDK
+        wall, cpu, out = timed([str(venv / "bin/python"), "-c", AIOHTTP, str(data), str(port), str(c)], env, fresh)
+        assert int(out.strip().splitlines()[-1]) == n, out
+        return wall, cpu
     if tool == "inspect":
         (fresh / "task.py").write_text(textwrap.dedent(INSPECT_TASK), encoding="utf-8")
         wall, cpu, _ = timed([str(venv / "bin/inspect"), "eval", "task.py@grade", "-T", f"data={data}",
@@ -231,7 +258,7 @@ def main() -> None:
     p.add_argument("--latency-ms", type=float, default=100.0)
     p.add_argument("--concurrency", default="8,64,256")
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--tools", default="knockout,bare,inspect,alpaca")
+    p.add_argument("--tools", default="knockout,bare,aiohttp,inspect,alpaca")
     p.add_argument("--venv", type=Path, default=ROOT / ".peers-venv")
     p.add_argument("--json", type=Path, default=None)
     a = p.parse_args()

@@ -2,9 +2,12 @@
 
     nice -n 10 python bench/scale.py --answers 1000000      # the issue's targets (1M answers)
     python bench/scale.py --answers 10000                   # the smoke-test size (seconds)
+    python bench/scale.py --answers 10000,100000 --format flat,csv --steps grade   # RSS per answer
 
-It writes a JSONL exam of ``--answers`` answers (``--per-question`` answers per question, human grades on
-0..4; texts written here), then runs, each in a fresh process:
+It writes an exam of ``--answers`` answers (``--per-question`` answers per question, human grades on 0..4;
+texts written here) in each ``--format``: ``typed`` JSONL (question and answer records), ``flat`` JSONL (one
+answer per line with its question's fields, the shape of a CSV) or ``csv``; then runs, each in a fresh process
+(``--steps``: all four by default):
 
 1. ``knockout grade DATA --judge scripted --quiet --json`` (the scripted judge is a SIMULATION, not an LLM);
 2. the same command again (every request a cache hit);
@@ -12,13 +15,16 @@ It writes a JSONL exam of ``--answers`` answers (``--per-question`` answers per 
 4. ``knockout export STORE --format jsonl``.
 
 and prints wall time and peak RSS of each, the store's size (and per table), and the targets: peak RSS
-under 2 GB, store under 1.5 GB, rerun under 25% of the first run, report under 60 s (targets are for
-1M answers; smaller runs print the same table).
+under 2 GB (1 GB for the flat formats), store under 1.5 GB, rerun under 25% of the first run, report under
+60 s (targets are for 1M answers; smaller runs print the same table).  With several sizes or formats it ends
+with one table of peak RSS per step, per answer (peak RSS / answers) and per added answer (the growth from
+the size before).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import sqlite3
@@ -27,34 +33,57 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def write_exam(path: Path, answers: int, per_question: int) -> None:
+FORMATS = {"typed": "exam.jsonl", "flat": "exam-flat.jsonl", "csv": "exam.csv"}
+FLAT_COLUMNS = ("question_id", "question", "max_points", "answer_id", "examinee", "answer", "human_score:h1")
+
+
+def write_exam(path: Path, answers: int, per_question: int, fmt: str = "typed") -> None:
+    """The same exam in any of :data:`FORMATS` (the flat formats: one row per answer, its question's fields
+    repeated; the same questions, answers, grades and ids)."""
     words = ("gradient", "entropy", "lemma", "vector", "proof", "kernel", "tensor", "bound", "prior", "graph")
-    with path.open("w", encoding="utf-8") as f:
+    with path.open("w", encoding="utf-8", newline="") as f:
+        table = csv.writer(f) if fmt == "csv" else None
+        if table is not None:
+            table.writerow(FLAT_COLUMNS)
         for q in range(-(-answers // per_question)):
-            f.write(json.dumps({"type": "question", "id": f"q{q}", "max_points": 4,
-                                "text": f"Explain the role of the {words[q % 10]} in problem {q}."}) + "\n")
+            question = f"Explain the role of the {words[q % 10]} in problem {q}."
+            if fmt == "typed":
+                f.write(json.dumps({"type": "question", "id": f"q{q}", "max_points": 4, "text": question}) + "\n")
             for j in range(per_question):
                 if q * per_question + j >= answers:
                     break
-                text = " ".join(words[(q + j + k) % 10] for k in range(12 + j % 7))
-                f.write(json.dumps({"type": "answer", "id": f"q{q}a{j}", "question_id": f"q{q}",
-                                    "examinee": f"e{j}", "text": f"Answer {j}: {text}.",
-                                    "human_scores": {"h1": float((q + j) % 5)}}) + "\n")
+                text = f"Answer {j}: " + " ".join(words[(q + j + k) % 10] for k in range(12 + j % 7)) + "."
+                grade = float((q + j) % 5)
+                if fmt == "typed":
+                    f.write(json.dumps({"type": "answer", "id": f"q{q}a{j}", "question_id": f"q{q}",
+                                        "examinee": f"e{j}", "text": text, "human_scores": {"h1": grade}}) + "\n")
+                    continue
+                row = (f"q{q}", question, 4, f"q{q}a{j}", f"e{j}", text, grade)
+                if table is not None:
+                    table.writerow(row)
+                else:
+                    f.write(json.dumps(dict(zip(FLAT_COLUMNS, row, strict=True))) + "\n")
+
+
+#: CPU seconds (user + system) of the last command :func:`measure` ran
+LAST_CPU: list[float] = [0.0]
 
 
 def measure(args: list[str], env: dict[str, str], out: Path | None = None) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB) and stdout of one command in a fresh process (also logged to stderr as
-    each step ends, so a long run shows its figures before the table)."""
+    each step ends, so a long run shows its figures before the table); its CPU seconds in :data:`LAST_CPU`."""
     code = ("import resource, runpy, sys\n"
             "sys.argv = ['knockout', *sys.argv[1:]]\n"
             "try:\n    runpy.run_module('knockout.cli', run_name='__main__')\n"
             "except SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
             "sys.stdout.flush()\n"
-            "print('RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+            "u = resource.getrusage(resource.RUSAGE_SELF)\n"
+            "print('RSS_KB', u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr)\n"
             "sys.exit(code)\n")
     t0 = time.perf_counter()
     with (out.open("w") if out else tempfile.TemporaryFile("w+")) as sink:
@@ -63,9 +92,10 @@ def measure(args: list[str], env: dict[str, str], out: Path | None = None) -> tu
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"knockout {' '.join(args)} failed:\n{r.stderr[-2000:]}")
-    rss = max(int(line.split()[1]) for line in r.stderr.splitlines() if line.startswith("RSS_KB")) / 1024
-    print(f"[{time.strftime('%H:%M:%S')}] knockout {args[0]}: {wall:.1f} s, peak RSS {rss:.0f} MB", file=sys.stderr,
-          flush=True)
+    line = next(line for line in reversed(r.stderr.splitlines()) if line.startswith("RSS_KB")).split()
+    rss, LAST_CPU[0] = int(line[1]) / 1024, float(line[2])
+    print(f"[{time.strftime('%H:%M:%S')}] knockout {args[0]}: {wall:.1f} s, CPU {LAST_CPU[0]:.1f} s, "
+          f"peak RSS {rss:.0f} MB", file=sys.stderr, flush=True)
     return wall, rss, (r.stdout or "")
 
 
@@ -79,66 +109,119 @@ def table_sizes(db: Path) -> dict[str, float]:
     return {n: s / 1e6 for n, s in rows}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--answers", type=int, default=1_000_000)
-    ap.add_argument("--per-question", type=int, default=10)
-    ap.add_argument("--resamples", type=int, default=1000)
-    ap.add_argument("--dir", type=Path, default=None, help="work folder (default: a temporary one)")
-    ap.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    a = ap.parse_args()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+STEPS = ("grade", "rerun", "report", "export")
+
+
+def run_one(answers: int, fmt: str, steps: list[str], a: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
+    """One size in one format: the steps asked for, each in a fresh process; the figures as a dict."""
     with tempfile.TemporaryDirectory(prefix="knockout-scale-") as tmp:
         work = a.dir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        data, db = work / "exam.jsonl", work / "scale.db"
-        db.unlink(missing_ok=True)
+        data, db = work / FORMATS[fmt], work / "scale.db"
+        for p in work.glob("scale.db*"):
+            p.unlink()
         t0 = time.perf_counter()
-        write_exam(data, a.answers, a.per_question)
+        write_exam(data, answers, a.per_question, fmt)
         gen_s = time.perf_counter() - t0
+        result: dict[str, Any] = {"answers": answers, "format": fmt, "data_s": round(gen_s, 1),
+                                  "data_mb": round(data.stat().st_size / 1e6, 1)}
         grade = ["grade", str(data), "--judge", "scripted", "--out", str(db), "--quiet", "--json"]
-        first_s, first_rss, out1 = measure(grade, env)
-        summary = json.loads(out1)
-        again_s, again_rss, out2 = measure(grade, env)
-        again = json.loads(out2)
-        size = db.stat().st_size / 1e6 + sum(p.stat().st_size for p in work.glob("scale.db-*")) / 1e6
-        report_s, report_rss, _ = measure(["report", str(db), "--json", "--resamples", str(a.resamples)], env)
-        export_s, export_rss, _ = measure(["export", str(db), "--format", "jsonl"], env, out=work / "export.jsonl")
-        tables = table_sizes(db)
-    ratio = again_s / first_s
-    peak = max(first_rss, again_rss, report_rss, export_rss)
-    result = {
-        "answers": a.answers, "data_s": round(gen_s, 1),
-        "first_run_s": round(first_s, 1), "first_run_rss_mb": round(first_rss), "judge_calls": summary["judge_calls"],
-        "rerun_s": round(again_s, 1), "rerun_rss_mb": round(again_rss), "rerun_cache_hits": again["cache_hits"],
-        "rerun_ratio": round(ratio, 3), "store_mb": round(size, 1),
-        "report_s": round(report_s, 1), "report_rss_mb": round(report_rss),
-        "export_s": round(export_s, 1), "export_rss_mb": round(export_rss), "peak_rss_mb": round(peak),
-        "tables_mb": {k: round(v, 1) for k, v in tables.items()},
-    }
-    if a.json:
-        print(json.dumps(result))
-        return
-    scale = a.answers / 1_000_000
-    print(f"scripted individual run (a SIMULATION), {a.answers} answers, {a.per_question} per question")
+        if "grade" in steps or "rerun" in steps:
+            first_s, first_rss, out1 = measure(grade, env)
+            result |= {"first_run_s": round(first_s, 1), "first_run_rss_mb": round(first_rss),
+                       "first_run_cpu_s": round(LAST_CPU[0], 1),
+                       "first_run_cpu_ms_per_answer": round(1000 * LAST_CPU[0] / answers, 3),
+                       "judge_calls": json.loads(out1)["judge_calls"]}
+        if "rerun" in steps:
+            again_s, again_rss, out2 = measure(grade, env)
+            result |= {"rerun_s": round(again_s, 1), "rerun_rss_mb": round(again_rss),
+                       "rerun_cache_hits": json.loads(out2)["cache_hits"],
+                       "rerun_ratio": round(again_s / result["first_run_s"], 3)}
+        if db.exists():
+            result["store_mb"] = round(db.stat().st_size / 1e6 + sum(p.stat().st_size for p in work.glob("scale.db-*"))
+                                       / 1e6, 1)
+        if "report" in steps:
+            report_s, report_rss, _ = measure(["report", str(db), "--json", "--resamples", str(a.resamples)], env)
+            result |= {"report_s": round(report_s, 1), "report_rss_mb": round(report_rss)}
+        if "export" in steps:
+            export_s, export_rss, _ = measure(["export", str(db), "--format", "jsonl"], env, out=work / "export.jsonl")
+            result |= {"export_s": round(export_s, 1), "export_rss_mb": round(export_rss)}
+        if db.exists():
+            result["tables_mb"] = {k: round(v, 1) for k, v in table_sizes(db).items()}
+    result["peak_rss_mb"] = max(v for k, v in result.items() if k.endswith("_rss_mb"))
+    return result
+
+
+def print_one(r: dict[str, Any]) -> None:
+    n, scale = r["answers"], r["answers"] / 1_000_000
+    bound = 1024 if r["format"] != "typed" else 2048
+    print(f"scripted individual run (a SIMULATION), {n} answers, {r['format']} data ({r['data_mb']} MB)")
     print(f"{'figure':<28} {'value':>12}  {'target (1M answers)':<22}")
-    rows = [
-        ("first run", f"{first_s:.1f} s", f"{summary['judge_calls']} calls"),
-        ("peak RSS (any step)", f"{peak:.0f} MB", "< 2048 MB " + ("met" if peak < 2048 else "MISSED")),
-        ("  first run / rerun RSS", f"{first_rss:.0f}/{again_rss:.0f} MB", ""),
-        ("  report / export RSS", f"{report_rss:.0f}/{export_rss:.0f} MB", ""),
-        ("store size", f"{size:.1f} MB", "< 1500 MB " + ("met" if size < 1500 * max(scale, 1e-9) / scale
-                                                         else "MISSED")),
-        ("cache-hit rerun", f"{again_s:.1f} s", f"ratio {ratio:.2f} < 0.25 " + ("met" if ratio < 0.25 else "MISSED")),
-        ("report", f"{report_s:.1f} s", "< 60 s " + ("met" if report_s < 60 else "MISSED")),
-        ("export (jsonl)", f"{export_s:.1f} s", ""),
-    ]
+    rows = [("peak RSS (any step)", f"{r['peak_rss_mb']:.0f} MB",
+             f"< {bound} MB " + ("met" if r["peak_rss_mb"] < bound else "MISSED"))]
+    if "first_run_s" in r:
+        rows.insert(0, ("first run", f"{r['first_run_s']:.1f} s", f"{r['judge_calls']} calls, CPU "
+                        f"{r['first_run_cpu_s']:.1f} s ({r['first_run_cpu_ms_per_answer']:.3f} ms an answer)"))
+        rows.append(("  first run RSS", f"{r['first_run_rss_mb']:.0f} MB", ""))
+    if "rerun_s" in r:
+        rows.append(("  rerun RSS", f"{r['rerun_rss_mb']:.0f} MB", ""))
+        rows.append(("cache-hit rerun", f"{r['rerun_s']:.1f} s",
+                     f"ratio {r['rerun_ratio']:.2f} < 0.25 " + ("met" if r["rerun_ratio"] < 0.25 else "MISSED")))
+    if "store_mb" in r:
+        size = r["store_mb"]
+        rows.append(("store size", f"{size:.1f} MB", "< 1500 MB " + ("met" if size / scale < 1500 else "MISSED")))
+    if "report_s" in r:
+        rows.append(("report", f"{r['report_s']:.1f} s (RSS {r['report_rss_mb']} MB)",
+                     "< 60 s " + ("met" if r["report_s"] < 60 else "MISSED")))
+    if "export_s" in r:
+        rows.append(("export (jsonl)", f"{r['export_s']:.1f} s (RSS {r['export_rss_mb']} MB)", ""))
     for name, value, target in rows:
         print(f"{name:<28} {value:>12}  {target}")
-    print("store by table (MB): " + ", ".join(f"{k} {v:.1f}" for k, v in tables.items() if v >= 0.05))
-    if a.answers < 1_000_000:
-        print(f"(targets are for 1M answers; per 1M at this size: store {size / scale:.0f} MB, "
-              f"first run {first_s / scale:.0f} s)")
+    if "tables_mb" in r:
+        print("store by table (MB): " + ", ".join(f"{k} {v:.1f}" for k, v in r["tables_mb"].items() if v >= 0.05))
+
+
+def print_rss_table(results: list[dict[str, Any]]) -> None:
+    """Peak RSS per step and per answer, each format by size (the growth per added answer from the size
+    before, which leaves out the process's fixed cost)."""
+    steps = [s for s in ("first_run", "rerun", "report", "export") if any(f"{s}_rss_mb" in r for r in results)]
+    print()
+    print("| format | answers | " + " | ".join(f"{s} RSS MB" for s in steps)
+          + " | peak RSS MB | KB per answer | KB per added answer | first run CPU ms per answer |")
+    print("| --- " * (6 + len(steps)) + "|")
+    before: dict[str, dict[str, Any]] = {}
+    for r in sorted(results, key=lambda r: (r["format"], r["answers"])):
+        n, peak = r["answers"], r["peak_rss_mb"]
+        prev = before.get(r["format"])
+        added = "-" if prev is None else f"{(peak - prev['peak_rss_mb']) * 1024 / (n - prev['answers']):.2f}"
+        print(f"| {r['format']} | {n:,} | " + " | ".join(str(r.get(f"{s}_rss_mb", "-")) for s in steps)
+              + f" | {peak} | {peak * 1024 / n:.2f} | {added} | {r.get('first_run_cpu_ms_per_answer', '-')} |")
+        before[r["format"]] = r
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--answers", default="1000000", help="one size or several, comma-separated")
+    ap.add_argument("--format", default="typed", help=f"one or several of {', '.join(FORMATS)}, comma-separated")
+    ap.add_argument("--steps", default=",".join(STEPS), help=f"which of {', '.join(STEPS)} to run")
+    ap.add_argument("--per-question", type=int, default=10)
+    ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--dir", type=Path, default=None, help="work folder (default: a temporary one)")
+    ap.add_argument("--json", action="store_true", help="print the figures as one JSON object (a list for several)")
+    a = ap.parse_args()
+    sizes = [int(x) for x in a.answers.split(",") if x.strip()]
+    formats = [f.strip() for f in a.format.split(",") if f.strip()]
+    steps = [s.strip() for s in a.steps.split(",") if s.strip()]
+    if unknown := [f for f in formats if f not in FORMATS] + [s for s in steps if s not in STEPS]:
+        raise SystemExit(f"unknown format or step: {', '.join(unknown)}")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    results = [run_one(n, fmt, steps, a, env) for fmt in formats for n in sizes]
+    if a.json:
+        print(json.dumps(results[0] if len(results) == 1 else results))
+        return
+    for r in results:
+        print_one(r)
+    print_rss_table(results)
 
 
 if __name__ == "__main__":

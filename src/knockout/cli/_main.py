@@ -152,11 +152,12 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 
 def run_trust(items: Any, results: list[Any]) -> Any:
-    """The trust marks of a run's results (:mod:`knockout.calibration._trust`)."""
+    """The trust marks of a run's results (:mod:`knockout.calibration._trust`), each result read as a stored
+    one as it comes (no list of a dict per answer)."""
     from knockout.calibration._trust import trust_marks
 
-    return trust_marks(items, [{"item_id": r.answer_id, "score": r.score, "valid": r.valid,
-                                "details": dict(r.details or {})} for r in results])
+    return trust_marks(items, ({"item_id": r.answer_id, "score": r.score, "valid": r.valid,
+                                "details": r.details or {}} for r in results))
 
 
 def answers_table(items: Any, results: list[Any], title: str, trust: Any = None) -> Table:

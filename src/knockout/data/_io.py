@@ -237,9 +237,10 @@ def read_bytes(path: Path, *, limit: int | None = None) -> bytes:
     return data if limit is None else data[:limit]
 
 
-def iter_text_lines(path: Path) -> Iterator[str]:
-    """The lines of a data file (split on ``\\n`` only, UTF-8, a BOM dropped), read one at a time: a large
-    file is never held whole in memory.  The same checks and bound as :func:`read_bytes`."""
+def iter_text_lines(path: Path, *, keepends: bool = False) -> Iterator[str]:
+    """The lines of a data file (split on ``\\n`` only, UTF-8, a BOM dropped; ``keepends``: each with its
+    ``\\n``), read one at a time: a large file is never held whole in memory.  The same checks and bound as
+    :func:`read_bytes`."""
     bound = current_policy().max_bytes
     seen = 0
     with _open_data(path) as f:
@@ -252,7 +253,21 @@ def iter_text_lines(path: Path) -> Iterator[str]:
                 line = raw.decode("utf-8-sig" if start == 0 else "utf-8")
             except UnicodeDecodeError as e:
                 raise InputError(f"not UTF-8 text (byte {start + e.start}: {e.reason})", file=str(path)) from None
-            yield line[:-1] if line.endswith("\n") else line
+            yield line if keepends or not line.endswith("\n") else line[:-1]
+
+
+_CR = re.compile(r"(?<=\r)(?!\n)")  # after a lone carriage return
+
+
+def iter_csv_lines(path: Path) -> Iterator[str]:
+    """The lines of a data file as the csv module reads a file opened with ``newline=""``: split after
+    ``\\n``, ``\\r\\n`` or a lone ``\\r``, each kept with its line end; read one at a time (what
+    :func:`iter_text_lines` checks)."""
+    for line in iter_text_lines(path, keepends=True):
+        if "\r" in line:
+            yield from (part for part in _CR.split(line) if part)
+        else:
+            yield line
 
 
 def read_text(path: Path) -> str:
@@ -301,13 +316,14 @@ class CsvRows:
     characters, is raised to it), and what the csv module raises (a NUL byte, a bad dialect) is an
     :class:`InputError` naming the file and line."""
 
-    def __init__(self, text: str, *, file: Path | str, **options: Any) -> None:
+    def __init__(self, text: str | Iterable[str], *, file: Path | str, **options: Any) -> None:
+        """``text``: the whole text, or its lines as :func:`iter_csv_lines` reads them (streamed)."""
         bound = min(current_policy().max_bytes, 2**31 - 1)
         if csv.field_size_limit() < bound:
             csv.field_size_limit(bound)
         self.file = str(file)
         try:
-            self._reader = csv.reader(io.StringIO(text, newline=""), **options)
+            self._reader = csv.reader(io.StringIO(text, newline="") if isinstance(text, str) else text, **options)
         except (TypeError, csv.Error) as e:
             raise InputError(f"cannot read as CSV: {e}", file=self.file) from None
 

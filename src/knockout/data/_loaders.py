@@ -223,8 +223,7 @@ def load_item_sets(
     if len(paths) == 1:
         return load_items(paths[0], format, **options)
     questions: dict[str, str] = {}
-    answers: dict[str, str] = {}
-    sets = []
+    sets: list[tuple[str, ItemSet]] = []
     for p in paths:
         s = load_items(p, format, **options)
         for qid in s.questions:
@@ -232,10 +231,10 @@ def load_item_sets(
                 raise InputError(f"question id also in {questions[qid]}; give each exam once", file=str(p),
                                  record=qid, field="id")
             questions[qid] = str(p)
-        for a in s:
-            if a.id in answers:
-                raise InputError(f"answer id also in {answers[a.id]}", file=str(p), record=a.id, field="id")
-            answers[a.id] = str(p)
-        sets.append(s)
-    return ItemSet([q for s in sets for q in s.questions.values()], [a for s in sets for a in s],
-                   source=", ".join(str(p) for p in paths))
+        for i in range(len(s)):
+            aid = s.answer_id_at(i)
+            before = next((where for where, prev in sets if prev.find(aid) is not None), None)
+            if before is not None:
+                raise InputError(f"answer id also in {before}", file=str(p), record=aid, field="id")
+        sets.append((str(p), s))
+    return ItemSet.concat([s for _, s in sets], source=", ".join(str(p) for p in paths))

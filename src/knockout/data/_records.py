@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import json
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
-from typing import Annotated, Any, overload
+from typing import Annotated, Any, NamedTuple, overload
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -121,6 +122,19 @@ class Answer(BaseModel):
         return sum(self.human_scores.values()) / len(self.human_scores)
 
 
+class AnswerFields(NamedTuple):
+    """One answer given field by field, each field already checked as :class:`Answer` checks it (a table
+    loader's row, :mod:`knockout.data._formats.table`): :meth:`ItemSet.from_records` stores it in its columns
+    with no :class:`Answer` built.  ``fields`` is the fields-set the equal :class:`Answer` would have."""
+
+    id: str
+    question_id: str
+    examinee: str | None
+    text: str
+    human_scores: dict[str, float]
+    fields: frozenset[str]
+
+
 _new = object.__new__
 _set = object.__setattr__
 _NAN = float("nan")
@@ -226,21 +240,34 @@ class ItemSet:
         self._finish(qlist)
 
     @classmethod
-    def from_records(cls, records: Iterable[Question | Answer], *, source: str = "<memory>") -> ItemSet:
+    def from_records(cls, records: Iterable[Question | Answer | AnswerFields], *,
+                     source: str = "<memory>") -> ItemSet:
         """An item set from questions and answers in any order, read one by one (a loader streams its file
-        through this: no list of answers is held).  The checks are those of the constructor, made when the
-        records are all read, in the same order (questions first, then each answer)."""
+        through this: no list of answers is held; a table loader gives each answer as checked
+        :class:`AnswerFields`, so no :class:`Answer` is built either).  The checks are those of the
+        constructor, made when the records are all read, in the same order (questions first, then each
+        answer)."""
         new = cls.__new__(cls)
         new.source = source
         qlist: list[Question] = []
         new._start()
+        add, add_fields = new._add, new._add_fields
         for r in records:
-            if isinstance(r, Answer):
-                new._add(r)
+            if type(r) is AnswerFields:
+                add_fields(*r)
+            elif isinstance(r, Answer):
+                add(r)
             else:
-                qlist.append(r)
+                qlist.append(r)  # type: ignore[arg-type]
         new._finish(qlist)
         return new
+
+    @classmethod
+    def concat(cls, sets: Sequence[ItemSet], *, source: str) -> ItemSet:
+        """The questions and answers of ``sets``, one after the other, as one set (checked as one: an id in two
+        sets is an error), each answer read from its set's columns one at a time."""
+        return cls.from_records(itertools.chain((q for s in sets for q in s.questions.values()),
+                                                (a for s in sets for a in s)), source=source)
 
     def columns(self) -> AnswerColumns:
         """The answers as columns (the set's own: read them, do not change them)."""
@@ -314,21 +341,22 @@ class ItemSet:
 
     def _add(self, a: Answer) -> None:
         d = a.__dict__
-        i = len(self._ids)
-        self._ids.append(d["id"])
-        qid = d["question_id"]
+        if d["meta"]:
+            self._meta[len(self._ids)] = d["meta"]
+        self._add_fields(d["id"], d["question_id"], d["examinee"], d["text"], d["human_scores"],
+                         frozenset(a.__pydantic_fields_set__))
+
+    def _add_fields(self, aid: str, qid: str, ex: str | None, text: str, scores: dict[str, float],
+                    fields: frozenset[str]) -> None:
+        self._ids.append(aid)
         self._qid_of.append(self._pos.setdefault(("qid", qid), qid))  # type: ignore[arg-type]
-        ex = d["examinee"]
         self._ex.append(-1 if ex is None else self._intern("examinee", ex, self._names))
-        self._text.append(d["text"])
-        scores: dict[str, float] = d["human_scores"]
+        self._text.append(text)
         self._layout.append(self._intern("layout", tuple(scores), self._layouts))
         self._hstart.append(len(self._hvalues))
         self._hvalues.extend(scores.values())
         self._hmean.append(sum(scores.values()) / len(scores) if scores else _NAN)
-        if d["meta"]:
-            self._meta[i] = d["meta"]
-        self._fset.append(self._intern("fields", frozenset(a.__pydantic_fields_set__), self._fsets, set))
+        self._fset.append(self._intern("fields", fields, self._fsets, set))
 
     def _finish(self, qlist: list[Question]) -> None:
         source = self.source

@@ -48,7 +48,7 @@ from knockout.judges._expected import (
 )
 from knockout.judges._gguf import check_gguf
 from knockout.judges._options import ServerOptions, normalise_url
-from knockout.judges._server import ServerJudge, counting_http_client
+from knockout.judges._server import ServerJudge, counting_http_client, shared_ssl_context
 from knockout.judges._slot import CHECK, REASONING, Slot, constrained, invalid, parse_object, schema_check
 
 #: requests in flight one HTTP client pool serves well (each request scans its pool: above it, more pools cost
@@ -232,10 +232,14 @@ class OpenAIJudge(ServerJudge):
             self._gguf, self._template_sha = _gguf_of(o.gguf or self.model)
         # Above POOL_SIZE requests in flight, one client's connection pool becomes the bottleneck (each
         # request scans it): the requests are spread over several clients, in turn.
+        tls: list[Any] = []  # one TLS context for every client of this judge
+
         def new_client() -> Any:
+            if not tls:
+                tls.append(shared_ssl_context(openai))
             return openai.AsyncOpenAI(api_key=api_key, base_url=self.base_url, timeout=o.timeout,
                                       max_retries=o.retries,
-                                      http_client=counting_http_client(openai, o.timeout))
+                                      http_client=counting_http_client(openai, o.timeout, tls[0]))
 
         self._new_client = new_client
         self._clients: list[Any] = []

@@ -61,8 +61,9 @@ def _deadline_client(base: type) -> type:
                 return await super().send(request, *args, **kwargs)
             attempts = _attempts.get()
             answered = attempts.answered if attempts is not None else 0
-            try:
-                return await asyncio.wait_for(super().send(request, *args, **kwargs), self.deadline_s)
+            try:  # a timer on this task (no task of its own per request, as asyncio.wait_for made)
+                async with asyncio.timeout(self.deadline_s):
+                    return await super().send(request, *args, **kwargs)
             except TimeoutError:
                 if attempts is not None:  # a status arrived, but not the whole reply: a failed attempt
                     attempts.answered = answered
@@ -72,12 +73,23 @@ def _deadline_client(base: type) -> type:
     return DeadlineClient
 
 
-def counting_http_client(sdk: Any, deadline_s: float | None = None) -> Any:
+def shared_ssl_context(sdk: Any) -> Any:
+    """The TLS context the SDK's HTTP client makes for itself (certificates verified, the environment's
+    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` read), made once, so that a judge's several clients share it: loading
+    the certificate store is most of what building a client costs."""
+    http = sys.modules[next(c for c in sdk.DefaultAsyncHttpxClient.__mro__
+                            if c.__name__ == "AsyncClient").__module__.split(".")[0]]
+    return http.create_ssl_context(verify=True, trust_env=True)
+
+
+def counting_http_client(sdk: Any, deadline_s: float | None = None, ssl_context: Any = None) -> Any:
     """The SDK's default async HTTP client, with hooks that count each attempt of the current request
     (every 429, 5xx, time-out and dropped connection the SDK retries is a failed attempt), and with
-    ``deadline_s`` seconds for each whole attempt (see :func:`_deadline_client`)."""
+    ``deadline_s`` seconds for each whole attempt (see :func:`_deadline_client`); ``ssl_context``: one
+    :func:`shared_ssl_context` for several clients (default: the client makes its own)."""
     client = _deadline_client(sdk.DefaultAsyncHttpxClient)(
-        event_hooks={"request": [_on_request], "response": [_on_response]}
+        event_hooks={"request": [_on_request], "response": [_on_response]},
+        **({} if ssl_context is None else {"verify": ssl_context}),
     )
     client.deadline_s = deadline_s
     return client

@@ -75,6 +75,7 @@ class Individual(Method):
         n = len(items)
         chunked = n > self.chunk
         results: list[AnswerResult] = []
+        prompt_only: dict[str, dict[str, Any]] = {}  # the kept details that hold only a prompt's name, by name
         guard = options.guard == "on"
         for start in range(0, n, self.chunk):  # each chunk's answers built from the item set's columns
             part = items.answers[start:start + self.chunk]
@@ -127,6 +128,8 @@ class Individual(Method):
                         kept["shots"] = r.details["shots"]
                     if options.parser and r.details.get("attempts"):
                         kept["attempts"] = r.details["attempts"][-1:]
+                    if len(kept) == 1 and isinstance(kept["prompt"], str):  # the usual case, one shared dict
+                        kept = prompt_only.setdefault(kept["prompt"], kept)  # a prompt's (never changed in place)
                     r.details = kept
             results.extend(done)
         return MethodResult(results, written=True)

@@ -363,8 +363,8 @@ class GradeRun(Run[RunReport]):
             assert all(g.answer_id == r.answer_id for g in got)
             scores = [g.score if g.valid else None for g in got]
             valid = [s for s in scores if s is not None]
-            r.details["draws"] = scores
-            r.details["draw_keys"] = [(g.details.get("attempts") or [{}])[0].get("key") for g in got]
+            r.details = {**r.details, "draws": scores,  # a new dict: a chunked run's details may be shared
+                         "draw_keys": [(g.details.get("attempts") or [{}])[0].get("key") for g in got]}
             r.score = sum(valid) / len(valid) if valid else None
             r.valid = bool(valid)
         ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in results)

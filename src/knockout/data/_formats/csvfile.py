@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from knockout.data._formats.table import Row, load_rows, parse_column_map
-from knockout.data._io import CsvRows, read_text
+from knockout.data._io import CsvRows, iter_csv_lines
 from knockout.data._records import ItemSet
 from knockout.errors import InputError
 
@@ -21,7 +21,7 @@ def sniff(path: Path) -> bool:
 def load(path: Path, *, columns: Mapping[str, str] | str | None = None, delimiter: str = ",") -> ItemSet:
     """Options: ``columns`` maps our field names to the file's column names (or a "field=column,..."
     string); ``delimiter`` (default ",")."""
-    reader = CsvRows(read_text(path), file=path, delimiter=delimiter)
+    reader = CsvRows(iter_csv_lines(path), file=path, delimiter=delimiter)  # read a line at a time
     header = [h.strip() for h in next(reader, [])]
     if not any(header):
         raise InputError("empty CSV file (no header)", file=str(path), record="line 1")

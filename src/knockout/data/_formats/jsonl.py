@@ -38,12 +38,17 @@ def load(path: Path, *, columns: Mapping[str, str] | str | None = None) -> ItemS
     """Option ``columns`` (flat files): our field -> the records' key, as for CSV."""
     lines = iter_json_lines(path)
     first = next(lines, None)
-    records = itertools.chain([] if first is None else [first], lines)  # read one by one (memory stays flat)
     if columns is not None or (first is not None and is_flat(first[1])):
-        table = list(records)  # a table: the header is every key of every record
-        header = dict.fromkeys(k for _, obj in table for k in obj)
-        return load_rows(((f"line {n}", obj) for n, obj in table), header, columns=columns, path=path,
-                         header_where=f"line {table[0][0]}" if table else "line 1", columns_in="any record")
+        # A table, whose header is every key of every record: a first pass reads the keys (and meets any
+        # malformed line before a row is read, as the whole file read at once did), the second the rows, one
+        # at a time in both (memory stays flat).
+        header: dict[str, None] = {}
+        for _, obj in itertools.chain([] if first is None else [first], lines):
+            header.update(dict.fromkeys(obj))
+        rows = ((f"line {n}", obj) for n, obj in iter_json_lines(path))
+        return load_rows(rows, header, columns=columns, path=path,
+                         header_where=f"line {first[0]}" if first else "line 1", columns_in="any record")
+    records = itertools.chain([] if first is None else [first], lines)  # read one by one (memory stays flat)
     return ItemSet.from_records(_typed(records, path), source=str(path))
 
 

@@ -182,8 +182,7 @@ def load(path: Path, *, language: str | None = None) -> ItemSet:
     item set (exam ids are the folder names)."""
     if is_exam_set(path):
         sets = [load(p, language=language) for p in _exam_folders(path)]
-        return ItemSet([q for s in sets for q in s.questions.values()], [a for s in sets for a in s],
-                       source=str(path))
+        return ItemSet.concat(sets, source=str(path))
     exam_file = _locate(path, language)
     folder = exam_file.parent
     exam = folder.name

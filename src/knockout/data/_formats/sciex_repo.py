@@ -79,4 +79,4 @@ def load(path: Path, *, exams: str | None = None, language: str | None = None) -
                                   answer_files=answer_files, grade_files=grade_files, figure_folder=folder))
     if not sets:
         raise InputError("no exam to read" + (f" in language {language}" if language else ""), file=str(path / EXAMS))
-    return ItemSet([q for s in sets for q in s.questions.values()], [a for s in sets for a in s], source=str(path))
+    return ItemSet.concat(sets, source=str(path))

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from knockout.data._io import build, item_set, shorten, to_number
-from knockout.data._records import Answer, ItemSet, Question
+from knockout._bounds import MAX_NAME, valid_unicode, visible
+from knockout.data._io import build, shorten, to_number
+from knockout.data._records import Answer, AnswerFields, ItemSet, Question
 from knockout.errors import ConfigError, InputError
 
 QUESTION_FIELDS = ("question_id", "question", "reference", "max_points", "language", "difficulty", "exam_id",
@@ -214,52 +215,83 @@ def load_rows(rows: Iterable[Row], header: Iterable[str], *, columns: Mapping[st
     qrename = {MODEL_FIELD.get(f, f): col[f] for f in QUESTION_FIELDS}
     arename = {MODEL_FIELD.get(f, f): col[f] for f in ANSWER_FIELDS}
     arename |= {"question_id": col["question_id"], **{f"human_scores.{g}": c for g, c in graders.items()}}
+    scores_col = col[SCORES_FIELD] if col[SCORES_FIELD] in index else None
+    return ItemSet.from_records(_records(rows, col, graders, scores_col, file, qrename, arename), source=str(file))
 
+
+#: the fields-set of an answer read from a table row (the fields :func:`_records` gives it)
+_ROW_FIELDS = frozenset(("id", "question_id", "examinee", "text", "human_scores"))
+
+
+def _records(rows: Iterable[Row], col: dict[str, str], graders: dict[str, str], scores_col: str | None,
+             file: Path, qrename: dict[str, str], arename: dict[str, str]
+             ) -> Iterator[Question | Answer | AnswerFields]:
+    """Each row's question (the first time its id is met) and answer, one at a time: an answer whose fields
+    pass :class:`Answer`'s checks as :class:`AnswerFields` (no object built); any other is validated as an
+    :class:`Answer`, whose error names the row and the source's column."""
     questions: dict[str, tuple[str, dict[str, Any]]] = {}
-    built: list[Question] = []
-    answers: list[Answer] = []
+    qcols = [(f, col[f], MODEL_FIELD.get(f, f)) for f in QUESTION_FIELDS[1:]]
+    c_qid, c_ex, c_aid, c_text = col["question_id"], col["examinee"], col["answer_id"], col["answer"]
+    grader_cols = list(graders.items())
     for where, cells in rows:
         if blank_row(cells):
             continue
-
-        def text(f: str, cells: Mapping[str, Any] = cells, where: str = where) -> str | None:
-            return as_text(cells.get(col[f]), file=file, record=where, field=col[f])
-
-        qid = text("question_id") or ""
+        get = cells.get
+        qid = as_text(get(c_qid), file=file, record=where, field=c_qid) or ""
         q: dict[str, Any] = {"id": qid}
-        for f in QUESTION_FIELDS[1:]:
+        for f, c, model_field in qcols:
+            value = get(c)
+            if value is None:  # no cell: nothing to read (the readers below give None for it too)
+                continue
             if f == "max_points":
-                x = as_number(cells.get(col[f]), file=file, record=where, field=col[f])
+                x = as_number(value, file=file, record=where, field=c)
                 if x is not None:
                     q[f] = x
             elif f == "rubric":
-                if (rubric := as_rubric(cells.get(col[f]), file=file, record=where, field=col[f])) is not None:
+                if (rubric := as_rubric(value, file=file, record=where, field=c)) is not None:
                     q[f] = rubric
-            elif (value := text(f)) is not None:
-                q[MODEL_FIELD.get(f, f)] = value
-        if qid in questions:  # later rows may leave question cells empty, but must not contradict
-            first_where, first = questions[qid]
+            elif (v := as_text(value, file=file, record=where, field=c)) is not None:
+                q[model_field] = v
+        seen = questions.get(qid)
+        if seen is not None:  # later rows may leave question cells empty, but must not contradict
+            first_where, first = seen
             for k, v in q.items():
                 if first.get(k) != v:
                     raise InputError(f"question '{qid}' differs from its first row ({first_where})", file=str(file),
                                      record=where, field=qrename[k])
         else:
             questions[qid] = (where, q)
-            built.append(build(Question, q, file=file, record=where, rename=qrename))
-        examinee = text("examinee")
+            yield build(Question, q, file=file, record=where, rename=qrename)
+        examinee = as_text(get(c_ex), file=file, record=where, field=c_ex)
         scores: dict[str, float] = {}
-        if col[SCORES_FIELD] in index:
-            scores |= _grades(cells.get(col[SCORES_FIELD]), file=file, record=where, field=col[SCORES_FIELD])
-        for g, c in graders.items():
-            x = as_number(cells.get(c), file=file, record=where, field=c)
+        if scores_col is not None:
+            scores |= _grades(get(scores_col), file=file, record=where, field=scores_col)
+        for g, c in grader_cols:
+            x = as_number(get(c), file=file, record=where, field=c)
             if x is not None:
                 scores[g] = x
-        a = {
-            "id": text("answer_id") or f"{qid}/{examinee or where.replace(' ', '')}",
-            "question_id": qid,
-            "examinee": examinee,
-            "text": text("answer") or "",
-            "human_scores": scores,
-        }
-        answers.append(build(Answer, a, file=file, record=where, rename=arename))
-    return item_set(built, answers, file)
+        aid = as_text(get(c_aid), file=file, record=where, field=c_aid) or \
+            f"{qid}/{examinee or where.replace(' ', '')}"
+        text = as_text(get(c_text), file=file, record=where, field=c_text) or ""
+        if _name(aid) and _name(qid) and (examinee is None or _name(examinee)) and _shows(text) and \
+                all(_name(g) for g in scores):
+            yield AnswerFields(aid, qid, examinee, text, scores, _ROW_FIELDS)
+        else:  # Answer's own checks name the field that fails (and pass what the quick checks above did not)
+            a = {"id": aid, "question_id": qid, "examinee": examinee, "text": text, "human_scores": scores}
+            yield build(Answer, a, file=file, record=where, rename=arename)
+
+
+def _shows(s: str) -> bool:
+    """Whether ``s`` passes :data:`knockout._bounds.NonEmptyText`'s checks (valid Unicode, no NUL, visible)."""
+    if s.isascii():
+        return "\x00" not in s and bool(s.strip())
+    try:
+        valid_unicode(s)
+    except ValueError:
+        return False
+    return visible(s)
+
+
+def _name(s: str) -> bool:
+    """Whether ``s`` passes :data:`knockout._bounds.Name`'s checks."""
+    return len(s) <= MAX_NAME and _shows(s)
