@@ -78,6 +78,23 @@ def visible(s: str) -> bool:
     return any(not c.isspace() and c not in _INVISIBLE and unicodedata.category(c) != "Cf" for c in s)
 
 
+def is_text(s: str) -> bool:
+    """Whether ``s`` passes :data:`NonEmptyText`'s checks (:func:`valid_unicode`, :func:`visible`), without
+    raising: a loader's quick check before it builds no model (the model's own error names a failure)."""
+    if s.isascii():
+        return "\x00" not in s and bool(s.strip())
+    try:
+        valid_unicode(s)
+    except ValueError:
+        return False
+    return visible(s)
+
+
+def is_name(s: str) -> bool:
+    """Whether ``s`` passes :data:`Name`'s checks, as :func:`is_text`."""
+    return len(s) <= MAX_NAME and is_text(s)
+
+
 def _non_empty(s: str) -> str:
     if not visible(s):
         raise ValueError("must not be empty (white space and zero-width characters only)")

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from knockout._bounds import MAX_NAME, valid_unicode, visible
+from knockout._bounds import is_name, is_text
 from knockout.data._io import build, shorten, to_number
 from knockout.data._records import Answer, AnswerFields, ItemSet, Question
 from knockout.errors import ConfigError, InputError
@@ -273,25 +273,10 @@ def _records(rows: Iterable[Row], col: dict[str, str], graders: dict[str, str], 
         aid = as_text(get(c_aid), file=file, record=where, field=c_aid) or \
             f"{qid}/{examinee or where.replace(' ', '')}"
         text = as_text(get(c_text), file=file, record=where, field=c_text) or ""
-        if _name(aid) and _name(qid) and (examinee is None or _name(examinee)) and _shows(text) and \
-                all(_name(g) for g in scores):
+        if is_name(aid) and is_name(qid) and (examinee is None or is_name(examinee)) and is_text(text) and \
+                all(is_name(g) for g in scores):
             yield AnswerFields(aid, qid, examinee, text, scores, _ROW_FIELDS)
         else:  # Answer's own checks name the field that fails (and pass what the quick checks above did not)
             a = {"id": aid, "question_id": qid, "examinee": examinee, "text": text, "human_scores": scores}
             yield build(Answer, a, file=file, record=where, rename=arename)
 
-
-def _shows(s: str) -> bool:
-    """Whether ``s`` passes :data:`knockout._bounds.NonEmptyText`'s checks (valid Unicode, no NUL, visible)."""
-    if s.isascii():
-        return "\x00" not in s and bool(s.strip())
-    try:
-        valid_unicode(s)
-    except ValueError:
-        return False
-    return visible(s)
-
-
-def _name(s: str) -> bool:
-    """Whether ``s`` passes :data:`knockout._bounds.Name`'s checks."""
-    return len(s) <= MAX_NAME and _shows(s)
