@@ -3,7 +3,7 @@ N answers graded pointwise, one judge call each, against the loopback server (``
 answers every request after L ms.  Interleaved rounds; each tool is a fresh process on a fresh store/log.
 
     python bench/peers.py [--answers 2000] [--latency-ms 100] [--concurrency 8,64,256] [--rounds 2]
-                          [--tools knockout,bare,aiohttp,inspect,alpaca] [--venv .peers-venv] [--json FILE]
+                          [--tools knockout,bare,bare-aio,aiohttp,inspect,alpaca] [--venv .peers-venv] [--json FILE]
 
 Printed per concurrency and tool: wall time and CPU time (median over rounds), CPU per call, the ratio of the
 bare loop's wall time to the tool's (1.0: as fast as the bare loop) and the ratio of the ideal time
@@ -15,6 +15,9 @@ What each tool runs:
 * knockout: ``knockout grade DATA --judge openai:loopback?base_url=...`` (individual grading, the default
   preset, fresh store), CLI as a user runs it;
 * bare: ``AsyncOpenAI`` with a semaphore of C, the same messages, no store, no parsing beyond ``.content``;
+* bare-aio: the SDK's floor under knockout's request path: ``AsyncOpenAI`` with its aiohttp client
+  (``DefaultAioHttpClient``, the ``aiohttp`` extra) and ``client.post`` of the same body, no request transform
+  and no reply model, as knockout sends it;
 * aiohttp: the same requests from one ``aiohttp`` session with a semaphore of C (the raw floor: no SDK);
 * inspect: ``inspect eval`` of a task with a no-op solver and ``model_graded_qa()`` (one grader call per
   sample), ``--max-connections C``;
@@ -93,6 +96,29 @@ async def main(path, port, c):
                                                       f"Answer: {r['answer']}\\nGrade the answer. Score: X/2"}])
             return out.choices[0].message.content
     got = await asyncio.gather(*(one(r) for r in rows))
+    print(sum(1 for g in got if g))
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
+'''
+
+#: the SDK's floor: its aiohttp client and the same POST knockout sends (no request transform, no reply model)
+BARE_AIO = '''
+import asyncio, json, sys
+from openai import AsyncOpenAI, DefaultAioHttpClient
+async def main(path, port, c):
+    rows = [json.loads(l) for l in open(path, encoding="utf-8")]
+    client = AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0,
+                         http_client=DefaultAioHttpClient())
+    sem = asyncio.Semaphore(c)
+    async def one(r):
+        async with sem:
+            out = await client.post("/chat/completions", cast_to=object, body={"model": "loopback",
+                "temperature": 0.1, "max_tokens": 256,
+                "messages": [{"role": "system", "content": "You grade answers to exam questions."},
+                             {"role": "user", "content": f"Question: {r['question']}\\nMaximum points: 2\\n"
+                                                         f"Answer: {r['answer']}\\nGrade the answer. Score: X/2"}]})
+            return out["choices"][0]["message"]["content"]
+    got = await asyncio.gather(*(one(r) for r in rows))
+    await client.close()
     print(sum(1 for g in got if g))
 asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
 '''
@@ -222,6 +248,10 @@ def _run_tool(tool: str, data: Path, port: int, c: int, work: Path, venv: Path, 
         wall, cpu, out = timed([sys.executable, "-c", BARE, str(data), str(port), str(c)], env, fresh)
         assert int(out.strip().splitlines()[-1]) == n, out
         return wall, cpu
+    if tool == "bare-aio":
+        wall, cpu, out = timed([sys.executable, "-c", BARE_AIO, str(data), str(port), str(c)], env, fresh)
+        assert int(out.strip().splitlines()[-1]) == n, out
+        return wall, cpu
     if tool == "aiohttp":  # the raw floor: one aiohttp session, the same bodies, no SDK
         wall, cpu, out = timed([str(venv / "bin/python"), "-c", AIOHTTP, str(data), str(port), str(c)], env, fresh)
         assert int(out.strip().splitlines()[-1]) == n, out
@@ -258,7 +288,7 @@ def main() -> None:
     p.add_argument("--latency-ms", type=float, default=100.0)
     p.add_argument("--concurrency", default="8,64,256")
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--tools", default="knockout,bare,aiohttp,inspect,alpaca")
+    p.add_argument("--tools", default="knockout,bare,bare-aio,aiohttp,inspect,alpaca")
     p.add_argument("--venv", type=Path, default=ROOT / ".peers-venv")
     p.add_argument("--json", type=Path, default=None)
     a = p.parse_args()

@@ -311,14 +311,36 @@ def test_openai_body_is_what_the_sdk_would_send_and_pools_follow_concurrency(tmp
                                      frequency_penalty=0.1))
     body = judge.body(request)
     assert isinstance(body["messages"][1]["content"], list)
-    assert len(judge._clients) == 1
+    assert judge._pool.wanted == 1
     judge.expect_concurrency(256)
-    assert len(judge._clients) == 16
+    assert judge._pool.wanted == 16
     judge.expect_concurrency(100_000)
-    assert len(judge._clients) == 64
+    assert judge._pool.wanted == 64
     try:  # the SDK's own (private) transform, where this SDK version has it
         from openai._utils import async_maybe_transform
         from openai.types.chat import completion_create_params as params
     except ImportError:
         pytest.skip("this openai SDK has no request transform to compare with")
     assert asyncio.run(async_maybe_transform(body, params.CompletionCreateParamsNonStreaming)) == body
+
+
+def test_a_server_judge_sends_from_every_event_loop_that_uses_it_and_after_it_is_closed() -> None:
+    """The SDK's aiohttp client is bound to the loop it was opened on: the same judge, used from a second
+    ``asyncio.run`` and again after ``aclose()``, still answers (its clients are made per loop:
+    knockout.judges._server.LoopClients)."""
+    from knockout.judges import GenParams
+
+    ask = JudgeRequest([Message(role="user", content="Grade: 2+2=4. Score: X/1")], GenParams(max_tokens=8))
+    with fake_api(lambda body, n: (200, chat_body("Score: 1/1"))) as server:
+        judge: Any = make_judge(f"openai:m?base_url={server.url}")
+
+        async def twice(close: bool) -> list[str]:
+            got = [(await judge.complete(ask)).text for _ in range(2)]
+            if close:
+                await judge.aclose()
+            return got
+
+        assert asyncio.run(twice(False)) == ["Score: 1/1"] * 2  # the first loop
+        assert asyncio.run(twice(True)) == ["Score: 1/1"] * 2  # another loop: fresh clients, then closed
+        assert asyncio.run(twice(True)) == ["Score: 1/1"] * 2  # after aclose(): made again
+        assert server.hits == 6

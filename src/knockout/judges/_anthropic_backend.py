@@ -23,7 +23,7 @@ from knockout.data import is_local
 from knockout.errors import ConfigError
 from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Message, image_data_url
 from knockout.judges._options import ServerOptions
-from knockout.judges._server import ServerJudge, counting_http_client
+from knockout.judges._server import LoopClients, ServerJudge, counting_http_client
 from knockout.judges._slot import REASONING, Slot, constrained, invalid, parse_object
 
 
@@ -132,12 +132,14 @@ class AnthropicJudge(ServerJudge):
             raise ConfigError("anthropic judge: set ANTHROPIC_API_KEY (or ?api_key=...)")
         base_url = o.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         remember([api_key, *url_secrets(base_url or "")])  # from the environment too
-        self._client = anthropic.AsyncAnthropic(
+        self._pool = LoopClients(lambda: anthropic.AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=o.timeout, max_retries=o.retries,
             http_client=counting_http_client(anthropic, o.timeout),
-        )
+        ))
         self._connect(anthropic, base_url)
-        self._temperature_kw = "temperature" in inspect.signature(self._client.messages.create).parameters
+        from anthropic.resources import AsyncMessages
+
+        self._temperature_kw = "temperature" in inspect.signature(AsyncMessages.create).parameters
 
     def message_params(self, request: JudgeRequest) -> dict[str, Any]:
         """A request's Messages parameters but the temperature (system messages go to ``system``)."""
@@ -182,5 +184,10 @@ class AnthropicJudge(ServerJudge):
             text = await text
         return resp, text if isinstance(text, str) else None
 
+    @property
+    def _client(self) -> Any:
+        """The client of the running loop (:class:`LoopClients`)."""
+        return self._pool.first()
+
     async def aclose(self) -> None:
-        await self._client.close()
+        await self._pool.aclose()

@@ -48,7 +48,7 @@ from knockout.judges._expected import (
 )
 from knockout.judges._gguf import check_gguf
 from knockout.judges._options import ServerOptions, normalise_url
-from knockout.judges._server import ServerJudge, counting_http_client, shared_ssl_context
+from knockout.judges._server import LoopClients, ServerJudge, counting_http_client, shared_ssl_context
 from knockout.judges._slot import CHECK, REASONING, Slot, constrained, invalid, parse_object, schema_check
 
 #: requests in flight one HTTP client pool serves well (each request scans its pool: above it, more pools cost
@@ -241,11 +241,8 @@ class OpenAIJudge(ServerJudge):
                                       max_retries=o.retries,
                                       http_client=counting_http_client(openai, o.timeout, tls[0]))
 
-        self._new_client = new_client
-        self._clients: list[Any] = []
-        self._turn = 0
+        self._pool = LoopClients(new_client)
         self.expect_concurrency(o.concurrency)
-        self._client = self._clients[0]
         self._connect(openai, self.base_url)
 
     def default_slot_mode(self) -> str | None:
@@ -263,9 +260,7 @@ class OpenAIJudge(ServerJudge):
 
     def expect_concurrency(self, n: int) -> None:
         """Up to ``n`` requests will be in flight: one client pool per 16 of them, at most 64 (or ``pools``)."""
-        wanted = self.options.pools or min(MAX_POOLS, max(1, -(-n // POOL_SIZE)))
-        while len(self._clients) < wanted:
-            self._clients.append(self._new_client())
+        self._pool.wanted = max(self._pool.wanted, self.options.pools or min(MAX_POOLS, max(1, -(-n // POOL_SIZE))))
 
     def body(self, request: JudgeRequest) -> dict[str, Any]:
         """The chat-completions request body (sent live, or as one line of a batch)."""
@@ -313,9 +308,12 @@ class OpenAIJudge(ServerJudge):
         return ident
 
     def _client_now(self) -> Any:
-        client = self._clients[self._turn % len(self._clients)]
-        self._turn += 1
-        return client
+        return self._pool.next()
+
+    @property
+    def _client(self) -> Any:
+        """The first client of the running loop (the batch API's requests)."""
+        return self._pool.first()
 
     async def complete(self, request: JudgeRequest) -> Completion:
         dropped = 0 if self.supports_images else sum(len(m.images) for m in request.messages)
@@ -441,8 +439,7 @@ class OpenAIJudge(ServerJudge):
         return prompt
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.close()
+        await self._pool.aclose()
 
 
 #: the most tokens an expected verdict without an explanation may take on the OpenAI API ("Answer 1: 4.5/5 ...")
