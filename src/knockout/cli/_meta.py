@@ -92,6 +92,11 @@ def register(app: typer.Typer) -> None:
         prompts: Annotated[str, typer.Option(help="mdeval/bsmeval: own (knockout's presets) or authors (the "
                                              "prompts of the authors' published code; bsmeval: OpenMEVA "
                                              "stories only)")] = "own",
+        verdict: Annotated[str, typer.Option("--verdict", help="how the meta-judge's verdicts are read: auto (free "
+                                             "text: the meta presets' slots are used only when named), expected, "
+                                             "constrained (the verdict slot: JDEval's and MDEval's choice, "
+                                             "JDEval-i's and BSMEval's score), text "
+                                             "(docs/meta-evaluation.md#the-verdict-slot)")] = "auto",
         truncate: Annotated[int | None, typer.Option(help="cut each long field to N characters (0: never; "
                                                      "default: the framework's, 2000)")] = None,
         k: Annotated[float, typer.Option("--k", help="Elo K")] = 4.0,
@@ -129,7 +134,7 @@ def register(app: typer.Typer) -> None:
             cfg = options(MetaConfig, options=opts, params=gen_params(temperature=temperature, max_tokens=max_tokens,
                                                                      seed=seed),
                           k=k, shuffles=shuffles, self_name=None if (self_name or "none").lower() == "none"
-                          else self_name, concurrency=concurrency, format_retries=format_retries)
+                          else self_name, concurrency=concurrency, format_retries=format_retries, verdict=verdict)
             if export_matches and not is_paired(framework):
                 raise ConfigError("--export-matches needs a paired framework (jdeval or mdeval)")
             check_outputs(export_matches)
@@ -164,9 +169,10 @@ def register(app: typer.Typer) -> None:
         if sp:
             out.print(f"self-preference ({sp['evaluator']}): " + ", ".join(
                 f"{k_} {fmt(v)}" for k_, v in sp.items() if k_ != "evaluator"))
+        read = "from free text" if summary["verdict"] == "text" else f"from the verdict slot ({summary['verdict']})"
         out.print(f"{summary['judgements']} meta-judgements ({summary['valid']} valid, {summary['invalid']} invalid) "
-                  f"on {summary['items']} items; {summary['judge_calls']} live calls, {summary['cache_hits']} from "
-                  f"cache, {summary['wall_s']:.1f} s")
+                  f"on {summary['items']} items, verdicts read {read}; {summary['judge_calls']} live calls, "
+                  f"{summary['cache_hits']} from cache, {summary['wall_s']:.1f} s")
         if summary["simulated_judge"]:
             out.print("NOTE: scripted judge: a simulation, not an LLM")
 

@@ -150,6 +150,8 @@ class FrameworkSpec(BaseModel):
     shuffles: int = Field(default=200, ge=1, le=MAX_SHUFFLES)
     self_name: Name | None = None
     seed: Seed = 0
+    #: how the meta-judge's verdicts are read: auto, expected, constrained, text (docs/meta-evaluation.md)
+    verdict: Name = "auto"
 
     def label(self) -> str:
         return self.name or self.framework

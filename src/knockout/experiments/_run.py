@@ -186,7 +186,8 @@ def _meta_parts(ef: ExperimentFile, path: Path, kv: dict[str, str], labels: list
         for label, member in zip(labels, ef.members, strict=True):
             mcfg = MetaConfig(options=opts, params=member.gen_params(params, file=file), k=f.k,
                               shuffles=f.shuffles, self_name=f.self_name, concurrency=exp.concurrency,
-                              format_retries=2 if exp.format_retries is None else exp.format_retries)
+                              format_retries=2 if exp.format_retries is None else exp.format_retries,
+                              verdict=f.verdict)
             judge = make_judge(member.judge, {**kv, **member.options})
             parts.append(Part(f.label(), label, MetaRun(vs, judge, mcfg, limit=exp.data.limit)))
     return parts

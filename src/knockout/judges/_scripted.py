@@ -207,6 +207,8 @@ class ScriptedJudge(Judge):
         slot = request.slot
         assert slot is not None
         hint = self.facts()
+        if hint.get("kind") == "meta":
+            return self.meta_slot_reply(request, hint, rng)
         if slot.kind == "choice":  # a side-by-side verdict: the letter, most of the probability on it
             letter = self.sbs_reply(hint, rng)[-3]
             ps = [0.7 if v == letter else 0.1 for v in slot.values]
@@ -236,6 +238,25 @@ class ScriptedJudge(Judge):
         text = slot.written(chosen, REASONED, "simulated (scripted judge).")
         verdict = (distribution(slot, probs, chosen) if request.slot_mode == "expected"
                    else constrained(slot, chosen))
+        return Completion(text=text, prompt_tokens=sum(len(m.content.split()) for m in request.messages),
+                          completion_tokens=len(text.split()), latency_s=self.delay, finish_reason="stop",
+                          verdict=verdict)
+
+    def meta_slot_reply(self, request: JudgeRequest, hint: dict[str, Any], rng: np.random.Generator) -> Completion:
+        """A meta-judge's slot (knockout.meta): the class (``Assistant1``, ``Assistant2``, ``equally good``) or the
+        score its text reply would give, most of the probability on it, its neighbours sharing the rest."""
+        from knockout.judges._slot import constrained, distribution
+
+        slot = request.slot
+        assert slot is not None
+        reply = self.meta_reply({**hint, "round": None}, rng)  # a debate's decision (round None: never a question)
+        tag = "Better_assistant" if slot.kind == "choice" else "Score" if hint.get("format") == "authors" else \
+            "Score_for_Assistant"
+        value = reply.rsplit(f"<{tag}>", 1)[1].split("</", 1)[0].strip()
+        k = slot.values.index(value)
+        ps = [0.7 if j == k else 0.15 if abs(j - k) == 1 else 0.0 for j in range(len(slot.values))]
+        verdict = distribution(slot, [ps], [value]) if request.slot_mode == "expected" else constrained(slot, [value])
+        text = slot.written([value], REASONED)
         return Completion(text=text, prompt_tokens=sum(len(m.content.split()) for m in request.messages),
                           completion_tokens=len(text.split()), latency_s=self.delay, finish_reason="stop",
                           verdict=verdict)

@@ -16,6 +16,12 @@ replies counted and never turned into a verdict):
 * ``bsmeval`` — branch-solve-merge: per item the meta-judge proposes up to 5 sub-criteria (one
   wave), scores every assessment on every criterion (one wave), and the assessment's score is the
   mean of its valid criterion scores.
+
+With ``--verdict expected|constrained`` (a run whose slot mode was named; :class:`Framework`'s ``slot_mode``) the
+requests of the presets that declare a verdict slot carry it, and their verdicts are read from the slot alone
+(:mod:`knockout.meta._slots`): JDEval's choice, MDEval's decision (the last round's; an earlier round's decision
+written as text is asked again in the slot, its text never read as the verdict), JDEval-i's and BSMEval's solve
+scores.  The debaters' arguments and BSMEval's criteria are no verdicts and stay free text.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from knockout._verdict import Verdict
 from knockout.engine import Engine, Outcome, Subject, Task
 from knockout.errors import ConfigError
 from knockout.judges._base import Message
+from knockout.judges._slot import Slot
 from knockout.meta._parsers import MAX_CRITERIA, parse_better, parse_debate, parse_score
 from knockout.meta._prompts import (
     AUTHORS_FRAMEWORKS,
@@ -47,8 +54,9 @@ from knockout.meta._prompts import (
     truncate,
 )
 from knockout.meta._verdicts import Assessment, MetaItem, VerdictSet
-from knockout.prompts._parsers import Parsed, parsers
-from knockout.prompts._render import judge_messages
+from knockout.prompts._parsers import Parsed, Parser, parsers
+from knockout.prompts._render import Rendered, judge_messages
+from knockout.prompts._slots import slot_for
 from knockout.prompts._templates import PromptTemplate
 
 FINAL_ROUND = (
@@ -59,6 +67,12 @@ FINAL_REMINDER = (
     "Your reply could not be read ({error}). This is the last round: reply with "
     "<Reasoning_for_choosing_better_assistant>...</Reasoning_for_choosing_better_assistant> and "
     "<Better_assistant>Assistant1 or Assistant2 or equally good</Better_assistant>."
+)
+#: appended to the judge's prompt when it decided in an earlier round, in text, and a slot mode reads its decision
+#: from the slot: the decision asked again, the verdict written in the slot
+DECIDE_NOW = (
+    "\n\nYou have decided to end the debate: now choose the better assistant, in the <Better_assistant> format "
+    "above; do not ask another question."
 )
 NO_TRANSCRIPT = "(the debate has not started yet)"
 
@@ -181,10 +195,34 @@ class Framework:
     #: pairwise frameworks compare two evaluators' assessments (win rates, Elo); the others score one
     paired: bool = False
 
-    def __init__(self, opts: MetaOptions, engine: Engine, debater: Engine | None = None) -> None:
+    def __init__(self, opts: MetaOptions, engine: Engine, debater: Engine | None = None, *,
+                 slot_mode: str | None = None, slot_named: bool = False) -> None:
         self.opts = opts
         self.engine = engine
         self.debater = debater or engine
+        #: the run's verdict slot mode (None: every verdict read from text) and whether ``--verdict`` named it
+        self.slot_mode, self.slot_named = slot_mode, slot_named
+
+    def slot(self, t: PromptTemplate, max_points: float = 5) -> Slot | None:
+        """The verdict slot of requests rendered with ``t`` (None: read from text): where the run has a slot mode,
+        ``t`` declares a slot, and the mode was named or ``t``'s slot is one ``--verdict auto`` uses."""
+        if self.slot_mode is None or not (t.slot_auto or self.slot_named):
+            return None
+        return slot_for(t, max_points)
+
+    def task(self, t: PromptTemplate, r: Rendered, parse: Parser, max_points: float, subject: Subject, label: str,
+             messages: list[Message] | None = None, remind: Callable[[str], str] | None = None,
+             slot: bool = True) -> Task:
+        """The request for a verdict rendered with ``t``: its slot and the slot's parse where :meth:`slot` has one
+        (and ``slot``), else ``parse`` on the reply's text, never a verdict copied from the texts shown."""
+        remind = remind or reminder(t, max_points)
+        s = self.slot(t, max_points) if slot else None
+        if s is None:
+            return Task(messages or r.messages, r.parse_with(parse, max_points), remind, subject, label)
+        from knockout.meta._slots import MetaSlotParse
+
+        return Task(messages or r.messages, MetaSlotParse(s, max_points, r.shown), remind, subject, label, slot=s,
+                    slot_mode=self.slot_mode)
 
     def values(self, item: MetaItem) -> dict[str, str]:
         return item_values(item, self.opts.truncate)
@@ -221,8 +259,7 @@ class JDEval(Framework):
         for d in draws:
             t = preset_for("jdeval", d.item)
             r = judge_messages(t, self.pair_values(d))
-            tasks.append(Task(r.messages, r.parse_with(parse_better, 0), reminder(t),
-                              _subject("better", d.item, [d.first, d.second]), d.id))
+            tasks.append(self.task(t, r, parse_better, 0, _subject("better", d.item, [d.first, d.second]), d.id))
         outcomes = await self.engine.ask_all(tasks)
         return [
             Judgement(d.id, d.item.id, (d.first, d.second), _score(o.value["winner"]) if o.valid else None, o.valid,
@@ -258,20 +295,28 @@ def transcript(turns: list[dict[str, Any]], limit: int) -> str:
 class MDEval(Framework):
     paired = True
 
-    def judge_task(self, deb: _Debate, rnd: int) -> Task:
+    def judge_task(self, deb: _Debate, rnd: int, decide: bool = False) -> Task:
+        """The judge's request in round ``rnd``: decide or ask (read as text), or, in the last round or with
+        ``decide`` (it decided in text and the run reads decisions from the slot), decide (in the slot where the
+        run has one)."""
         d = deb.draw
         t = self.preset(d.item, "judge")
         values = {**self.pair_values(d), "transcript": transcript(deb.turns, self.opts.truncate)}
         r = judge_messages(t, values)
-        msgs = r.messages
+        msgs = list(r.messages)
         final = rnd >= self.opts.rounds
-        if final:
-            msgs[-1] = Message(role="user", content=msgs[-1].content + FINAL_ROUND)
-        subject = _subject("debate", d.item, [d.first, d.second], round=rnd)
-        if final:
-            return Task(msgs, r.parse_with(parse_better, 0), lambda e: FINAL_REMINDER.format(error=e), subject,
-                        f"{d.id}#judge{rnd}")
-        return Task(msgs, r.parse_with(parse_debate, 0), reminder(t), subject, f"{d.id}#judge{rnd}")
+        if final or decide:
+            msgs[-1] = Message(role="user", content=msgs[-1].content + (FINAL_ROUND if final else DECIDE_NOW))
+        subject = _subject("debate", d.item, [d.first, d.second], round=rnd, **({"decide": True} if decide else {}))
+        label = f"{d.id}#judge{rnd}" + (".decide" if decide else "")
+        if final or decide:
+            return self.task(t, r, parse_better, 0, subject, label, msgs, lambda e: FINAL_REMINDER.format(error=e))
+        return self.task(t, r, parse_debate, 0, subject, label, msgs, slot=False)
+
+    def decides_in_slot(self, deb: _Debate, rnd: int) -> bool:
+        """Whether a decision the judge wrote in text in round ``rnd`` is asked again in the slot (a run that reads
+        the judge's decisions from its slot, before the last round, whose request had none)."""
+        return rnd < self.opts.rounds and self.slot(self.preset(deb.draw.item, "judge")) is not None
 
     def debater_task(self, deb: _Debate, rnd: int, side: int) -> Task:
         d = deb.draw
@@ -299,14 +344,26 @@ class MDEval(Framework):
                         text = str(o.value) if o.valid else "(no argument: the debater's reply was invalid)"
                         deb.turns.append({"round": rnd, "speaker": f"assistant{side}", "text": text})
             outs = await self.engine.ask_all([self.judge_task(deb, rnd) for deb in active])
+            decided: list[_Debate] = []  # decided in text: the verdict asked in the slot
             for deb, o in zip(active, outs, strict=True):
                 deb.outcomes.append(o)
                 if not o.valid:
                     deb.done, deb.error = True, o.error
+                elif o.value["winner"] is not None and self.decides_in_slot(deb, rnd):
+                    decided.append(deb)
                 elif o.value["winner"] is not None:
                     deb.done, deb.winner = True, Verdict.parse(o.value["winner"])
                 else:
                     deb.turns.append({"round": rnd + 1, "speaker": "Judge", "text": o.value["question"]})
+            if decided:
+                outs = await self.engine.ask_all([self.judge_task(deb, rnd, decide=True) for deb in decided])
+                for deb, o in zip(decided, outs, strict=True):
+                    deb.outcomes.append(o)
+                    deb.done = True
+                    if o.valid:
+                        deb.winner = Verdict.parse(o.value["winner"])
+                    else:
+                        deb.error = o.error
         return [self._judgement(deb) for deb in debates]
 
     def _judgement(self, deb: _Debate) -> Judgement:
@@ -330,8 +387,7 @@ class JDEvalI(Framework):
         for item, e in pairs:
             t = preset_for("jdeval-i", item)
             r = judge_messages(t, {**self.values(item), "eval_result": self.assessment(item, e)})
-            tasks.append(Task(r.messages, r.parse_with(parse_score, 5), reminder(t),
-                              _subject("score", item, [e]), f"{item.id}/{e}"))
+            tasks.append(self.task(t, r, parse_score, 5, _subject("score", item, [e]), f"{item.id}/{e}"))
         outcomes = await self.engine.ask_all(tasks)
         return [
             Judgement(f"{item.id}/{e}", item.id, (e,), float(o.value["score"]) if o.valid else None, o.valid,
@@ -360,9 +416,9 @@ class BSMEval(JDEvalI):
                 values = {**self.values(item), "eval_result": self.assessment(item, e), "criterion": c}
                 solve.append((item, e, c))
                 r = judge_messages(t, values)
-                tasks.append(Task(r.messages, r.parse_with(parsers.get(t.parser), 5), reminder(t),
-                                  _subject("score", item, [e], criterion=c, **self.reply_format),
-                                  f"{item.id}/{e}#{c}"))
+                tasks.append(self.task(t, r, parsers.get(t.parser), 5,
+                                       _subject("score", item, [e], criterion=c, **self.reply_format),
+                                       f"{item.id}/{e}#{c}"))
         scores: dict[tuple[str, str], list[tuple[str, Outcome]]] = {}
         for (item, e, c), o in zip(solve, await self.engine.ask_all(tasks), strict=True):
             scores.setdefault((item.id, e), []).append((c, o))
@@ -400,8 +456,11 @@ frameworks.add("jdeval-i", "knockout.meta._frameworks:JDEvalI", "a meta-judge sc
 frameworks.add("bsmeval", "knockout.meta._frameworks:BSMEval", "branch-solve-merge: criteria, scores, mean")
 
 
-def framework(opts: MetaOptions, engine: Engine, debater: Engine | None = None) -> Framework:
-    return frameworks.get(opts.framework)(opts, engine, debater)
+def framework(opts: MetaOptions, engine: Engine, debater: Engine | None = None, *, slot_mode: str | None = None,
+              slot_named: bool = False) -> Framework:
+    """``opts.framework``'s framework over the meta-judge's (and debater's) engine; ``slot_mode``: the run's verdict
+    slot mode (None: text), ``slot_named``: ``--verdict`` named it."""
+    return frameworks.get(opts.framework)(opts, engine, debater, slot_mode=slot_mode, slot_named=slot_named)
 
 
 def is_paired(name: str) -> bool:

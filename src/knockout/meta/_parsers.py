@@ -117,8 +117,7 @@ def _number(raw: str | None, low: float, high: float) -> float | None:
 def parse_score(text: str, max_points: float = 5, shown: Sequence[str] = ()) -> Parsed:
     copies = Copies(shown)
     clean = text.replace("**", "")
-    tags = re.findall(r"<\s*(Score_for_\w+)\s*>", clean, re.I) or re.findall(r"^\W*(Score_for_\w+)\W*[:=]", clean,
-                                                                                  re.I | re.M)
+    tags = _score_tags(clean)
     mine = [t for t in tags if t.lower().startswith("score_for_assistant")]
     if not mine:
         return Parsed(error="no <Score_for_Assistant> tag in the reply")
@@ -130,9 +129,33 @@ def parse_score(text: str, max_points: float = 5, shown: Sequence[str] = ()) -> 
         why = ("repeats the format placeholder instead of a score" if raw and _PLACEHOLDER.match(raw)
                else f"must hold a score from 1 to {max_points:g}")
         return Parsed(error=f"<{mine[-1]}> {why}, got {(raw or '')[:40]!r}")
+    return Parsed(value={"score": score, "own": _own_score(clean, tags, copies, max_points)})
+
+
+def _score_tags(clean: str) -> list[str]:
+    """The ``Score_for_...`` tags (or ``Score_for_...:`` lines) of a reply, in order."""
+    return re.findall(r"<\s*(Score_for_\w+)\s*>", clean, re.I) or re.findall(r"^\W*(Score_for_\w+)\W*[:=]", clean,
+                                                                          re.I | re.M)
+
+
+def _own_score(clean: str, tags: list[str], copies: Copies, max_points: float) -> float | None:
+    """The meta-judge's own score of the text or answer (its last ``Score_for_...`` tag that is not the
+    assistant's), when readable."""
     others = [t for t in tags if not t.lower().startswith("score_for_assistant")]
-    own = _number(_tag(clean, others[-1], copies), 1, max_points) if others else None
-    return Parsed(value={"score": score, "own": own})
+    return _number(_tag(clean, others[-1], copies), 1, max_points) if others else None
+
+
+def own_score(text: str, max_points: float = 5, shown: Sequence[str] = ()) -> float | None:
+    """The meta-judge's own score of the text it was shown (``<Score_for_story>``...) in a reply's reasoning, never
+    one copied from the texts shown: beside a slot verdict, a diagnostic, not the verdict."""
+    clean = text.replace("**", "")
+    return _own_score(clean, _score_tags(clean), Copies(shown), max_points)
+
+
+def own_answer(text: str, shown: Sequence[str] = ()) -> Verdict | None:
+    """The meta-judge's own better answer (``<Better_answer>``) in a reply's reasoning, never one copied from the
+    texts shown: beside a slot verdict, a diagnostic, not the verdict."""
+    return _answer(text, Copies(shown))
 
 
 def parse_criteria(text: str, max_points: float = 0, shown: Sequence[str] = ()) -> Parsed:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from knockout._verdict import Verdict
 from knockout.data._io import EMPTY_ANSWER
-from knockout.meta._verdicts import Assessment, MetaItem
+from knockout.meta._verdicts import Assessment, MetaItem, VerdictSet
 from knockout.prompts._templates import PromptTemplate, fmt_points, get_template, render
 
 DEFAULT_TRUNCATE = 2000
@@ -84,3 +84,18 @@ def preset_for(framework: str, item: MetaItem, role: str = "", prompts: str = "o
     if framework == "jdeval-i":
         return get_template(f"meta-jdeval-i-{suffix if item.kind == 'pairwise' else item.task}")
     return get_template(f"meta-bsmeval-{role or 'solve'}-{suffix}")
+
+
+#: the roles of the frameworks' presets (:func:`preset_for`)
+ROLES = {"jdeval": ("",), "mdeval": ("judge", "debater"), "jdeval-i": ("",), "bsmeval": ("branch", "solve")}
+
+
+def presets_used(framework: str, vs: VerdictSet, prompts: str = "own") -> list[PromptTemplate]:
+    """The presets a framework renders for the items of ``vs`` (none for a framework whose presets are its own: a
+    plugin's)."""
+    found: dict[str, PromptTemplate] = {}
+    for item in vs.items:
+        for role in ROLES.get(framework, ()):
+            t = preset_for(framework, item, role, prompts)
+            found.setdefault(t.name, t)
+    return list(found.values())

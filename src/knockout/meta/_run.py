@@ -2,8 +2,11 @@
 
 The run id is a hash of the framework, its options, the analysis options, the meta-judge's (and
 debater's) identity, the generation parameters and the verdicts, so the same command twice is the
-same run and the second one is served from the cache; a killed run resumes.  The lifecycle is
-:mod:`knockout.runs`'s; frameworks are found by name in :data:`knockout.meta.frameworks`.
+same run and the second one is served from the cache; a killed run resumes.  ``--verdict`` (``MetaConfig.verdict``)
+chooses how the meta-judge's verdicts are read: a named slot mode (``expected``, ``constrained``) fills the meta
+presets' verdict slots (:mod:`knockout.meta._slots`), ``auto`` and ``text`` read the free text as before (the
+meta presets' slots are ``slot_auto = false``); the mode enters the run's identity only where a slot is read.
+The lifecycle is :mod:`knockout.runs`'s; frameworks are found by name in :data:`knockout.meta.frameworks`.
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ class MetaConfig:
     self_name: Name | None = None
     concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     format_retries: int = Field(default=2, ge=0, le=MAX_RETRIES)
+    #: how the meta-judge's verdicts are read (knockout.judges._slot.VERDICTS, docs/methods.md#the-verdict-slot):
+    #: auto (text for the meta presets, whose slots auto leaves off), expected, constrained (their verdict slots),
+    #: text (the free text, read by the meta parsers)
+    verdict: Name = "auto"
 
     @model_validator(mode="wrap")
     @classmethod
@@ -50,6 +57,8 @@ class MetaSummary(RunSummary):
     framework: str
     prompts: str = "own"
     debater: str | None = None
+    #: how the meta-judge's verdicts were read: text, or the slot mode (expected, constrained)
+    verdict: str = "text"
     verdict_kind: str
     evaluators: list[str]
     items: int
@@ -85,6 +94,8 @@ class MetaReport:
     stats: dict[str, Any]
     analysis: dict[str, Any]
     prompts: str = "own"
+    #: how the meta-judge's verdicts were read (``text``, ``expected``, ``constrained``)
+    verdict: str = "text"
     #: ``complete``, or ``incomplete`` when judge requests failed for good (set by the lifecycle)
     status: str = "complete"
 
@@ -93,7 +104,7 @@ class MetaReport:
         s = MetaSummary(
             run_id=self.run_id, kind="meta", method=self.framework, framework=self.framework, judge=self.judge,
             prompts=self.prompts, debater=self.debater, simulated_judge=self.simulated, data=self.data_source,
-            status=self.status, verdict_kind=self.vs.kind,
+            status=self.status, verdict=self.verdict, verdict_kind=self.vs.kind,
             evaluators=self.vs.evaluators, items=len(self.vs.items), judgements=len(self.judgements),
             valid=sum(j.valid for j in self.judgements), invalid=sum(not j.valid for j in self.judgements),
             **self.stats, **self.analysis,
@@ -155,6 +166,17 @@ class MetaRun(Run[MetaReport]):
         self.judge = judge
         self.debater = None if debater is None or debater.identity() == judge.identity() else debater
         self.cfg = cfg
+        from knockout.judges._slot import MODES
+        from knockout.meta._prompts import presets_used
+        from knockout.prompts._slots import resolve_verdict
+
+        mode = resolve_verdict(cfg.verdict, judge)  # an unknown mode, or one the meta-judge lacks: refused here
+        #: a slot mode named by --verdict (the meta presets' slots are used only then: slot_auto = false)
+        self.verdict_named = cfg.verdict in MODES
+        used = presets_used(cfg.options.framework, self.vs, cfg.options.prompts)
+        reads_slot = mode != "text" and any(t.slot and (t.slot_auto or self.verdict_named) for t in used)
+        #: the verdict mode the run reads its meta-judge's verdicts in: recorded in its identity unless it is text
+        self.verdict = mode if reads_slot else "text"
 
     def judges(self) -> dict[str, Judge]:
         return {"judge": self.judge, **({"debater": self.debater} if self.debater else {})}
@@ -171,6 +193,8 @@ class MetaRun(Run[MetaReport]):
             "judge": self.judge.identity(),
             "debater": self.debater.identity() if self.debater else None,
             "data": self.vs.fingerprint(),
+            # the verdict slot joined later: a run that reads text keeps the id it had
+            **({"verdict": self.verdict} if self.verdict != "text" else {}),
         }
 
     def config(self) -> dict[str, Any]:
@@ -179,7 +203,7 @@ class MetaRun(Run[MetaReport]):
                 "shuffles": cfg.shuffles, "self": cfg.self_name, "format_retries": cfg.format_retries,
                 "debater": self.debater.spec if self.debater else None,
                 "verdicts_fingerprint": self.vs.fingerprint(), "evaluators": self.vs.evaluators,
-                "items": len(self.vs.items)}
+                "items": len(self.vs.items), "verdict": self.verdict}
 
     def check(self) -> None:
         check_data(self.cfg.options, self.vs)
@@ -189,14 +213,16 @@ class MetaRun(Run[MetaReport]):
 
     async def execute(self, ctx: RunContext) -> MetaReport:
         second = ctx.engines.get("debater")
-        judgements = await framework(self.cfg.options, ctx.engine, second).run(self.vs)
+        slot_mode = None if self.verdict == "text" else self.verdict
+        judgements = await framework(self.cfg.options, ctx.engine, second, slot_mode=slot_mode,
+                                     slot_named=self.verdict_named).run(self.vs)
         ctx.write_results(ResultRow(j.id, j.item, j.value, j.valid, {"evaluators": list(j.evaluators), **j.details})
                           for j in judgements)
         debater = self.debater
         return MetaReport(ctx.run_id, self.cfg.options.framework, self.judge.spec, debater.spec if debater else None,
                           self.judge.simulated or bool(debater and debater.simulated), self.vs.source, self.vs,
                           judgements, ctx.stats(), analyse(self.vs, self.vs_all, judgements, self.cfg),
-                          self.cfg.options.prompts)
+                          self.cfg.options.prompts, self.verdict)
 
 
 def meta_run_id(vs: VerdictSet, judge: Judge, debater: Judge | None, cfg: MetaConfig) -> str:

@@ -49,13 +49,26 @@ BACKEND_MODES = (
 )
 
 
+#: the parsers whose reply is no verdict though their template's kind gives verdicts: a meta-evaluation debater's
+#: argument, a BSMEval branch's criteria
+NOT_VERDICTS = {"meta-argument": "an argument", "meta-criteria": "criteria", "meta-plan": "criteria"}
+
+
+def gives_verdict(t: PromptTemplate) -> bool:
+    """Whether a template's reply is a verdict (not an examinee's answer, a debater's argument, criteria)."""
+    return t.kind in VERDICT_KINDS and t.parser not in NOT_VERDICTS
+
+
 def slot_words(t: PromptTemplate) -> str:
     """What a template's verdict slot is, in words (``none``: its verdict is read from free text only)."""
-    if t.kind not in VERDICT_KINDS:
-        return "none (an answer, not a verdict)"
+    if not gives_verdict(t):
+        return f"none ({NOT_VERDICTS.get(t.parser, 'an answer')}, not a verdict)"
     if not t.slot:
         return "none (free text)"
     what = {"score": "grade", "pair": "two grades", "choice": "letter A-D", "criteria": "a grade per criterion"}[t.slot]
+    if t.slot_values:  # its own values: a choice's classes, a score's grades
+        what = (f"one of {' / '.join(t.slot_values)}" if t.slot == "choice"
+                else f"grade {t.slot_values[0]}-{t.slot_values[-1]}")
     return f"{what}, {'reasoning first' if t.slot_reasoning is not None else 'verdict first'}"
 
 
@@ -66,8 +79,8 @@ def verdict_modes(t: PromptTemplate) -> dict[str, str]:
     offers one)."""
     out: dict[str, str] = {}
     for backend, auto, named in BACKEND_MODES:
-        if not t.slot or t.kind not in VERDICT_KINDS:
-            out[backend] = "text" if t.kind in VERDICT_KINDS else "-"
+        if not t.slot or not gives_verdict(t):
+            out[backend] = "text" if gives_verdict(t) else "-"
             continue
         mode = auto if t.slot_auto else "text"
         out[backend] = mode if mode != "text" or named == "none" else "text; the slot when named"
@@ -101,7 +114,8 @@ def slot_for(t: PromptTemplate, max_points: float, criteria: Sequence[float] = (
     points = {"max_points": fmt_points(max_points)}
     reasoning = None if t.slot_reasoning is None else render(t.slot_reasoning, points)
     if t.slot == "choice":
-        return Slot("choice", tuple(t.slot_fields), CHOICES, t.slot_suffix, t.slot_then, reasoning=reasoning)
+        return Slot("choice", tuple(t.slot_fields), t.slot_values or CHOICES, t.slot_suffix, t.slot_then,
+                    reasoning=reasoning)
     if t.slot == "criteria":  # one field per criterion, each on its own points (in the template's decimal)
         each = [{**points, "n": str(n), "points": fmt_points(c)} for n, c in enumerate(criteria, 1)]
         field = t.slot_fields[0]
@@ -113,8 +127,8 @@ def slot_for(t: PromptTemplate, max_points: float, criteria: Sequence[float] = (
     if t.slot_labels:  # labels (no, yes): each worth its share of the question's points
         return Slot("score", fields, tuple(k for k, _ in t.slot_labels), suffix, then,
                     tuple(v * max_points for _, v in t.slot_labels), reasoning)
-    values = score_values(max_points)
-    if t.slot_decimal != ".":
+    values = t.slot_values or score_values(max_points)  # a template's own grades (1..5) as it writes them
+    if t.slot_decimal != "." and not t.slot_values:
         values = tuple(v.replace(".", t.slot_decimal) for v in values)
     kind: Any = t.slot
     return Slot(kind, fields, values, suffix, then, reasoning=reasoning)

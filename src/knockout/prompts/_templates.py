@@ -27,6 +27,10 @@ A template file (TOML) has::
     slot_decimal = "."             # how half points are written ("," in German)
     slot_labels = { no = 0, yes = 1 }  # a score slot whose values are labels: each label's share of max points
                                    # (absent: the values are the grades 0..max_points)
+    slot_values = ["1", "2", "3"]  # the allowed values, where they are not the default: a score slot's grades
+                                   # (numbers; default 0..max_points in half points), a choice slot's classes
+                                   # (words allowed: ["Assistant1", "Assistant2", "equally good"]; default
+                                   # A, B, C, D)
     slot_reasoning = "Explanation: "  # reasoning first: the reply begins with this text and the judge's free
                                    # reasoning, which ends where it writes the first field (its first line that
                                    # is not blank, "Score:"); then the verdict is written in the slot (absent:
@@ -102,12 +106,14 @@ DEFAULT_REMINDERS = {
 DEFAULT_RUBRIC_BLOCKS = {"en": "Grading rubric:\n{rubric}\n", "de": "Bewertungsschema:\n{rubric}\n"}
 #: the verdict slots a template may declare: how many values each holds, and the template kind it is for
 SLOT_FIELDS = {"score": 1, "pair": 2, "choice": 1, "criteria": 1}
-SLOT_KINDS = {"score": "individual", "pair": "pairwise", "choice": "sbs", "criteria": "individual"}
+SLOT_KINDS = {"score": ("individual", "meta"), "pair": ("pairwise",), "choice": ("sbs", "meta"),
+              "criteria": ("individual",)}
 #: what a slot's texts may use: {max_points}; a criteria slot's field and suffix, repeated per criterion, also
 #: {n} (the criterion's number) and {points} (its points)
 SLOT_PLACEHOLDERS = {"score": {"max_points"}, "pair": {"max_points"}, "choice": {"max_points"},
                      "criteria": {"max_points", "n", "points"}}
-#: the values of a choice slot: the side-by-side paper's four classes
+#: the values of a choice slot by default (a template's ``slot_values`` may name others): the side-by-side paper's
+#: four classes
 CHOICES = ("A", "B", "C", "D")
 #: the template kinds whose reply is a verdict (a solve template's is an answer: knockout solve)
 VERDICT_KINDS = frozenset({"individual", "pairwise", "sbs", "meta"})
@@ -191,6 +197,9 @@ class PromptTemplate:
     slot_then: str = ""
     slot_decimal: str = "."
     slot_labels: tuple[tuple[str, float], ...] = ()
+    #: the slot's allowed values where they are not the default (a score's grades, a choice's classes); empty: the
+    #: default (:func:`knockout.prompts._slots.slot_for`)
+    slot_values: tuple[str, ...] = ()
     #: a reasoning-first slot's opening text (None: the verdict comes first)
     slot_reasoning: str | None = None
     #: whether ``--verdict auto`` uses the slot (False: only a named slot mode does; auto reads text)
@@ -226,9 +235,9 @@ def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
         raise ConfigError(f"{where}: unknown parser '{t.parser}' (known: {', '.join(parsers.names())})")
     if t.slot:
         n = SLOT_FIELDS.get(t.slot)
-        if n is None or t.kind != SLOT_KINDS[t.slot]:
+        if n is None or t.kind not in SLOT_KINDS[t.slot]:
             raise ConfigError(f"{where}: slot '{t.slot}' is not a verdict slot of a {t.kind} template "
-                              f"(slots: {', '.join(f'{k} ({v})' for k, v in SLOT_KINDS.items())})")
+                              f"(slots: {', '.join(k + ' (' + ' or '.join(v) + ')' for k, v in SLOT_KINDS.items())})")
         if len(t.slot_fields) != n or not (all(t.slot_fields) or t.slot == "choice"):
             raise ConfigError(f"{where}: slot_fields must hold {n} non-empty field name(s) for slot '{t.slot}'")
         if t.slot_decimal not in (".", ","):
@@ -238,6 +247,13 @@ def _validate(t: PromptTemplate, where: str) -> PromptTemplate:
                               or not all(k.strip() and math.isfinite(v) and 0 <= v <= 1 for k, v in t.slot_labels)):
             raise ConfigError(f"{where}: slot_labels must map two or more distinct labels to their share of max "
                               "points (0..1), for slot 'score'")
+        if t.slot_values and (t.slot not in ("score", "choice") or t.slot_labels or len(t.slot_values) < 2
+                              or len(set(t.slot_values)) != len(t.slot_values)
+                              or not all(v.strip() == v and v for v in t.slot_values)
+                              or (t.slot == "score" and not all(_grade(v, t.slot_decimal) for v in t.slot_values))):
+            raise ConfigError(f"{where}: slot_values must list two or more distinct values, for slot 'choice' (its "
+                              "classes) or 'score' (its grades: numbers >= 0 written with slot_decimal), not with "
+                              "slot_labels")
         if t.slot_reasoning is not None and (t.slot_then or not any(
                 line.strip() for line in t.slot_fields[0].splitlines())):
             raise ConfigError(f"{where}: a reasoning-first slot (slot_reasoning) needs a first field that ends the "
@@ -285,10 +301,23 @@ def _from_mapping(data: dict[str, object], where: str, source: str) -> PromptTem
         slot_then=str(data.get("slot_then", "")),
         slot_decimal=str(data.get("slot_decimal", ".")),
         slot_labels=_labels(data.get("slot_labels", {}), where),
+        slot_values=_strings(data.get("slot_values", ()), where, "slot_values"),
         slot_reasoning=None if data.get("slot_reasoning") is None else str(data.get("slot_reasoning")),
         slot_auto=_flag(data.get("slot_auto", True), where, "slot_auto"),
     )
     return _validate(t, where)
+
+
+def _grade(value: str, decimal: str) -> bool:
+    """Whether ``value`` is a grade a score slot may allow: a finite number >= 0 written with ``decimal``."""
+    other = "," if decimal == "." else "."
+    if other in value:
+        return False
+    try:
+        x = float(value.replace(",", "."))
+    except ValueError:
+        return False
+    return math.isfinite(x) and x >= 0
 
 
 def _labels(value: object, where: str) -> tuple[tuple[str, float], ...]:
