@@ -59,6 +59,8 @@ class Task:
     label: str = ""
     slot: Slot | None = None
     slot_mode: str | None = None
+    #: the data texts shown in the messages (a slot request's, for its backend: :attr:`JudgeRequest.shown`)
+    shown: tuple[str, ...] = ()
     #: what the request's prompt shares its start with (the question of an answer graded alone): a batch's
     #: tasks of one group are sent one after the other, in the batch's order (empty: a group of its own)
     group: str = ""
@@ -370,6 +372,7 @@ class Engine:
         """The reply to ``messages``: (key, record, from the cache, what ``parse`` made of a live reply, which
         is stored with it; None for a stored reply, which the caller parses)."""
         slot, mode = (task.slot, task.slot_mode) if task is not None else (None, None)
+        shown = task.shown if task is not None and slot is not None else ()
         key, cached = known if known is not None else (self._key(messages, slot, mode), None)
         if known is None:
             cached = self.cache.get_call(key)
@@ -398,7 +401,7 @@ class Engine:
                             token = current_subject.set(subject)
                             try:
                                 comp = await self.executor.complete(
-                                    key, JudgeRequest(messages, self.params, slot, mode if slot else None))
+                                    key, JudgeRequest(messages, self.params, slot, mode if slot else None, shown))
                             except Exception as exc:
                                 self.stats.failed_attempts += getattr(exc, "failed_attempts", 0)
                                 self.stats.resent_after_lost_worker += getattr(exc, "resent_after_lost_worker", 0)

@@ -109,6 +109,8 @@ class Slot:
             out["points"] = list(self.points)
         if self.reasoning is not None:  # a reasoning-first slot (a verdict-first slot's key is as before)
             out["reasoning"] = self.reasoning
+            # its reasoning ends at the judge's own field, never at a label it quotes (knockout.judges._reasoning)
+            out["reasoning_ends"] = "own-field"
         if self.choices:
             out["choices"] = [list(c) for c in self.choices]
         if self.suffixes:
@@ -118,7 +120,8 @@ class Slot:
     def reasoning_stop(self) -> str:
         """Where a reasoning-first slot's free reasoning ends: the first line of the first field that is not
         blank (``"Score:"`` for ``" Score: "``, ``"[/reason]"`` for ``" [/reason]\\n[grade] "``); the judge
-        writing it hands the verdict to the slot."""
+        writing it hands the verdict to the slot, unless it writes it quoting a text it was shown
+        (:mod:`knockout.judges._reasoning`)."""
         return next((line.strip() for line in self.fields[0].splitlines() if line.strip()), "")
 
     def written(self, chosen: Sequence[str], reasoning: str | None = None, explanation: str | None = None) -> str:
