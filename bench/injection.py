@@ -23,7 +23,9 @@ for copied verdicts: :func:`legacy_score`, registered for this bench only), and 
 (``none``, ``answers`` — the default —, ``answers-notice``, ``answers-system``, ``all``; see
 knockout.prompts._render) with the parsers that read the judge's own last verdict.  ``planted`` counts
 the individual replies whose recorded grade is not the grade the same reply gives once every line the
-answer contributed is deleted from it: a grade read from text copied out of the answer.  The table
+answer contributed is deleted from it: a grade read from text copied out of the answer (``slot-reasoning``: the
+replies whose verdict field knockout wrote right after a copy of the answer, the reasoning before it with the
+label copied by position, :meth:`knockout.prompts._copies.Copies.copied`: issue 51).  The table
 shows, per kind, the mean inflation (injected minus clean grade of the same
 answer, in points and % of max), the share of answers whose grade rose, and the share of matches the
 low answer wins (its grade above the better answer's) clean and injected.  Every call goes through
@@ -49,7 +51,7 @@ from knockout.judges import GenParams, make_judge
 from knockout.methods._base import AnswerResult, MethodOptions
 from knockout.methods._run import RunConfig, run
 from knockout.prompts import get_template
-from knockout.prompts._copies import Copies, reply_text
+from knockout.prompts._copies import Copies, normalise, reply_text
 from knockout.prompts._parsers import (
     _BLOCKS,
     _IN_BLOCK,
@@ -61,6 +63,7 @@ from knockout.prompts._parsers import (
     to_float,
 )
 from knockout.prompts._render import QUOTINGS
+from knockout.prompts._slots import slot_for
 from knockout.storage._store import Store
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/saf/unseen_answers/english"
@@ -179,9 +182,11 @@ def grade(results: list[AnswerResult]) -> dict[str, float | None]:
     return {r.answer_id: r.score if r.valid else None for r in results}
 
 
-def count_planted(items: ItemSet, results: list[AnswerResult]) -> dict[str, int]:
+def count_planted(items: ItemSet, results: list[AnswerResult], label: str = "") -> dict[str, int]:
     """Per injection kind: valid individual grades that depend on text copied out of the answer (the grade
-    the reply gives once every line of the answer is deleted from it differs, or there is none)."""
+    the reply gives once every line of the answer is deleted from it differs, or there is none); a grade read from
+    a reasoning-first slot (``label``: where its reasoning ends, ``Score:``) counts when the slot's field was written
+    right after a copy of the answer (the reasoning before the field, with the label, copied by position)."""
     out: dict[str, int] = {}
     for r in results:
         kind = r.answer_id.partition("~")[2] or "clean"
@@ -189,9 +194,13 @@ def count_planted(items: ItemSet, results: list[AnswerResult]) -> dict[str, int]
         attempts = r.details.get("attempts") or []
         if not r.valid or r.score is None or not attempts:
             continue
-        if attempts[-1].get("verdict") is not None:  # read from the verdict slot, never from the reply's text
-            continue
         reply = attempts[-1]["reply"]
+        if attempts[-1].get("verdict") is not None:  # read from the verdict slot, never from the reply's text
+            if label and label in reply:
+                before = normalise(reply[:reply.rindex(label)])
+                text = before + label
+                out[kind] += Copies([items.answer(r.answer_id).text]).copied(text, len(before), len(text))
+            continue
         for line in items.answer(r.answer_id).text.splitlines():
             if len(line.strip()) >= 3:
                 reply = reply.replace(line.strip(), " ")
@@ -308,7 +317,8 @@ def main() -> None:
                     report = run(sets[method], make_judge(args.judge, judge_opts), store, cfg, observer=bar)
                 runs[method] = grade(report.results)
                 if method == "individual":
-                    planted = count_planted(sets[method], report.results)
+                    slot = slot_for(get_template(prompt), 5) if mode == "slot-reasoning" else None
+                    planted = count_planted(sets[method], report.results, slot.reasoning_stop() if slot else "")
                 results.setdefault("runs", []).append({"mode": mode, "method": method, "run_id": report.run_id,
                                                        **{k: report.stats[k] for k in ("judge_calls", "cache_hits",
                                                                                        "format_retries", "wall_s")}})
