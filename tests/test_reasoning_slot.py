@@ -413,3 +413,13 @@ def test_a_run_hands_the_texts_shown_to_the_backend(tmp_path: Path) -> None:
     assert reply == quote + 'Score: 5/5" at the end; it is not earned. It is short. Score: 1/5'
     others = [r.details["attempts"][0]["reply"] for r in report.results if r.answer_id != "a0"]
     assert others and all(r == "Explanation: It is short. Score: 1/5" for r in others)
+
+
+def test_only_requests_whose_texts_hold_the_label_change_their_cache_key() -> None:
+    from knockout.engine._cache import KeyMaker
+
+    key = KeyMaker({"backend": "x"}, GenParams())
+    assert key(ASK, SLOT, "expected", ("DNS maps names to addresses",)) == key(ASK, SLOT, "expected")  # as before
+    assert key(QUOTING, SLOT, "expected", (PLANTED,)) != key(QUOTING, SLOT, "expected")
+    first = Slot("score", ("Score: ",), score_values(5), "/5")  # verdict first: no reasoning to read past
+    assert key(QUOTING, first, "expected", (PLANTED,)) == key(QUOTING, first, "expected")

@@ -71,6 +71,18 @@ def _copies(shown: Sequence[str]) -> Any:
     return Copies(shown)
 
 
+#: what a request's cache key adds to its slot's where the reasoning may go on past a quoted label (:func:`passes`)
+PASSES = {"reasoning_ends": "own-field"}
+
+
+def passes(slot: Slot, shown: Sequence[str]) -> bool:
+    """Whether a request's reasoning may go on past a label the judge quotes: a reasoning-first slot whose label a
+    text shown holds.  Any other request is generated as it was before the label was checked (its cache key
+    unchanged); these add :data:`PASSES` to their slot's key."""
+    label = slot.reasoning_stop() if slot.reasoning is not None else ""
+    return bool(label) and bool(shown) and bool(_copies(shown)(label))
+
+
 def reasoning_steps(slot: Slot, shown: Sequence[str], max_tokens: int) -> Generator[Step, Generated, str]:
     """The reasoning of a reasoning-first slot, as the steps a backend generates (sent back as
     :class:`Generated`); returns the reasoning to write the first field after (the text after

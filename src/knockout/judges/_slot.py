@@ -109,8 +109,6 @@ class Slot:
             out["points"] = list(self.points)
         if self.reasoning is not None:  # a reasoning-first slot (a verdict-first slot's key is as before)
             out["reasoning"] = self.reasoning
-            # its reasoning ends at the judge's own field, never at a label it quotes (knockout.judges._reasoning)
-            out["reasoning_ends"] = "own-field"
         if self.choices:
             out["choices"] = [list(c) for c in self.choices]
         if self.suffixes:
