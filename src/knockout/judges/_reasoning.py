@@ -16,8 +16,9 @@ read a verdict by (:meth:`knockout.prompts._copies.Copies.pick`, the one notion 
   <knockout.prompts._copies.CONTEXT>` characters before or after it, it stands in a shown text), or when it stands
   in a shown text by value and does not end the judge's reply (a quote such as ``the student wrote "Score: 5/5",
   but ...``); a verdict that is not copied and stands nowhere, or that ends the reply, is the judge's own;
-* a quoted stop is passed: the label and the peeked words join the reasoning, which goes on (the same request,
-  resumed with everything so far as its prefix) up to the next label, under the same token bound;
+* a quoted stop is passed: the label and the peeked words (up to the next label they hold) join the reasoning,
+  which goes on (the same request, resumed with everything so far as its prefix) up to the next label, under the
+  same token bound;
 * where the reasoning still ends in a copy (the judge ended its reply with the quote, or its token bound ran out
   inside one: :meth:`Copies.copied` of the label after it), the copied tail is left out, back to the start of
   the word it begins in, so that the field follows the judge's own words only.
@@ -105,8 +106,17 @@ def reasoning_steps(slot: Slot, shown: Sequence[str], max_tokens: int) -> Genera
         left -= _used(peek)
         if not quoted(slot, copies, head + said, peek.text, peek.ended):
             break  # the judge's own field
-        said += label + peek.text
+        said += label + _before_label(peek.text, label)
     return said[:own_end(slot, copies, head + said) - len(head)]
+
+
+def _before_label(text: str, label: str) -> str:
+    """``text`` up to the label it holds, or without the start of one it ends with: the reasoning resumes there,
+    so that the judge writes that label again and it is read as any other."""
+    k = text.find(label)
+    if k >= 0:
+        return text[:k]
+    return text[:len(text) - max((n for n in range(1, len(label)) if text.endswith(label[:n])), default=0)]
 
 
 def _used(got: Generated) -> int:
