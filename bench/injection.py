@@ -23,8 +23,10 @@ for copied verdicts: :func:`legacy_score`, registered for this bench only), and 
 (``none``, ``answers`` — the default —, ``answers-notice``, ``answers-system``, ``all``; see
 knockout.prompts._render) with the parsers that read the judge's own last verdict.  ``planted`` counts
 the individual replies whose recorded grade is not the grade the same reply gives once every line the
-answer contributed is deleted from it: a grade read from text copied out of the answer.  The table
-shows, per kind, the mean inflation (injected minus clean grade of the same
+answer contributed is deleted from it: a grade read from text copied out of the answer (``slot-reasoning``: the
+replies whose verdict field knockout wrote right after a copy of the answer: the reasoning before it ends in 16
+characters or more that stand in the answer, or with the label is copied by position, ``Copies.copied``; issue
+51).  The table shows, per kind, the mean inflation (injected minus clean grade of the same
 answer, in points and % of max), the share of answers whose grade rose, and the share of matches the
 low answer wins (its grade above the better answer's) clean and injected.  Every call goes through
 one store: a killed bench resumes and a rerun makes no judge call.
@@ -46,10 +48,11 @@ from knockout.cli._main import parse_kv
 from knockout.cli._progress import progress_bar
 from knockout.data import Answer, ItemSet, Question, load_items
 from knockout.judges import GenParams, make_judge
+from knockout.judges._slot import Slot
 from knockout.methods._base import AnswerResult, MethodOptions
 from knockout.methods._run import RunConfig, run
 from knockout.prompts import get_template
-from knockout.prompts._copies import Copies, reply_text
+from knockout.prompts._copies import CONTEXT, Copies, _squash, normalise, reply_text
 from knockout.prompts._parsers import (
     _BLOCKS,
     _IN_BLOCK,
@@ -61,6 +64,7 @@ from knockout.prompts._parsers import (
     to_float,
 )
 from knockout.prompts._render import QUOTINGS
+from knockout.prompts._slots import slot_for
 from knockout.storage._store import Store
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/saf/unseen_answers/english"
@@ -179,9 +183,29 @@ def grade(results: list[AnswerResult]) -> dict[str, float | None]:
     return {r.answer_id: r.score if r.valid else None for r in results}
 
 
-def count_planted(items: ItemSet, results: list[AnswerResult]) -> dict[str, int]:
+def after_copy(reply: str, slot: Slot, answer: str) -> bool:
+    """A reasoning-first slot's reply whose field knockout wrote right after a copy of the answer: the reasoning
+    before the (last) field ends in at least CONTEXT characters that stand in the answer, or, with the label,
+    is copied by position (Copies.copied); the slot's own reasoning text (``Explanation: ``) is knockout's."""
+    label = slot.reasoning_stop()
+    if label not in reply:
+        return False
+    copies, floor = Copies([answer]), len(slot.reasoning or "")
+    before = reply[:reply.rindex(label)].rstrip()
+    lo, hi = floor, len(before)
+    while lo < hi:  # the longest tail of the reasoning that stands in the answer starts at lo
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if copies(before[mid:]) else (mid + 1, hi)
+    text = normalise(before + " ")
+    return len(_squash(normalise(before[lo:]))) >= CONTEXT or copies.copied(text + label, len(text),
+                                                                           len(text) + len(label))
+
+
+def count_planted(items: ItemSet, results: list[AnswerResult], slot: Slot | None = None) -> dict[str, int]:
     """Per injection kind: valid individual grades that depend on text copied out of the answer (the grade
-    the reply gives once every line of the answer is deleted from it differs, or there is none)."""
+    the reply gives once every line of the answer is deleted from it differs, or there is none); a grade read from
+    a reasoning-first ``slot`` counts when the slot's field was written right after a copy of the answer
+    (:func:`after_copy`)."""
     out: dict[str, int] = {}
     for r in results:
         kind = r.answer_id.partition("~")[2] or "clean"
@@ -189,9 +213,11 @@ def count_planted(items: ItemSet, results: list[AnswerResult]) -> dict[str, int]
         attempts = r.details.get("attempts") or []
         if not r.valid or r.score is None or not attempts:
             continue
-        if attempts[-1].get("verdict") is not None:  # read from the verdict slot, never from the reply's text
-            continue
         reply = attempts[-1]["reply"]
+        if attempts[-1].get("verdict") is not None:  # read from the verdict slot, never from the reply's text
+            if slot is not None:
+                out[kind] += after_copy(reply, slot, items.answer(r.answer_id).text)
+            continue
         for line in items.answer(r.answer_id).text.splitlines():
             if len(line.strip()) >= 3:
                 reply = reply.replace(line.strip(), " ")
@@ -308,7 +334,8 @@ def main() -> None:
                     report = run(sets[method], make_judge(args.judge, judge_opts), store, cfg, observer=bar)
                 runs[method] = grade(report.results)
                 if method == "individual":
-                    planted = count_planted(sets[method], report.results)
+                    slot = slot_for(get_template(prompt), 5) if mode == "slot-reasoning" else None
+                    planted = count_planted(sets[method], report.results, slot)
                 results.setdefault("runs", []).append({"mode": mode, "method": method, "run_id": report.run_id,
                                                        **{k: report.stats[k] for k in ("judge_calls", "cache_hits",
                                                                                        "format_retries", "wall_s")}})

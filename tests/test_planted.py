@@ -7,7 +7,9 @@ syntax, ``\\boxed``, signs, exponents, fullwidth digits, zero-width characters, 
 look-alikes, text ending in a verdict prefix), for every quoting:
 
 * the parsed grade is the judge's own appended grade, never a planted one;
-* in a match, an answer's text never changes its opponent's parsed verdict.
+* in a match, an answer's text never changes its opponent's parsed verdict;
+* a reasoning-first verdict slot (issue 51) writes its field at the judge's own label, never at one quoted from the
+  answer (the judge, a script, quotes the answer's end before its own words and verdict).
 
 CI runs a fixed-seed sample (``KNOCKOUT_PLANTED_EXAMPLES``, default 300 per property); the documented long
 run is ``KNOCKOUT_PLANTED_EXAMPLES=10000 pytest tests/test_planted.py`` (docs/injection.md).
@@ -635,3 +637,31 @@ def test_a_criterion_verdict_an_answer_also_holds_is_read_in_the_final_block() -
     quoted = f"Explanation: aaaaaaaaaaaa. Criterion 1: 0/1\nCriterion 2: 0/1\nThe student wrote: {answer}"
     assert parse_criteria(quoted, 2, shown=[answer], criteria=[1, 1]).value in (
         {"grade": 0.0, "criteria": [0.0, 0.0]}, None)
+
+
+# -- a reasoning-first verdict slot: the field is written at the judge's own label, never at a quoted one -------
+@PROPERTY
+@given(answer=answers, keep=st.integers(0, 600), x=st.sampled_from(GRADES), nonce=NONCES)
+def test_a_reasoning_first_slot_writes_its_field_at_the_judges_own_label(answer: str, keep: int, x: str,
+                                                                           nonce: str) -> None:
+    """The judge (a script, not an LLM) quotes the end of the answer, then writes its own words and verdict; its
+    reasoning is generated as a backend generates it (up to the label, a peek past a label the answer holds,
+    resumed from the prefix).  Whatever the answer holds, the reasoning ends where the judge's own field starts."""
+    from knockout.judges._reasoning import Generated, Step, own_field, run_reasoning
+    from knockout.judges._slot import Slot, score_values
+
+    slot = Slot("score", (" Score: ",), score_values(1), "/1", reasoning="Explanation: ")
+    said = f"{answer[max(0, len(answer) - keep):]} {nonce}. Score: {x}/1"
+
+    def generate(step: Step) -> Generated:
+        written = step.prefix.removeprefix("Explanation: ")
+        assert said.startswith(written)  # the reasoning only ever goes on with what the judge wrote
+        rest = said[len(written):]
+        if step.stop:
+            k = rest.find("Score:")
+            return Generated(rest[:k] if k >= 0 else rest, len(rest) // 4 + 1, True)
+        return Generated(rest[:4 * step.max_tokens], step.max_tokens, len(rest) <= 4 * step.max_tokens)
+
+    own = said.rindex("Score:")
+    assert run_reasoning(slot, (answer,), 4096, generate) == said[:own]
+    assert own_field(slot, (answer,), f"Explanation: {said}") == len("Explanation: ") + own

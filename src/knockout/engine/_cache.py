@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,6 +22,14 @@ def call_key(identity: dict[str, Any], params: GenParams, messages: list[Message
     return KeyMaker(identity, params, draw)(messages)
 
 
+def slot_key(slot: Slot, shown: Sequence[str] = ()) -> dict[str, Any]:
+    """What a request's key holds of its slot: :meth:`Slot.key`, and where the reasoning of a reasoning-first slot
+    may go on past a label the judge quotes from ``shown`` (:func:`knockout.judges._reasoning.passes`), that."""
+    from knockout.judges._reasoning import PASSES, passes
+
+    return {**slot.key(), **PASSES} if passes(slot, shown) else slot.key()
+
+
 class KeyMaker:
     """:func:`call_key` for one judge and one set of parameters: their JSON is written once, and each key
     hashes the same bytes ``call_key``'s payload (sorted keys: draw when not 0, judge, messages, params)
@@ -32,13 +41,16 @@ class KeyMaker:
         self.tail = ', "params": ' + json.dumps(params.model_dump(mode="json"), sort_keys=True,
                                                 ensure_ascii=False) + "}"
 
-    def __call__(self, messages: list[Message], slot: Slot | None = None, mode: str | None = None) -> str:
+    def __call__(self, messages: list[Message], slot: Slot | None = None, mode: str | None = None,
+                 shown: Sequence[str] = ()) -> str:
         """The key of a request; a verdict slot and its mode enter it only when there is one (a request without
-        a slot keeps the key it always had)."""
+        a slot keeps the key it always had), and a reasoning-first slot's reasoning read past quoted labels only
+        where ``shown`` (the data texts shown) holds its label (:func:`slot_key`)."""
         body = json.dumps([{"content": m.content, "images": [image_digest(p) for p in m.images], "role": m.role}
                            for m in messages], ensure_ascii=False)
         tail = self.tail if slot is None else (
-            f'{self.tail[:-1]}, "slot": {slot.key_json()}, "slot_mode": {json.dumps(mode)}}}')
+            f'{self.tail[:-1]}, "slot": {json.dumps(slot_key(slot, shown), sort_keys=True, ensure_ascii=False)}, '
+            f'"slot_mode": {json.dumps(mode)}}}')
         return hashlib.sha256((self.head + body + tail).encode()).hexdigest()
 
 

@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from knockout._bounds import MAX_INT
-from knockout.engine._cache import Cache, CallRecord, KeyMaker
+from knockout.engine._cache import Cache, CallRecord, KeyMaker, slot_key
 from knockout.engine._events import Done, Observer, Queued
 from knockout.engine._executors import Executor, LocalExecutor
 from knockout.errors import JudgeError
@@ -59,6 +59,8 @@ class Task:
     label: str = ""
     slot: Slot | None = None
     slot_mode: str | None = None
+    #: the data texts shown in the messages (a slot request's, for its backend: :attr:`JudgeRequest.shown`)
+    shown: tuple[str, ...] = ()
     #: what the request's prompt shares its start with (the question of an answer graded alone): a batch's
     #: tasks of one group are sent one after the other, in the batch's order (empty: a group of its own)
     group: str = ""
@@ -361,7 +363,7 @@ class Engine:
 
     def key_of(self, task: Task, messages: list[Message] | None = None) -> str:
         """The cache key of a task's request (``messages``: a format retry's)."""
-        return self._key(task.messages if messages is None else messages, task.slot, task.slot_mode)
+        return self._key(task.messages if messages is None else messages, task.slot, task.slot_mode, task.shown)
 
     async def _call(self, messages: list[Message], subject: Subject | None,
                     known: tuple[str, CallRecord | None] | None = None,
@@ -370,7 +372,8 @@ class Engine:
         """The reply to ``messages``: (key, record, from the cache, what ``parse`` made of a live reply, which
         is stored with it; None for a stored reply, which the caller parses)."""
         slot, mode = (task.slot, task.slot_mode) if task is not None else (None, None)
-        key, cached = known if known is not None else (self._key(messages, slot, mode), None)
+        shown = task.shown if task is not None and slot is not None else ()
+        key, cached = known if known is not None else (self._key(messages, slot, mode, shown), None)
         if known is None:
             cached = self.cache.get_call(key)
         if cached is not None:
@@ -398,7 +401,7 @@ class Engine:
                             token = current_subject.set(subject)
                             try:
                                 comp = await self.executor.complete(
-                                    key, JudgeRequest(messages, self.params, slot, mode if slot else None))
+                                    key, JudgeRequest(messages, self.params, slot, mode if slot else None, shown))
                             except Exception as exc:
                                 self.stats.failed_attempts += getattr(exc, "failed_attempts", 0)
                                 self.stats.resent_after_lost_worker += getattr(exc, "resent_after_lost_worker", 0)
@@ -432,7 +435,7 @@ class Engine:
                 "params": self.params.model_dump(mode="json"),
             }
             if slot is not None:
-                request["slot"] = {**slot.key(), "mode": mode}
+                request["slot"] = {**slot_key(slot, shown), "mode": mode}
             await asyncio.shield(self._write_reply(key, request, record, started))
             claimed = False
             s = self.stats

@@ -76,6 +76,9 @@ class JudgeRequest:
     slot: Slot | None = None
     #: the slot mode asked for (one of the backend's :attr:`Judge.slot_modes`); None with no slot
     slot_mode: str | None = None
+    #: the data texts shown in the messages (answers, question, reference): a reasoning-first slot's reasoning is
+    #: not ended where the judge quotes a label they hold (:mod:`knockout.judges._reasoning`)
+    shown: tuple[str, ...] = ()
 
 
 @dataclass

@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from knockout.judges._base import GenParams
 from knockout.judges._slot import MIN_MASS, Slot, distribution, invalid
 
 #: alternatives per position asked of a server (the OpenAI API's maximum ``top_logprobs``)
@@ -143,13 +144,22 @@ def _mass_error(i: int, mass: float) -> str:
             f"(< {MIN_MASS}): the judge wanted to write something else")
 
 
-async def read_prefilled(slot: Slot, probe: Callable[[str], Awaitable[Probe]],
-                         explain: Callable[[str], Awaitable[tuple[str, Probe]]] | None, via: str) -> Reading:
+#: ``explain(prefill, max_tokens, stop)``: what the judge writes after the assistant's reply begun with ``prefill``,
+#: whether it stopped before ``max_tokens`` (a stop or the end of its reply), and the request's cost
+Explain = Callable[[str, int, list[str]], Awaitable[tuple[str, bool, Probe]]]
+
+
+async def read_prefilled(slot: Slot, probe: Callable[[str], Awaitable[Probe]], explain: Explain | None, via: str,
+                         params: GenParams | None = None, shown: Sequence[str] = ()) -> Reading:
     """A verdict slot read from a server that continues a prefill: ``probe(prefill)`` gives the next token's
     alternatives after the assistant's reply begun with ``prefill``; each field's distribution is walked
     (:func:`walk`), its most probable value written before the next field, as the embedded reader does; with
-    ``then``, ``explain(prefill)`` writes the line after it; a reasoning-first slot's reasoning is written first by
-    ``explain`` (stopped at :meth:`Slot.reasoning_stop` by the caller), and the fields after it."""
+    ``then``, ``explain`` writes the line after it; a reasoning-first slot's reasoning is written first by
+    ``explain``, up to the judge's own first field (:mod:`knockout.judges._reasoning`: ``shown`` are the data texts
+    of the request), and the fields after it.  ``params``: the request's token bound and stops."""
+    from knockout.judges._reasoning import Generated, Step, run_reasoning_async
+
+    p = params or GenParams()
     costs: list[Probe] = []
     written = ""
     chosen: list[str] = []
@@ -157,10 +167,17 @@ async def read_prefilled(slot: Slot, probe: Callable[[str], Awaitable[Probe]],
     masses: list[float] = []
     requests = 0
     if slot.reasoning is not None and explain is not None:
-        reasoning, cost = await explain(slot.reasoning)
-        costs.append(cost)
-        requests += 1
-        written = slot.reasoning + reasoning.strip()
+        say = explain
+
+        async def generate(step: Step) -> Generated:
+            nonlocal requests
+            text, stopped, cost = await say(step.prefix, step.max_tokens,
+                                            [*([slot.reasoning_stop()] if step.stop else []), *p.stop])
+            costs.append(cost)
+            requests += 1
+            return Generated(text, cost.completion_tokens, stopped)
+
+        written = slot.reasoning + (await run_reasoning_async(slot, shown, p.max_tokens, generate)).strip()
     for i, name in enumerate(slot.fields):
         written += name
         base = written
@@ -184,7 +201,7 @@ async def read_prefilled(slot: Slot, probe: Callable[[str], Awaitable[Probe]],
         written += best + slot.suffix_at(i)
     if slot.then and explain is not None:
         written += slot.then
-        tail, cost = await explain(written)
+        tail, _, cost = await explain(written, p.max_tokens, ["\n", *p.stop])
         costs.append(cost)
         requests += 1
         written += tail
@@ -239,11 +256,12 @@ def alternatives(top: Any) -> list[tuple[str, float]] | None:
 
 
 async def read_reply(slot: Slot, text: str, tokens: list[tuple[str, list[tuple[str, float]]]] | None,
-               via: str) -> dict[str, Any]:
+               via: str, shown: Sequence[str] = ()) -> dict[str, Any]:
     """A slot verdict read from one reply with its token alternatives (the OpenAI API: no prefill).  The reply must
     begin with the verdict as the slot writes it (each field, a value, the suffix), or, in a reasoning-first slot,
-    write it after its reasoning (the verdict begins where the reply first writes the first field, white space
-    before it aside); each field's distribution is read at the position where the judge wrote the value,
+    write it after its reasoning (the verdict begins where the reply first writes the first field as its own, not
+    quoting it from ``shown``, the data texts of the request: :func:`knockout.judges._reasoning.own_field`; white
+    space before it aside); each field's distribution is read at the position where the judge wrote the value,
     following only the path it wrote (:func:`walk` with the positions the reply shows).  A reply that does not
     begin with the verdict (or has none after its reasoning), or without probabilities there, is an invalid
     verdict saying why."""
@@ -256,10 +274,15 @@ async def read_reply(slot: Slot, text: str, tokens: list[tuple[str, list[tuple[s
     written = ""
     names = list(slot.fields)
     if slot.reasoning is not None:
+        from knockout.judges._reasoning import own_field
+
         names[0] = names[0].lstrip()
-        k = written_all.find(names[0])
-        if k < 0:
+        if names[0] not in written_all:
             return invalid(f"the reply writes no verdict ({names[0]!r}) after its reasoning", "expected")
+        k = own_field(slot, shown, written_all)
+        if k is None:
+            return invalid(f"every verdict ({names[0]!r}) in the reply is quoted from the text being judged, none "
+                           "is the judge's own", "expected")
         written = written_all[:k]
     chosen: list[str] = []
     probs: list[list[float]] = []

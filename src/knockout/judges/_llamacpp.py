@@ -185,11 +185,13 @@ class LlamaCppJudge(Judge):
 
     def _run_slot(self, request: JudgeRequest) -> Completion:
         """A request with a verdict slot (:mod:`knockout.judges._slot`): (a reasoning-first slot: the model first
-        reasons freely, up to the first field or its token bound) knockout writes each field, the model gives the
+        reasons freely, up to its own first field or its token bound, :mod:`knockout.judges._reasoning`) knockout
+        writes each field, the model gives the
         value (``expected``: the distribution over the allowed values from its token probabilities, the most
         probable one written; ``constrained``: sampled under a grammar of the allowed values), then, with
         ``then``, goes on freely for one line."""
         from knockout.judges._chat import SlotReader, chat_prompt, tokens_of
+        from knockout.judges._reasoning import Generated, Step, run_reasoning
 
         slot, mode = request.slot, request.slot_mode
         assert slot is not None
@@ -202,12 +204,20 @@ class LlamaCppJudge(Judge):
             written, chosen, probs = "", [], []
             reader = SlotReader(llm)
             generated = 0
-            if slot.reasoning is not None:  # reasoning first: free, up to the verdict's field or the token bound
-                out = llm.create_completion(prompt + slot.reasoning, max_tokens=p.max_tokens,
-                                            temperature=p.temperature, seed=p.seed,
-                                            stop=[*stop, *p.stop, slot.reasoning_stop()])
-                written = slot.reasoning + str(out["choices"][0]["text"]).strip()
-                generated += int((out.get("usage") or {}).get("completion_tokens", 0))
+            if slot.reasoning is not None:  # reasoning first: free, up to the judge's own field or the token bound
+
+                def generate(step: Step) -> Generated:
+                    nonlocal generated
+                    out = llm.create_completion(prompt + step.prefix, max_tokens=step.max_tokens,
+                                                temperature=p.temperature, seed=p.seed,
+                                                stop=[*stop, *p.stop, *([slot.reasoning_stop()] if step.stop else [])])
+                    n = int((out.get("usage") or {}).get("completion_tokens", 0))
+                    generated += n
+                    choice = out["choices"][0]
+                    return Generated(str(choice["text"]), n, choice.get("finish_reason") != "length")
+
+                said = run_reasoning(slot, request.shown, p.max_tokens, generate)
+                written = slot.reasoning + said.strip()
             for i, field in enumerate(slot.fields):
                 written += field
                 values = slot.values_at(i)

@@ -40,6 +40,7 @@ from knockout.judges._base import Completion, JudgeRequest, MalformedReply, Mess
 from knockout.judges._expected import (
     TOP,
     Alternatives,
+    Explain,
     Probe,
     alternatives,
     chat_logprobs,
@@ -366,12 +367,12 @@ class OpenAIJudge(ServerJudge):
             # a reply without a message is malformed (asked again) before it is read
             (data, said), done = await self._post("/chat/completions", body, lambda r: (r, _reply(r, dropped)))
             done.text, done.finish_reason, done.images_dropped = said.text, said.finish_reason, dropped
-            done.verdict = await read_reply(slot, said.text, chat_logprobs(data), via)
+            done.verdict = await read_reply(slot, said.text, chat_logprobs(data), via, request.shown)
             done.latency_s = time.perf_counter() - t0
             return done
         probe, explain = await self._prefill_calls(request)
         reading = await read_prefilled(slot, probe, explain if slot.then or slot.reasoning is not None else None,
-                                       via)
+                                       via, request.params, request.shown)
         if via == "llama-cpp-python":
             dropped = sum(len(m.images) for m in request.messages)
         return Completion(text=reading.text, prompt_tokens=reading.prompt_tokens,
@@ -379,15 +380,11 @@ class OpenAIJudge(ServerJudge):
                           finish_reason="stop", images_dropped=dropped, failed_attempts=reading.failed_attempts,
                           verdict=reading.verdict)
 
-    async def _prefill_calls(self, request: JudgeRequest) -> tuple[Callable[[str], Awaitable[Probe]],
-                                                                    Callable[[str], Awaitable[tuple[str, Probe]]]]:
+    async def _prefill_calls(self, request: JudgeRequest) -> tuple[Callable[[str], Awaitable[Probe]], Explain]:
         """The two requests of a prefill server: the next token's alternatives after the assistant's reply begun
-        with a text, and the line the judge writes after it."""
+        with a text, and what the judge writes after it (up to a token bound and stops)."""
         p = request.params
-        sampling: dict[str, Any] = {"temperature": p.temperature, "max_tokens": p.max_tokens,
-                                    "stop": ["\n", *p.stop]}
-        if request.slot is not None and request.slot.reasoning is not None:  # the reasoning: up to the first field
-            sampling["stop"] = [request.slot.reasoning_stop(), *p.stop]
+        sampling: dict[str, Any] = {"temperature": p.temperature}
         if p.seed is not None:
             sampling["seed"] = p.seed
         if self.server_kind == "llama-cpp-python":
@@ -401,9 +398,10 @@ class OpenAIJudge(ServerJudge):
                     "max_tokens": 1, "temperature": 0, "logprobs": TOP}), _completion_alternatives)
                 return Probe(alts, done.prompt_tokens, done.completion_tokens, done.failed_attempts)
 
-            async def explain(prefill: str) -> tuple[str, Probe]:
-                text, done = await self._post("/completions", completions(prefill, sampling), _completion_text)
-                return text, Probe(None, done.prompt_tokens, done.completion_tokens, done.failed_attempts)
+            async def explain(prefill: str, max_tokens: int, stop: list[str]) -> tuple[str, bool, Probe]:
+                (text, ended), done = await self._post("/completions", completions(prefill, {
+                    **sampling, "max_tokens": max_tokens, "stop": stop}), _completion_text)
+                return text, ended, Probe(None, done.prompt_tokens, done.completion_tokens, done.failed_attempts)
 
             return probe, explain
         messages = [{"role": m.role, "content": _content(m, self.supports_images)} for m in request.messages]
@@ -422,9 +420,10 @@ class OpenAIJudge(ServerJudge):
             alts, done = await self._post("/chat/completions", chat(prefill, probe_params), _chat_alternatives)
             return Probe(alts, done.prompt_tokens, done.completion_tokens, done.failed_attempts)
 
-        async def chat_explain(prefill: str) -> tuple[str, Probe]:
-            text, done = await self._post("/chat/completions", chat(prefill, sampling), _chat_text)
-            return text, Probe(None, done.prompt_tokens, done.completion_tokens, done.failed_attempts)
+        async def chat_explain(prefill: str, max_tokens: int, stop: list[str]) -> tuple[str, bool, Probe]:
+            (text, ended), done = await self._post("/chat/completions", chat(prefill, {
+                **sampling, "max_tokens": max_tokens, "stop": stop}), _chat_text)
+            return text, ended, Probe(None, done.prompt_tokens, done.completion_tokens, done.failed_attempts)
 
         return chat_probe, chat_explain
 
@@ -459,19 +458,21 @@ def _completion_alternatives(r: dict[str, Any]) -> Alternatives:
     return alternatives(top)
 
 
-def _chat_text(r: dict[str, Any]) -> str:
+def _chat_text(r: dict[str, Any]) -> tuple[str, bool]:
+    """A chat reply's text, and whether the judge stopped before its token bound."""
     message = r["choices"][0].get("message")
     text = message.get("content") if isinstance(message, dict) else None
     if not isinstance(text, str):
         raise MalformedReply("a message without text")
-    return text
+    return text, r["choices"][0].get("finish_reason") != "length"
 
 
-def _completion_text(r: dict[str, Any]) -> str:
+def _completion_text(r: dict[str, Any]) -> tuple[str, bool]:
+    """A completion's text, and whether the judge stopped before its token bound."""
     text = r["choices"][0].get("text")
     if not isinstance(text, str):
         raise MalformedReply("a completion without text")
-    return text
+    return text, r["choices"][0].get("finish_reason") != "length"
 
 
 #: vocabulary-only models of GGUF files (their chat templates), by path

@@ -118,7 +118,8 @@ class Slot:
     def reasoning_stop(self) -> str:
         """Where a reasoning-first slot's free reasoning ends: the first line of the first field that is not
         blank (``"Score:"`` for ``" Score: "``, ``"[/reason]"`` for ``" [/reason]\\n[grade] "``); the judge
-        writing it hands the verdict to the slot."""
+        writing it hands the verdict to the slot, unless it writes it quoting a text it was shown
+        (:mod:`knockout.judges._reasoning`)."""
         return next((line.strip() for line in self.fields[0].splitlines() if line.strip()), "")
 
     def written(self, chosen: Sequence[str], reasoning: str | None = None, explanation: str | None = None) -> str:

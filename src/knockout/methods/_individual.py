@@ -51,7 +51,7 @@ def grade_task(builder: PromptBuilder, a: Answer, label: str) -> tuple[Task, str
     criteria = builder.criteria(q)
     parse, slot, mode = builder.read(t, q, rendered, criteria)
     task = Task(messages=rendered.messages, parse=parse, reminder=reminder_for(t, q.max_points),
-                subject=Subject("individual", (a.id,)), label=label, slot=slot, slot_mode=mode,
+                subject=Subject("individual", (a.id,)), label=label, slot=slot, slot_mode=mode, shown=rendered.shown,
                 group=q.id)  # one question's prompts start alike: sent together (the judge's prefix reuse)
     return task, t.name, shot_ids, q.criteria if criteria else []
 

@@ -221,6 +221,7 @@ class MatchPlayer:
             label=f"{first}|{second}",
             slot=slot,
             slot_mode=mode,
+            shown=rendered.shown,
         )
 
     def _key(self, a: str, b: str) -> tuple[str, ...]:

@@ -121,7 +121,8 @@ def task_for(job: Job, t: PromptTemplate, messages: list[Message] | None = None,
              subject: Subject | None = None) -> Task:
     if job.slot is not None and messages is None:  # the verdict slot (a debate's turns are read as text)
         return Task(messages=job.messages, parse=SlotParse(job.slot, 1.0), reminder=reminder_for(t, 1.0),
-                    subject=subject or job.subject(), label=job.label, slot=job.slot, slot_mode=job.slot_mode)
+                    subject=subject or job.subject(), label=job.label, slot=job.slot, slot_mode=job.slot_mode,
+                    shown=job.shown)
     return Task(messages=messages or job.messages, parse=parser_for(t, 1.0, job.shown),
                 reminder=reminder_for(t, 1.0), subject=subject or job.subject(), label=job.label)
 
