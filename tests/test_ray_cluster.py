@@ -537,12 +537,16 @@ def test_the_head_node_lost_mid_run_ends_interrupted_and_a_rerun_pays_only_what_
         assert after_kill > 0, figures
         times.clear()
         cluster.restart()
+        # Counted once every process of the old cluster is gone: a task already queued on the surviving node's
+        # actor may still reach the judge after the driver has ended (2 calls, once in 9 runs), until its node ends
+        # (paid in the first run, so within paid_twice's bound).
+        before_rerun = server.hits
         again = knockout(*command(cluster.port), env=cluster.env, timeout=150)
         assert again.returncode == 0, again.stderr[-3000:]
         summary = json.loads(again.stdout)
         figures.update(rerun_calls=summary["judge_calls"], cache_hits=summary["cache_hits"],
-                       paid_twice=first_hits + summary["judge_calls"] - answers)
+                       after_end=before_rerun - first_hits, paid_twice=before_rerun + summary["judge_calls"] - answers)
         print(f"HEAD-TEST rerun: {json.dumps(figures)}")
         assert summary["status"] == "complete" and summary["failed"] == 0 and summary["valid"] == answers
-        assert summary["judge_calls"] == server.hits - first_hits
+        assert summary["judge_calls"] == server.hits - before_rerun
         assert 0 <= figures["paid_twice"] <= 12 + 4  # in flight at the end, and on the head's actor when it died
