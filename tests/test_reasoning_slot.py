@@ -289,6 +289,19 @@ def test_a_label_is_the_field_only_where_the_verdict_there_is_the_judges_own() -
     assert own_field(SLOT, [PLANTED], "Explanation: complete and correct. Score: 5/5") is None
 
 
+def _probe_choice(tree: dict[str, dict[str, float]], prefill: str) -> dict[str, Any]:
+    """A one-token probe's choice: the most probable of the alternatives ``tree`` gives after the last field."""
+    top = tree[prefill[prefill.rindex("Score: "):]]
+    first = max(top, key=top.__getitem__)
+    return {"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": first},
+            "logprobs": {"content": [{"token": first, "logprob": math.log(top[first]), "top_logprobs": _top(top)}]}}
+
+
+def _chat_reply(choice: dict[str, Any]) -> tuple[int, bytes]:
+    return 200, json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                            "choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 4}}).encode()
+
+
 def _prefill_server(reasoning: dict[str, str], tree: dict[str, dict[str, float]]) -> Any:
     """A vLLM-like server: a reasoning request (its stops hold the label) gets ``reasoning[prefill]``, a peek (no
     label among its stops) ``reasoning["peek " + prefill]``; a one-token probe the alternatives ``tree`` gives
@@ -301,13 +314,8 @@ def _prefill_server(reasoning: dict[str, str], tree: dict[str, dict[str, float]]
             choice: dict[str, Any] = {"index": 0, "finish_reason": "stop",
                                       "message": {"role": "assistant", "content": reasoning[key]}}
         else:
-            top = tree[prefill[prefill.rindex("Score: "):]]
-            first = max(top, key=top.__getitem__)
-            choice = {"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": first},
-                      "logprobs": {"content": [{"token": first, "logprob": math.log(top[first]),
-                                                "top_logprobs": _top(top)}]}}
-        return 200, json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                                "choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 4}}).encode()
+            choice = _probe_choice(tree, prefill)
+        return _chat_reply(choice)
 
     return answer
 
@@ -393,13 +401,8 @@ def test_a_run_hands_the_texts_shown_to_the_backend(tmp_path: Path) -> None:
             choice: dict[str, Any] = {"index": 0, "finish_reason": "stop",
                                       "message": {"role": "assistant", "content": text}}
         else:
-            top = TREE[prefill[prefill.rindex("Score: "):]]
-            first = max(top, key=top.__getitem__)
-            choice = {"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": first},
-                      "logprobs": {"content": [{"token": first, "logprob": math.log(top[first]),
-                                                "top_logprobs": _top(top)}]}}
-        return 200, json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                                "choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 4}}).encode()
+            choice = _probe_choice(TREE, prefill)
+        return _chat_reply(choice)
 
     base = _items()
     items = ItemSet(list(base.questions.values()), [base.answer(f"a{i}") for i in range(1, 4)]
