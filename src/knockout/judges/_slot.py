@@ -143,9 +143,6 @@ class Slot:
         clipped = [min(max(float(v), 0.0), max_points) for v in values]
         return clipped[0] if self.kind == "score" else (clipped[0], clipped[1])
 
-    def key_json(self) -> str:
-        return json.dumps(self.key(), sort_keys=True, ensure_ascii=False)
-
     def numeric(self) -> bool:
         return self.kind != "choice"
 
