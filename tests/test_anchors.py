@@ -84,6 +84,40 @@ def test_a_run_asks_two_anchors_per_question_and_reads_every_grade_on_them(tmp_p
         assert 0 <= r.score <= q.max_points and d["null"] < d["reference"]
 
 
+def test_the_shift_moves_by_the_gap_between_full_points_and_the_reference() -> None:
+    a = Anchors(reference=3.5, null=None, max_points=5)
+    assert a.scale == 1.0 and a.shift == pytest.approx(1.5)
+    assert a.read(2.0) == pytest.approx(3.5) and a.read(3.5) == 5 and a.read(4.5) == 5  # clipped to the scale
+    assert Anchors(reference=5.0, null=None, max_points=5).read(2.0) == 2.0  # a reference at full points: unmoved
+    assert a.record(2.0) == {"grade_raw": 2.0, "reference": 3.5, "null": None, "scale": 1.0, "shift": 1.5}
+    assert resolve_anchors("shift", "individual") == "shift"
+    with pytest.raises(ConfigError, match="--anchors shift: reference anchors are for individual grading"):
+        resolve_anchors("shift", "knockout")
+
+
+def test_a_shift_run_asks_the_reference_alone_and_moves_every_grade_of_its_question(tmp_path: Path) -> None:
+    items = _items()
+    judge = make_judge("scripted?slot=true&noise=0.05")  # a simulation
+    with Store(tmp_path / "s.db") as store:
+        off = run(items, judge, store, RunConfig(options=MethodOptions(reference=True)))
+        line = run(items, judge, store, RunConfig(options=MethodOptions(reference=True, anchors="on")))
+        first = run(items, judge, store, RunConfig(options=MethodOptions(reference=True, anchors="shift")))
+    s = first.summary()
+    assert s["status"] == "complete" and s["judge_calls"] == 0  # the answers' and references' requests are cached
+    assert s["anchors"] == {"questions": 2, "unread": 0}
+    assert len({off.run_id, line.run_id, first.run_id}) == 3
+    raw = {r.answer_id: r.score for r in off.results}
+    for r in first.results:
+        d = r.details["anchored"]
+        q = items.questions[r.question_id]
+        assert d["grade_raw"] == raw[r.answer_id] and d["null"] is None and d["scale"] == 1.0
+        assert d["shift"] == pytest.approx(q.max_points - d["reference"])
+        assert r.score == pytest.approx(min(max(d["grade_raw"] + d["shift"], 0.0), q.max_points))
+    with Store(tmp_path / "t.db") as store:  # alone: one call per question
+        assert run(items, judge, store, RunConfig(options=MethodOptions(reference=True, anchors="shift"))
+                   ).summary()["judge_calls"] == 8 + 2
+
+
 def test_only_questions_with_a_reference_shown_are_anchored(tmp_path: Path) -> None:
     judge = make_judge("scripted?slot=true&noise=0")
     with Store(tmp_path / "s.db") as store:

@@ -251,7 +251,10 @@ def grade(
     anchors: Annotated[str, typer.Option("--anchors", help="reference anchors of individual grading: off, on "
                                          "(the judge also grades each question's reference and a null answer, "
                                          "two calls per question, and every grade of the question is read on the "
-                                         "line through them; docs/methods.md#reference-anchors)")] = "off",
+                                         "line through them), shift (the reference alone, one call per "
+                                         "question: every grade of the question moved by the gap between full "
+                                         "points and the reference's grade; docs/methods.md#reference-anchors)")
+                 ] = "off",
     readers: Annotated[str, typer.Option("--readers", help="the readers of an individual grade: auto (two where the "
                                          "meaning reader applies: an English answer with its reference shown, "
                                          "a real judge), two (the judge and the answer's meaning against the "

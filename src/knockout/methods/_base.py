@@ -51,13 +51,14 @@ class MethodOptions(PromptOptions):
     readers: Name = "auto"
 
     def record(self) -> dict[str, Any]:
-        """As :meth:`PromptOptions.record`; ``guard`` and ``anchors`` only when on, ``readers`` only when two and
-        ``preference`` only when soft, so that the runs made before they existed (and every run without them) keep
-        their ids."""
+        """As :meth:`PromptOptions.record`; ``guard`` only when on, ``anchors`` only when not off, ``readers`` only
+        when two and ``preference`` only when soft, so that the runs made before they existed (and every run without
+        them) keep their ids."""
         d = super().record()
-        for k in ("guard", "anchors"):
-            if d.get(k) != "on":
-                d.pop(k, None)
+        if d.get("guard") != "on":
+            d.pop("guard", None)
+        if d.get("anchors") == "off":
+            d.pop("anchors", None)
         if d.get("readers") != "two":
             d.pop("readers", None)
         if d.get("preference") == "letter":
@@ -91,6 +92,8 @@ class AnchoredDetails(BaseModel):
     reference: float | None = None
     null: float | None = None
     scale: float | None = None
+    #: points added to the judge's grade (``--anchors shift``: max points minus the reference's grade)
+    shift: float | None = None
     error: str | None = None
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from knockout.data._records import Answer, Criterion, ItemSet, Question
 from knockout.engine import Outcome, Subject, Task
 from knockout.guard import WHOLE_AT, detect, removed_share, visible, without
-from knockout.methods._anchors import ANCHOR_ENDS, Anchors, anchor_answers
+from knockout.methods._anchors import Anchors, anchor_answers, anchor_ends
 from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
 from knockout.prompts._builder import PromptBuilder, reminder_for
 from knockout.storage._store import ResultRow
@@ -87,9 +87,10 @@ class Individual(Method):
                 task, template, shot_ids, criteria = grade_task(builder, a, a.id)
                 tasks.append(task)
                 meta.append((template, shot_ids, criteria))
-            anchored = self._anchored_questions(part, builder) if options.anchors == "on" else []
+            anchored = self._anchored_questions(part, builder) if options.anchors != "off" else []
+            ends = len(anchor_ends(options.anchors))
             for q in anchored:  # asked with the question's answers (the same prompt prefix)
-                for end, x in zip(ANCHOR_ENDS, anchor_answers(q), strict=True):
+                for end, x in anchor_answers(q, options.anchors):
                     tasks.append(dataclasses.replace(grade_task(builder, x, x.id)[0],
                                                      subject=Subject("anchor", (q.id, end))))
             outcomes = await ctx.engine.ask_all(tasks, wave=1)
@@ -108,8 +109,8 @@ class Individual(Method):
             if guard:
                 await self._guard(part, done, builder, ctx)
             if anchored:
-                self._anchor(done, {q.id: (anchor_outcomes[2 * i], anchor_outcomes[2 * i + 1], q.max_points)
-                                    for i, q in enumerate(anchored)})
+                self._anchor(done, {q.id: (anchor_outcomes[ends * i], anchor_outcomes[ends * i + 1] if ends > 1
+                                           else None, q.max_points) for i, q in enumerate(anchored)})
             if options.readers == "two":
                 self._read_meaning(part, done, builder)
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in done)
@@ -178,7 +179,7 @@ class Individual(Method):
         return [q for q in qs.values() if q.reference and builder.options.reference and not builder.criteria(q)]
 
     @staticmethod
-    def _anchor(done: list[AnswerResult], anchors: dict[str, tuple[Outcome, Outcome, float]]) -> None:
+    def _anchor(done: list[AnswerResult], anchors: dict[str, tuple[Outcome, Outcome | None, float]]) -> None:
         """Each valid grade of an anchored question read on its anchors (:mod:`knockout.methods._anchors`).  An
         anchor that got no reply makes its question's answers fail (the run is not complete; running it again
         asks only that); one whose reply could not be read leaves the question's grades as the judge gave them,
@@ -188,17 +189,16 @@ class Individual(Method):
             if got is None:
                 continue
             ref, null, max_points = got
-            if ref.failed or null.failed:
-                bad = ref if ref.failed else null
+            ends = [ref] if null is None else [ref, null]
+            if failed := [o for o in ends if o.failed]:
                 r.score, r.valid = None, False
                 r.details.update(valid=False, failed=True,
-                                 error=f"the question's anchor answer got no reply: {bad.error}")
-            elif not (ref.valid and null.valid):
-                bad = null if ref.valid else ref
-                r.details["anchored"] = {"error": f"an anchor answer's reply could not be read ({bad.error}): "
+                                 error=f"the question's anchor answer got no reply: {failed[0].error}")
+            elif unread := [o for o in ends if not o.valid]:
+                r.details["anchored"] = {"error": f"an anchor answer's reply could not be read ({unread[0].error}): "
                                                   "the grade is the judge's own"}
             elif r.score is not None:
-                a = Anchors(grade_of(ref.value), grade_of(null.value), max_points)
+                a = Anchors(grade_of(ref.value), None if null is None else grade_of(null.value), max_points)
                 r.details["anchored"] = a.record(r.score)
                 r.score = a.read(r.score)
                 g = r.details.get("guard") or {}

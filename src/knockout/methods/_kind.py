@@ -164,6 +164,9 @@ class GradeKind(RunKind):
         anchored = d.get("anchored")
         if isinstance(anchored, dict):  # reference anchors: the judge's grade read on its question's anchors
             view["facts"].append(("Anchors", anchored["error"] if anchored.get("error") else
+                                  f"the judge's grade {anchored['grade_raw']:.2f}, moved by {anchored['shift']:+.2f}: "
+                                  f"the gap between full points and its grade of the reference "
+                                  f"({anchored['reference']:.2f})" if anchored.get("shift") is not None else
                                   f"the judge's grade {anchored['grade_raw']:.2f}, read on the line through its "
                                   f"grades of the reference ({anchored['reference']:.2f}: full points) and of a "
                                   f"null answer ({anchored['null']:.2f}: none)"))

@@ -111,7 +111,7 @@ class RunReport:
     status: str = "complete"
     #: ``on`` when the persuasion guard ran
     guard: str = "off"
-    #: ``on`` when reference anchors were asked
+    #: the reference anchors' mode when they were asked (``on``: the line, ``shift``)
     anchors: str = "off"
     #: ``two`` when the grades were read by the judge and the meaning reader; why the second reader was off
     readers: str = "judge"
@@ -133,7 +133,7 @@ class RunReport:
 
     def anchor_counts(self) -> dict[str, int] | None:
         """The questions graded on reference anchors, and those whose anchors could not be read (None when off)."""
-        if self.anchors != "on":
+        if self.anchors == "off":
             return None
         done: dict[str, dict[str, Any]] = {r.question_id: r.details["anchored"] for r in self.results
                                            if r.details.get("anchored")}
