@@ -178,3 +178,26 @@ def test_a_slot_without_enough_probability_is_retried_then_invalid_never_read_fr
     text, rows, _ = _meta(tmp_path, server, "openai", "jdeval", verdict="text", items=1, retries=1)
     assert text["verdict"] == "text" and text["invalid"] == 0  # the same replies' text: a verdict the slot never read
     assert all(r["details"]["winner"] == Verdict.A for r in rows)
+
+
+def test_meta_bench_pairs_the_slot_against_the_text_reading(tmp_path: Path) -> None:
+    """bench/meta_mtbench.py --verdict expected --vs-text with the scripted meta-judge (a SIMULATION: plumbing, not
+    an accuracy figure): each framework run twice, the agreement with the human labels paired on the same units."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    cmd = [sys.executable, str(ROOT / "bench/meta_mtbench.py"), "--verdicts", str(write_verdicts(tmp_path / "v")),
+           "--meta-judge", "scripted?slot=true&noise=0", "--items", "6", "--shuffles", "20", "--verdict", "expected",
+           "--vs-text", "--out", str(tmp_path / "m.db"), "--json", str(tmp_path / "s.json")]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120).stdout
+    assert "paired against the text reading" in out
+    saved = json.loads((tmp_path / "s.json").read_text())
+    assert saved["jdeval (text)"]["verdict"] == "text" and saved["jdeval"]["verdict"] == "expected"
+    jd, ji = saved["paired"]["jdeval"], saved["paired"]["jdeval-i"]
+    # tests.test_meta's labels: 18 matches, 13 with a target (5 of two right assessments have none)
+    assert jd["units"] == 13 and jd["n"] == 13 and jd["invalid_text"] == jd["invalid_slot"] == 0
+    assert ji["units"] == ji["n"] > 0 and ji["delta_ci"] is not None
+    bad = subprocess.run(["text" if a == "expected" else a for a in cmd], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--vs-text pairs a slot mode" in bad.stderr
