@@ -57,12 +57,18 @@ def test_a_reasoning_slot_asks_for_the_reasoning_before_the_verdict() -> None:
     assert sciex.written(["1.5"], "half right") == "[reason] half right [/reason]\n[grade] 1.5 [/grade]"
 
 
+#: the families whose accuracy gate (bench/accuracy.py --vs-text, docs/methods.md#reasoning-first-slots) found no
+#: significant loss: their slot is read under --verdict auto too; the others keep text there until theirs
+GATED = {n for n in REASONING_FIRST if n.startswith(("knockout-individual-", "knockout-pairwise-", "sbs-II"))}
+
+
 @pytest.mark.parametrize("name", REASONING_FIRST)
-def test_every_reasoning_first_preset_has_a_slot_that_auto_leaves_off(name: str) -> None:
+def test_every_reasoning_first_preset_has_a_slot_that_auto_uses_once_gated(name: str) -> None:
     t = presets()[name]
     slot = slot_for(t, 4)
     assert slot is not None and slot.reasoning is not None and slot.reasoning_stop()
-    assert not slot.then and not t.slot_auto  # today's default (text under --verdict auto) kept until the gate
+    assert not slot.then and t.slot_auto == (name in GATED)
+    assert ("slot_auto = false" in t.changes) == (not t.slot_auto)  # the preset's own words say which
     first = t.slot_fields[0].strip().splitlines()[0]
     assert first in t.template + t.system  # the prompt asks for the field the reasoning ends at
 
@@ -77,17 +83,21 @@ def _items() -> ItemSet:
 
 
 @pytest.mark.parametrize("method", ["individual", "knockout"])
-def test_a_named_slot_mode_reads_the_reasoning_first_slot_auto_reads_text(tmp_path: Path, method: str) -> None:
+def test_auto_and_a_named_slot_mode_read_the_reasoning_first_slot_text_reads_text(tmp_path: Path,
+                                                                                   method: str) -> None:
     prompt = "knockout-individual-en-ref" if method == "individual" else "knockout-pairwise-en-ref"
     judge = make_judge("scripted?slot=true&noise=0")
     with Store(tmp_path / "s.db") as store:
-        auto = run(_items(), judge, store, RunConfig(method=method, options=MethodOptions(
-            prompt=prompt, reference=True, debias=method == "knockout")))
+        text = run(_items(), judge, store, RunConfig(method=method, options=MethodOptions(
+            prompt=prompt, reference=True, verdict="text", debias=method == "knockout")))
         named = run(_items(), judge, store, RunConfig(method=method, options=MethodOptions(
             prompt=prompt, reference=True, verdict="expected", debias=method == "knockout")))
+        auto = run(_items(), judge, store, RunConfig(method=method, options=MethodOptions(
+            prompt=prompt, reference=True, debias=method == "knockout")))
         verdicts = [json.loads(v) for (v,) in store.db.execute("SELECT verdict FROM calls WHERE verdict IS NOT NULL")]
-    assert auto.summary()["verdict"] == "text" and named.summary()["verdict"] == "expected"
-    assert auto.run_id != named.run_id and named.summary()["invalid"] == 0
+    assert text.summary()["verdict"] == "text" and named.summary()["verdict"] == "expected"
+    assert auto.summary()["verdict"] == "expected" and auto.summary()["judge_calls"] == 0  # the named mode's calls
+    assert text.run_id != named.run_id and named.summary()["invalid"] == 0
     assert verdicts and all(v["mode"] == "expected" for v in verdicts)
     if method == "individual":
         planted = next(r for r in named.results if r.answer_id == "a0")
@@ -96,7 +106,7 @@ def test_a_named_slot_mode_reads_the_reasoning_first_slot_auto_reads_text(tmp_pa
         assert planted.score is not None and planted.score < 2.5  # its human grade is 0: 'Score: 5/5' is text
 
 
-def test_a_side_by_side_reasoning_prompt_fills_the_choice_slot_when_named(tmp_path: Path) -> None:
+def test_a_side_by_side_reasoning_prompt_fills_the_choice_slot_unless_text_is_named(tmp_path: Path) -> None:
     from knockout.sbs import SbsConfig, run_sbs
     from knockout.sbs._data import SbsItem
 
@@ -104,9 +114,11 @@ def test_a_side_by_side_reasoning_prompt_fills_the_choice_slot_when_named(tmp_pa
                      baseline=f"weak answer {i}") for i in range(3)]
     judge = make_judge("scripted?slot=true")
     with Store(tmp_path / "s.db") as store:
+        text = run_sbs(items, judge, store, SbsConfig(prompt="II", verdict="text"), source="test")
         auto = run_sbs(items, judge, store, SbsConfig(prompt="II"), source="test")
         named = run_sbs(items, judge, store, SbsConfig(prompt="II", verdict="constrained"), source="test")
-    assert '"mode"' not in json.dumps(auto.items[0].details("sbs-II", "none"))  # auto: the text, as before
+    assert '"mode"' not in json.dumps(text.items[0].details("sbs-II", "none"))  # text: the parser, as before
+    assert json.dumps(auto.items[0].details("sbs-II", "none")).count('"mode": "expected"') == 2  # gated: the slot
     details = json.dumps(named.items[0].details("sbs-II", "none"))
     assert details.count('"mode": "constrained"') == 2 and named.summary()["invalid_requests"] == 0
     assert "simulated reasoning (scripted judge).\\n[[" in details

@@ -226,9 +226,9 @@ def test_a_side_by_side_verdict_comes_from_the_choice_slot(tmp_path: Path) -> No
     details = rep.items[0].details("sbs-I", "none")
     assert json.dumps(details).count('"mode": "expected"') == 2  # both orders read from the slot
     assert '"verdict": {' not in json.dumps(text.items[0].details("sbs-I", "none"))
-    # a prompt that reasons before its verdict: read as text under --verdict auto (its slot only when a mode is
-    # named: test_reasoning_slot.py), and its run id is what it was
-    assert '"mode": "expected"' not in json.dumps(reasoned.items[0].details("sbs-II-reason", "none"))
+    # a prompt that reasons before its verdict: since its accuracy gate (issue 51), read from its slot under
+    # --verdict auto too, after the reasoning
+    assert json.dumps(reasoned.items[0].details("sbs-II-reason", "none")).count('"mode": "expected"') == 2
 
 
 # ---------------------------------------------------------------- the constrained verdict: only the server's own
