@@ -344,3 +344,11 @@ def test_a_server_judge_sends_from_every_event_loop_that_uses_it_and_after_it_is
         assert asyncio.run(twice(True)) == ["Score: 1/1"] * 2  # another loop: fresh clients, then closed
         assert asyncio.run(twice(True)) == ["Score: 1/1"] * 2  # after aclose(): made again
         assert server.hits == 6
+
+        async def used() -> list[Any]:  # a loop that ends without aclose(): its clients are closed as it ends
+            await judge.complete(ask)
+            clients = list(judge._pool._clients)
+            assert clients and not any(c.is_closed() for c in clients)
+            return clients
+
+        assert all(c.is_closed() for c in asyncio.run(used()))  # no aiohttp session left open

@@ -4,10 +4,11 @@ the identity, and one request with its error mapping and re-asks of malformed re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -97,24 +98,42 @@ def counting_http_client(sdk: Any, deadline_s: float | None = None, ssl_context:
     return client
 
 
+async def _closed_at_loop_end(clients: list[Any]) -> AsyncGenerator[None, None]:
+    """Held open until it is closed: by :meth:`LoopClients.aclose`, or by its loop as the loop ends (``asyncio.run``
+    closes the async generators still open); then closes ``clients``."""
+    try:
+        yield
+    finally:
+        for client in clients:
+            await client.close()
+
+
 class LoopClients:
     """A judge's SDK clients, made for the event loop that sends through them.  An aiohttp session belongs to
     the loop it was opened on: a judge used from another loop (a second ``asyncio.run``, a notebook cell after
     a run) gets fresh clients, and clients closed by :meth:`aclose` are made again when next used.  ``wanted``
-    clients are kept and used in turn."""
+    clients are kept and used in turn.  Clients a loop ends with are closed as it ends (``asyncio.run`` closes
+    the async generators still open, and one of them holds the clients), so a judge used from ``asyncio.run``
+    without :meth:`aclose` leaves no aiohttp session open."""
 
     def __init__(self, make: Callable[[], Any], wanted: int = 1) -> None:
         self._make, self.wanted = make, wanted
         self._clients: list[Any] = []
+        self._closers: list[AsyncGenerator[None, None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._turn = 0
 
     def _current(self) -> list[Any]:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # the clients of another loop (closed, or not this one's) are not used here
-            self._clients, self._loop = [], loop
-        while len(self._clients) < self.wanted:
-            self._clients.append(self._make())
+        if loop is not self._loop:  # the clients of another loop (closed, or not this one's) are not used here;
+            self._clients, self._closers, self._loop = [], [], loop  # that loop closes them (its closers' ends)
+        if len(self._clients) < self.wanted:
+            made = [self._make() for _ in range(self.wanted - len(self._clients))]
+            self._clients.extend(made)
+            closer = _closed_at_loop_end(made)
+            with contextlib.suppress(StopIteration):  # run to its yield now (the loop tracks it from its first
+                closer.__anext__().send(None)  # step on), and held here until it is closed
+            self._closers.append(closer)
         return self._clients
 
     def next(self) -> Any:
@@ -128,9 +147,9 @@ class LoopClients:
         return self._current()[0]
 
     async def aclose(self) -> None:
-        clients, self._clients, self._loop = self._clients, [], None
-        for client in clients:
-            await client.close()
+        closers, self._clients, self._closers, self._loop = self._closers, [], [], None
+        for closer in closers:  # each closes its clients
+            await closer.aclose()
 
 
 class ServerJudge(Judge):
