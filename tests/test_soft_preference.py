@@ -116,9 +116,12 @@ def test_soft_is_refused_where_there_is_no_pair_or_no_probability(method: str, c
     with Store(tmp_path / "s.db") as store, pytest.raises(ConfigError, match=why):
         run(items(), make_judge("scripted?slot=true"), store, RunConfig(method=method, options=options))
     with pytest.raises(ConfigError, match="needs --verdict expected"):
-        reasoned = SbsConfig(prompt="II-reason", preference="soft")  # reasons before its verdict: no slot
+        reasoned = SbsConfig(prompt="II-reason", preference="soft", verdict="text")  # its verdict read as text
         run_sbs([SbsItem(id="p", question="q?", candidate="c", baseline="b")], make_judge("scripted?slot=true"),
                 Store(":memory:"), reasoned, source="t")
+    slotted = run_sbs([SbsItem(id="p", question="q?", candidate="c", baseline="b")], make_judge("scripted?slot=true"),
+                      Store(":memory:"), SbsConfig(prompt="II-reason", preference="soft"), source="t")
+    assert slotted.summary()["invalid_requests"] == 0  # gated (issue 51): its slot, after the reasoning, under auto
     with pytest.raises(ConfigError, match="unknown preference"):
         run(items(), make_judge("scripted?slot=true"), Store(":memory:"),
             RunConfig(method="knockout", options=MethodOptions(preference="argmax")))
