@@ -15,7 +15,7 @@ import pytest
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.judges import make_judge
-from knockout.methods._anchors import MIN_GAP, NULL_ANSWER, Anchors, resolve_anchors
+from knockout.methods._anchors import MIN_GAP, NULL_ANSWER, Anchors, anchored_words, resolve_anchors
 from knockout.methods._base import MethodOptions
 from knockout.methods._run import RunConfig, run, run_id_for
 from knockout.storage._store import Store
@@ -90,6 +90,11 @@ def test_the_shift_moves_by_the_gap_between_full_points_and_the_reference() -> N
     assert a.read(2.0) == pytest.approx(3.5) and a.read(3.5) == 5 and a.read(4.5) == 5  # clipped to the scale
     assert Anchors(reference=5.0, null=None, max_points=5).read(2.0) == 2.0  # a reference at full points: unmoved
     assert a.record(2.0) == {"grade_raw": 2.0, "reference": 3.5, "null": None, "scale": 1.0, "shift": 1.5}
+    assert anchored_words(a.record(2.0)) == ("the judge's grade 2.00, moved by +1.50: the gap between full points "
+                                             "and its grade of the reference (3.50)")
+    line = Anchors(reference=3.5, null=1.0, max_points=5)
+    assert anchored_words(line.record(2.25)) == ("the judge's grade 2.25, read on the line through its grades of the "
+                                                 "reference (3.50: full points) and of a null answer (1.00: none)")
     assert resolve_anchors("shift", "individual") == "shift"
     with pytest.raises(ConfigError, match="--anchors shift: reference anchors are for individual grading"):
         resolve_anchors("shift", "knockout")

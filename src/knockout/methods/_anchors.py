@@ -32,6 +32,7 @@ constant at the humans' mean and raises the demo exam's significantly (docs/meth
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from knockout.data._records import Answer, Question
 from knockout.errors import ConfigError
@@ -47,7 +48,7 @@ MIN_GAP = 0.1
 
 
 def resolve_anchors(option: str, method: str) -> str:
-    """``on`` or ``off``, checked: ``on`` needs individual grading."""
+    """The mode (``off``, ``on``, ``shift``), checked: anchors need individual grading."""
     if option not in ANCHOR_MODES:
         raise ConfigError(f"unknown anchors mode '{option}' (known: {', '.join(ANCHOR_MODES)})")
     if option != "off" and method != "individual":
@@ -101,3 +102,15 @@ class Anchors:
         if self.null is None:
             rec["shift"] = self.shift
         return rec
+
+
+def anchored_words(anchored: dict[str, Any]) -> str:
+    """An anchored answer's details (:meth:`Anchors.record`, or why its anchors were not used) in words."""
+    if anchored.get("error"):
+        return str(anchored["error"])
+    judge = f"the judge's grade {anchored['grade_raw']:.2f}"
+    if anchored.get("shift") is not None:
+        return (f"{judge}, moved by {anchored['shift']:+.2f}: the gap between full points and its grade of the "
+                f"reference ({anchored['reference']:.2f})")
+    return (f"{judge}, read on the line through its grades of the reference ({anchored['reference']:.2f}: full "
+            f"points) and of a null answer ({anchored['null']:.2f}: none)")

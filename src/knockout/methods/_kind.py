@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from knockout.data._records import Answer, ItemSet, Question
+from knockout.methods._anchors import anchored_words
 from knockout.methods._run import GradeRun, GradeSummary
 from knockout.runs import Column, ReportOptions, ReportPage, RunKind
 from knockout.storage._store import MatchRow, RunRecord, Store
@@ -163,13 +164,7 @@ class GradeKind(RunKind):
             view["facts"].append(("Grades received", ", ".join(str(s) for s in d["scores"])))
         anchored = d.get("anchored")
         if isinstance(anchored, dict):  # reference anchors: the judge's grade read on its question's anchors
-            view["facts"].append(("Anchors", anchored["error"] if anchored.get("error") else
-                                  f"the judge's grade {anchored['grade_raw']:.2f}, moved by {anchored['shift']:+.2f}: "
-                                  f"the gap between full points and its grade of the reference "
-                                  f"({anchored['reference']:.2f})" if anchored.get("shift") is not None else
-                                  f"the judge's grade {anchored['grade_raw']:.2f}, read on the line through its "
-                                  f"grades of the reference ({anchored['reference']:.2f}: full points) and of a "
-                                  f"null answer ({anchored['null']:.2f}: none)"))
+            view["facts"].append(("Anchors", anchored_words(anchored)))
         readers = d.get("readers")
         if isinstance(readers, dict):  # two readers: both readings beside the grade they make
             view["facts"].append(("Readers", readers_words(readers)))
