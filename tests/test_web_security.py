@@ -251,12 +251,15 @@ def serve() -> Iterator[Any]:
 
 
 def burst(base: str, n: int) -> list[int]:
-    """``n`` bad logins at once, each its own client, with distinct (unknown) user names."""
+    """``n`` bad logins at once, each its own client, with distinct (unknown) user names: every client fetches its
+    login form first, then all post together (without the barrier the posts could trickle in one by one)."""
     statuses: list[int] = []
+    together = threading.Barrier(n)
 
     def one(i: int) -> None:
         with httpx.Client(base_url=base, headers={"Origin": base}, timeout=60) as c:
             token = csrf_of(c.get("/login").text)
+            together.wait(60)
             r = c.post("/login", data={"csrf": token, "username": f"nobody{i}", "password": "wrong password"})
             statuses.append(r.status_code)
 
