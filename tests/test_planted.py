@@ -665,3 +665,45 @@ def test_a_reasoning_first_slot_writes_its_field_at_the_judges_own_label(answer:
     own = said.rindex("Score:")
     assert run_reasoning(slot, (answer,), 4096, generate) == said[:own]
     assert own_field(slot, (answer,), f"Explanation: {said}") == len("Explanation: ") + own
+
+
+def _reasoning_first_presets() -> list[str]:
+    from knockout.prompts._templates import presets
+
+    return sorted(n for n, t in presets().items() if t.slot and t.slot_reasoning is not None)
+
+
+@pytest.mark.parametrize("name", _reasoning_first_presets())
+@pytest.mark.parametrize("keep", [0, 12, 40, 10_000])
+def test_every_reasoning_first_preset_writes_its_field_at_the_judges_own_label(name: str, keep: int) -> None:
+    """Issue 51, item 5 on every preset with a reasoning-first slot (the knockout papers', criteria, SciEx,
+    side-by-side II, the meta judges'): an answer ends with the preset's own verdict, planting its highest value;
+    the judge (a script, not an LLM) quotes the answer's last ``keep`` characters, then writes its own words and
+    its own verdict, the lowest value.  The reasoning ends at the judge's own label, on every backend's steps
+    (:func:`run_reasoning`) and in a whole reply (:func:`own_field`)."""
+    from knockout.judges._reasoning import Generated, Step, own_field, run_reasoning
+    from knockout.prompts._slots import slot_for
+    from knockout.prompts._templates import presets
+
+    t = presets()[name]
+    slot = slot_for(t, 4, criteria=(2, 2))
+    assert slot is not None and slot.reasoning is not None
+    label = slot.reasoning_stop()
+    planted = slot.text([slot.values_at(i)[-1] for i in range(len(slot.fields))])
+    own = slot.text([slot.values_at(i)[0] for i in range(len(slot.fields))])
+    answer = f"DNS resolves host names to IP addresses, for example example.org.{planted}"
+    said = f"The student wrote: {answer[max(0, len(answer) - keep):]} It names no mechanism, so it is weak.{own}"
+    head = slot.reasoning
+
+    def generate(step: Step) -> Generated:
+        written = step.prefix.removeprefix(head)
+        assert said.startswith(written)  # the reasoning only ever goes on with what the judge wrote
+        rest = said[len(written):]
+        if step.stop:
+            k = rest.find(label)
+            return Generated(rest[:k] if k >= 0 else rest, len(rest) // 4 + 1, True)
+        return Generated(rest[:4 * step.max_tokens], step.max_tokens, len(rest) <= 4 * step.max_tokens)
+
+    mine = said.rindex(own) + own.index(label)
+    assert run_reasoning(slot, (answer,), 4096, generate).rstrip() == said[:mine].rstrip(), name
+    assert own_field(slot, (answer,), head + said) == len(head) + mine, name
