@@ -1,7 +1,9 @@
 """The meta-judge's verdict in a slot (issue 51; docs/meta-evaluation.md#the-verdict-slot): the meta presets that
 give a verdict (JDEval's and MDEval's better assistant, JDEval-i's and BSMEval's solve score) declare a
-reasoning-first slot that ``knockout meta --verdict expected|constrained`` fills; ``auto`` and ``text`` read the free
-text as before.  Meta-judge: scripted with ``slot=true`` (a SIMULATION that says it is one)."""
+reasoning-first slot that ``knockout meta --verdict expected|constrained`` fills; ``auto`` fills it too for the
+frameworks whose accuracy gate found no loss (JDEval, JDEval-i: bench/meta_mtbench.py --vs-text) and reads the
+others' free text; ``text`` reads the free text as before.  Meta-judge: scripted with ``slot=true`` (a SIMULATION
+that says it is one)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ from tests.test_meta_authors import openmeva
 from tests.test_meta_cli import knockout
 
 META = sorted(n for n in presets() if n.startswith("meta-"))
+#: the meta presets whose gate (bench/meta_mtbench.py --verdict expected --vs-text, docs/methods.md) found no loss:
+#: --verdict auto reads their slot; MDEval's judge and BSMEval's solve step keep text there until theirs is run
+GATED = {n for n in META if n == "meta-jdeval" or n.startswith("meta-jdeval-i-")}
 CLASSES = ("Assistant1", "Assistant2", "equally good")
 #: the text parser of each verdict-giving preset, and the value it reads from the slot's written reply
 TEXT_READ = {"meta-better": (parse_better, "Assistant2", "winner", Verdict.B),
@@ -34,20 +39,20 @@ TEXT_READ = {"meta-better": (parse_better, "Assistant2", "winner", Verdict.B),
 
 
 @pytest.mark.parametrize("name", META)
-def test_every_meta_verdict_has_a_reasoning_first_slot_that_auto_leaves_off(name: str) -> None:
+def test_every_meta_verdict_has_a_reasoning_first_slot_that_auto_uses_once_gated(name: str) -> None:
     t = presets()[name]
     if not gives_verdict(t):  # a debater's argument, BSMEval's criteria: free text
         assert not t.slot and slot_for(t, 5) is None and set(verdict_modes(t).values()) == {"-"}
         assert "not a verdict" in slot_words(t)
         return
     slot = slot_for(t, 5)
-    assert slot is not None and slot.reasoning is not None and not t.slot_auto
+    assert slot is not None and slot.reasoning is not None and t.slot_auto == (name in GATED)
     assert slot.values == (CLASSES if slot.kind == "choice" else ("1", "2", "3", "4", "5"))
     first = slot.reasoning_stop()
     assert first.startswith("<") and first in t.template + t.system  # the tag the prompt asks the verdict in
     assert slot.reasoning.strip() in t.template + t.system  # the reply begins where the prompt's format does
-    assert "verdict slot" in t.changes and "slot_auto = false" in t.changes
-    assert verdict_modes(t)["llamacpp"] == "text; the slot when named"
+    assert "verdict slot" in t.changes and ("slot_auto = false" in t.changes) == (not t.slot_auto)
+    assert verdict_modes(t)["llamacpp"] == ("expected" if t.slot_auto else "text; the slot when named")
     # the reply the slot writes reads the same with the text parser: the slot asks what the prompt asks
     parse, value, key, read = TEXT_READ[t.parser]
     written = slot.written([value], "my reasoning")
@@ -91,20 +96,24 @@ def _attempts(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [a for r in results for a in r["details"]["attempts"]]
 
 
-def test_jdeval_reads_the_slot_when_named_and_text_otherwise(tmp_path: Path) -> None:
+def test_jdeval_reads_its_slot_under_auto_and_text_when_named(tmp_path: Path) -> None:
     auto, auto_rows = _run(tmp_path, "jdeval", "auto")
-    text, _ = _run(tmp_path, "jdeval", "text")
+    text, text_rows = _run(tmp_path, "jdeval", "text")
     named, rows = _run(tmp_path, "jdeval", "constrained")
-    assert auto["verdict"] == text["verdict"] == "text" and auto["run_id"] == text["run_id"]  # as before slots
-    assert all("verdict" not in a for a in _attempts(auto_rows))
-    assert named["verdict"] == "constrained" and named["run_id"] != auto["run_id"] and named["invalid"] == 0
+    assert text["verdict"] == "text" and all("verdict" not in a for a in _attempts(text_rows))  # as before slots
+    assert auto["verdict"] == "expected" and auto["run_id"] not in (text["run_id"], named["run_id"])  # gated
+    assert auto["invalid"] == 0 and all(a["verdict"]["mode"] == "expected" for a in _attempts(auto_rows))
+    assert named["verdict"] == "constrained" and named["run_id"] != text["run_id"] and named["invalid"] == 0
     assert named["judge_calls"] == 18  # the slot is in the cache key: asked again
     for r in rows:
         a = r["details"]["attempts"][-1]
         assert a["verdict"]["mode"] == "constrained" and a["verdict"]["chosen"][0] in CLASSES
         assert a["reply"].startswith("<Reasoning_for_choosing_better_answer>\nsimulated reasoning (scripted judge).")
         assert r["details"]["winner"] == Verdict.parse(a["verdict"]["chosen"][0])
-    assert [e["evaluator"] for e in named["ranking"]] == [e["evaluator"] for e in auto["ranking"]]
+    assert [e["evaluator"] for e in named["ranking"]] == [e["evaluator"] for e in text["ranking"]]
+    # MDEval's judge is not gated yet: auto reads its text, as before slots
+    md, _ = _run(tmp_path, "mdeval", "auto", draws=1, db="md.db")
+    assert md["verdict"] == "text"
 
 
 def test_mdeval_asks_a_decision_written_as_text_again_in_the_slot(tmp_path: Path) -> None:
@@ -149,7 +158,10 @@ def test_cli_verdict_option_and_presets_listing(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["verdict"] == "constrained"
     res = knockout("meta", str(folder), "--meta-judge", "scripted?slot=true", "--framework", "jdeval-i",
-                   "-o", str(tmp_path / "m.db"), "-q", "--shuffles", "20")
+                   "-o", str(tmp_path / "m.db"), "--json", "-q", "--shuffles", "20")
+    assert res.returncode == 0 and json.loads(res.stdout)["verdict"] == "expected"  # auto: the gated slot
+    res = knockout("meta", str(folder), "--meta-judge", "scripted?slot=true", "--framework", "jdeval-i",
+                   "--verdict", "text", "-o", str(tmp_path / "m.db"), "-q", "--shuffles", "20")
     assert res.returncode == 0 and "verdicts read from free text" in " ".join(res.stdout.split())
     res = knockout("meta", str(folder), "--meta-judge", "scripted", "--verdict", "expected", "-o",
                    str(tmp_path / "m.db"))
@@ -157,7 +169,8 @@ def test_cli_verdict_option_and_presets_listing(tmp_path: Path) -> None:
     listed = {p["name"]: p for p in json.loads(knockout("presets", "--json").stdout)}
     assert listed["meta-jdeval"]["slot"] == "one of Assistant1 / Assistant2 / equally good, reasoning first"
     assert listed["meta-bsmeval-solve-text"]["slot"] == "grade 1-5, reasoning first"
-    assert listed["meta-jdeval-i-summeval"]["verdict"]["anthropic"] == "text; the slot when named"
+    assert listed["meta-jdeval-i-summeval"]["verdict"]["anthropic"] == "constrained"
+    assert listed["meta-bsmeval-solve-text"]["verdict"]["anthropic"] == "text; the slot when named"
     assert listed["meta-mdeval-debater"]["verdict"]["llamacpp"] == "-"
 
 

@@ -4,8 +4,9 @@ The run id is a hash of the framework, its options, the analysis options, the me
 debater's) identity, the generation parameters and the verdicts, so the same command twice is the
 same run and the second one is served from the cache; a killed run resumes.  ``--verdict`` (``MetaConfig.verdict``)
 chooses how the meta-judge's verdicts are read: a named slot mode (``expected``, ``constrained``) fills the meta
-presets' verdict slots (:mod:`knockout.meta._slots`), ``auto`` and ``text`` read the free text as before (the
-meta presets' slots are ``slot_auto = false``); the mode enters the run's identity only where a slot is read.
+presets' verdict slots (:mod:`knockout.meta._slots`), ``auto`` fills those whose accuracy gate was run (JDEval's,
+JDEval-i's) and reads the others' free text (``slot_auto = false``), ``text`` reads the free text as before; the
+mode enters the run's identity only where a slot is read.
 The lifecycle is :mod:`knockout.runs`'s; frameworks are found by name in :data:`knockout.meta.frameworks`.
 """
 
@@ -171,7 +172,7 @@ class MetaRun(Run[MetaReport]):
         from knockout.prompts._slots import resolve_verdict
 
         mode = resolve_verdict(cfg.verdict, judge)  # an unknown mode, or one the meta-judge lacks: refused here
-        #: a slot mode named by --verdict (the meta presets' slots are used only then: slot_auto = false)
+        #: a slot mode named by --verdict (the presets with slot_auto = false are read in their slot only then)
         self.verdict_named = cfg.verdict in MODES
         used = presets_used(cfg.options.framework, self.vs, cfg.options.prompts)
         reads_slot = mode != "text" and any(t.slot and (t.slot_auto or self.verdict_named) for t in used)
