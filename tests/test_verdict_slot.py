@@ -388,10 +388,9 @@ def test_anthropic_tool_call_is_read_exactly_from_the_body_as_sent(raw_input: st
         assert read.ok and read.value == grade and done.text == "Score: 4.5/5 Explanation: mostly right"
 
 
-def test_criteria_questions_in_an_auto_slot_run_are_said_to_be_read_from_text(tmp_path: Path) -> None:
-    """Under --verdict auto a criteria rubric's preset reads its text (its slot waits for its accuracy gate:
-    ``slot_auto = false``), and the run says so per question; a named mode fills its criteria slot
-    (test_reasoning_slot.py)."""
+def test_criteria_questions_in_an_auto_slot_run_are_read_in_their_slot(tmp_path: Path) -> None:
+    """Under --verdict auto a criteria rubric's preset fills its slot like every other question's (its gate:
+    docs/methods.md#reasoning-first-slots), and the run says one mode; ``--verdict text`` reads both from text."""
     from knockout.data._records import Criterion
     from knockout.reports import load_run
 
@@ -407,16 +406,16 @@ def test_criteria_questions_in_an_auto_slot_run_are_said_to_be_read_from_text(tm
         rep = run(items, judge, store, RunConfig(method="individual",
                                                  options=MethodOptions(reference=True, verdict="auto")))
         used = load_run(store, rep.run_id).header()["used"]["verdict"]
-        only = run(ItemSet(qs[1:], answers[2:], source="only-criteria"), judge, store, RunConfig(method="individual",
-                                           options=MethodOptions(reference=True, verdict="auto")))
+        text = run(items, judge, store, RunConfig(method="individual",
+                                                  options=MethodOptions(reference=True, verdict="text")))
     s = rep.summary()
-    assert s["invalid"] == 0
-    assert s["verdict"] == "mixed" and s["verdict_questions"] == {"expected": 1, "text": 1}
-    assert {k: used[k] for k in ("mode", "questions")} == {"mode": "mixed", "questions": {"expected": 1, "text": 1}}
-    assert used["graded"] == 2  # the judge's spread: of the two answers read from the slot
+    assert s["invalid"] == 0 and s["verdict"] == "expected" and not s.get("verdict_questions")
+    # the judge's spread: of the two single-grade answers (a criteria verdict, one distribution per criterion, has
+    # no spread computed for it)
+    assert used["mode"] == "expected" and used["graded"] == 2
     assert [r.details.get("criteria") is not None for r in rep.results] == [False, False, True, True]
-    assert only.summary()["verdict"] == "text"  # every question read from text: the run says text
+    assert all(a["verdict"]["mode"] == "expected" for r in rep.results for a in r.details["attempts"])
+    assert text.summary()["verdict"] == "text"
     from knockout.cli._main import verdict_words
 
-    words = verdict_words(s["verdict"], s["verdict_questions"])  # the CLI's summary line
-    assert "verdict slot" in words and "free text" in words and "1 question" in words
+    assert verdict_words("mixed", {"expected": 1, "text": 1}) != verdict_words(s["verdict"], None)

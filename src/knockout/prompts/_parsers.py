@@ -8,8 +8,9 @@ the maximum is 5) is invalid, and the engine retries it with a format reminder.
 **The path of templates without a verdict slot.**  Every preset that produces a verdict declares a slot
 (:mod:`knockout.prompts._slots`, docs/methods.md#the-verdict-slot); these parsers read the free text where no slot
 is filled: a user's template without one, a backend without slot modes (batch judges, another server), a run with
-``--verdict text``, and the presets whose slot ``--verdict auto`` leaves off until their accuracy gate
-(``slot_auto = false``).  A run that reads them says ``verdict: text``.
+``--verdict text``, and a template whose slot ``--verdict auto`` leaves off (``slot_auto = false``: among the
+presets, only two meta-evaluation families', whose own parsers are :mod:`knockout.meta._parsers`).  A run that
+reads them says ``verdict: text``.
 
 A parser reads only the judge's own verdict (:mod:`knockout.prompts._copies`: the reply and the shown texts
 normalised alike, never across a marker, copied by position not by value, the last own verdict).
