@@ -211,6 +211,26 @@ def test_the_judges_own_spread_feeds_the_review_queue(tmp_path: Path) -> None:
     assert used["mode"] == "expected" and used["graded"] == len(items) and 0 < used["mean_spread"] < 0.5
 
 
+def test_a_criteria_grades_spread_is_that_of_the_sum_of_its_criteria() -> None:
+    """A criteria grade read from the slot (a distribution per criterion, each on its own points) feeds the review
+    queue with the spread of their sum, the criteria taken as independent; German decimal commas alike."""
+    import math
+
+    from knockout.judges._slot import verdict_spread
+
+    def details(chosen: list[str], probs: list[list[float]], points: list[float]) -> dict[str, object]:
+        return {"attempts": [{"verdict": {"mode": "expected", "chosen": chosen, "probs": probs}}],
+                "criteria": [{"criterion": f"c{i}", "points": p} for i, p in enumerate(points)]}
+
+    one = [0.5, 0.0, 0.5]  # 0 or 1 point out of 1: SD 0.5
+    two = [0.0, 0.0, 0.5, 0.0, 0.5]  # 1 or 2 points out of 2: SD 0.5
+    sd = verdict_spread(details(["0", "1"], [one, two], [1, 2]), 3)
+    assert sd == pytest.approx(math.sqrt(0.5 ** 2 + 0.5 ** 2))
+    assert verdict_spread(details(["0", "1,5"], [one, two], [1, 2]), 3) == pytest.approx(sd)
+    assert verdict_spread(details(["0", "1"], [one, [1.0, 0.0, 0.0, 0.0, 0.0]], [1, 2]), 3) == pytest.approx(0.5)
+    assert verdict_spread(details(["0"], [one], [1, 2]), 3) is None  # not one distribution per criterion
+
+
 def test_a_side_by_side_verdict_comes_from_the_choice_slot(tmp_path: Path) -> None:
     from knockout.sbs import SbsConfig, run_sbs
     from knockout.sbs._data import SbsItem
@@ -410,9 +430,8 @@ def test_criteria_questions_in_an_auto_slot_run_are_read_in_their_slot(tmp_path:
                                                   options=MethodOptions(reference=True, verdict="text")))
     s = rep.summary()
     assert s["invalid"] == 0 and s["verdict"] == "expected" and not s.get("verdict_questions")
-    # the judge's spread: of the two single-grade answers (a criteria verdict, one distribution per criterion, has
-    # no spread computed for it)
-    assert used["mode"] == "expected" and used["graded"] == 2
+    # the judge's spread: of every answer (a criteria grade's: of the sum of its criteria's distributions)
+    assert used["mode"] == "expected" and used["graded"] == 4
     assert [r.details.get("criteria") is not None for r in rep.results] == [False, False, True, True]
     assert all(a["verdict"]["mode"] == "expected" for r in rep.results for a in r.details["attempts"])
     assert text.summary()["verdict"] == "text"

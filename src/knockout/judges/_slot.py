@@ -422,14 +422,26 @@ def first_better(slot: Slot, verdict: Any) -> float | None:
 
 def verdict_spread(details: dict[str, Any], max_points: float) -> float | None:
     """The standard deviation (points) of the judge's distribution over the grades behind an individual grade
-    read from a verdict slot's token probabilities (its last attempt's ``verdict``); None without one."""
+    read from a verdict slot's token probabilities (its last attempt's ``verdict``); None without one.  A criteria
+    grade (``details["criteria"]``: a distribution per criterion, each on its own points) is their sum: its
+    spread is that of a sum of the criteria's distributions taken as independent."""
     attempts = details.get("attempts") or []
     verdict = attempts[-1].get("verdict") if attempts and isinstance(attempts[-1], dict) else None
     if not isinstance(verdict, dict) or verdict.get("mode") != "expected":
         return None
-    values = score_values(max_points)
+    criteria = details.get("criteria")
+    points = ([float(c["points"]) for c in criteria if isinstance(c, dict) and "points" in c]
+              if isinstance(criteria, list) else [])
     chosen = verdict.get("chosen")
-    if isinstance(chosen, list) and chosen and isinstance(chosen[0], str) and "," in chosen[0]:
-        values = tuple(v.replace(".", ",") for v in values)
-    read = read_verdict(Slot("score", ("",), values), verdict)
-    return None if read.error is not None or read.fallback else read.spread[0]
+    comma = any(isinstance(c, str) and "," in c for c in chosen) if isinstance(chosen, list) else False
+
+    def allowed(top: float) -> tuple[str, ...]:
+        return tuple(v.replace(".", ",") for v in score_values(top)) if comma else score_values(top)
+
+    if points and isinstance(criteria, list) and len(points) == len(criteria):
+        choices = tuple(allowed(p) for p in points)
+        slot = Slot("criteria", ("",) * len(points), choices[0], choices=choices)
+    else:
+        slot = Slot("score", ("",), allowed(max_points))
+    read = read_verdict(slot, verdict)
+    return None if read.error is not None or read.fallback else math.sqrt(sum(sd * sd for sd in read.spread))
