@@ -9,7 +9,7 @@ the maximum is 5) is invalid, and the engine retries it with a format reminder.
 (:mod:`knockout.prompts._slots`, docs/methods.md#the-verdict-slot); these parsers read the free text where no slot
 is filled: a user's template without one, a backend without slot modes (batch judges, another server), a run with
 ``--verdict text``, and a template whose slot ``--verdict auto`` leaves off (``slot_auto = false``: among the
-presets, only two meta-evaluation families', whose own parsers are :mod:`knockout.meta._parsers`).  A run that
+presets, only two meta-evaluation families', which the meta feature's own parsers read).  A run that
 reads them says ``verdict: text``.
 
 A parser reads only the judge's own verdict (:mod:`knockout.prompts._copies`: the reply and the shown texts
