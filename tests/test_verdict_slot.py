@@ -425,7 +425,8 @@ def test_criteria_questions_in_an_auto_slot_run_are_read_in_their_slot(tmp_path:
     with Store(tmp_path / "s.db") as store:
         rep = run(items, judge, store, RunConfig(method="individual",
                                                  options=MethodOptions(reference=True, verdict="auto")))
-        used = load_run(store, rep.run_id).header()["used"]["verdict"]
+        loaded = load_run(store, rep.run_id)
+        used = loaded.header()["used"]["verdict"]
         text = run(items, judge, store, RunConfig(method="individual",
                                                   options=MethodOptions(reference=True, verdict="text")))
     s = rep.summary()
@@ -437,4 +438,10 @@ def test_criteria_questions_in_an_auto_slot_run_are_read_in_their_slot(tmp_path:
     assert text.summary()["verdict"] == "text"
     from knockout.cli._main import verdict_words
 
-    assert verdict_words("mixed", {"expected": 1, "text": 1}) != verdict_words(s["verdict"], None)
+    assert verdict_words(s["verdict"], None) == verdict_words("expected")
+    # a run that read some questions from text (a store written before the gates, or a template whose slot auto
+    # leaves off) is still said so per question, by the CLI's summary line and the report
+    words = verdict_words("mixed", {"expected": 1, "text": 1})
+    assert "verdict slot" in words and "free text" in words and "1 question" in words
+    assert {k: v for k, v in loaded.verdict_used("mixed", {"expected": 1, "text": 1}).items()
+            if k in ("mode", "questions")} == {"mode": "mixed", "questions": {"expected": 1, "text": 1}}
