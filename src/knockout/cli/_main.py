@@ -58,8 +58,8 @@ VERDICT_WORDS = {
 
 
 def verdict_words(verdict: str, questions: dict[str, int] | None = None) -> str:
-    """A run's verdict mode in words; a mixed run's (some questions' prompts have no verdict slot, a criteria
-    rubric's) with the questions read each way."""
+    """A run's verdict mode in words; a mixed run's (some questions read from free text, others from a slot) with
+    the questions read each way."""
     if verdict != "mixed" or not questions:
         return VERDICT_WORDS.get(verdict, verdict)
     return "; ".join(f"{VERDICT_WORDS.get(m, m)}: {n} question{'s' if n != 1 else ''}"

@@ -71,8 +71,8 @@ class GradeSummary(RunSummary):
     agreement: dict[str, Any]
     info: dict[str, Any] | None = None
     #: how the judge's verdicts were read (docs/methods.md#the-verdict-slot): expected, constrained or text; mixed
-    #: when some questions' prompts have no verdict slot (a criteria rubric's): read from text, counted in
-    #: ``verdict_questions``
+    #: when some questions' prompts are read from text and others from a slot (no run of presets since issue 51's
+    #: gates), counted in ``verdict_questions``
     verdict: str = "text"
     #: the persuasion guard (docs/injection.md), when on: answers checked, flagged (graded again without the parts
     #: aimed at the grader), lowered (the second grade was lower: kept), errors (no valid second grade)
@@ -337,8 +337,8 @@ class GradeRun(Run[RunReport]):
 
     def verdict_read(self) -> tuple[str, dict[str, int] | None]:
         """How the run read its verdicts, per question: its slot mode when every question's prompt has a slot,
-        ``text`` when none has (or the run reads text), else ``mixed`` with the questions per mode (a criteria
-        rubric's prompt has no slot: its verdicts are read from free text, and the run says so)."""
+        ``text`` when none has (or the run reads text), else ``mixed`` with the questions per mode (a question whose
+        prompt has no slot, or one ``--verdict auto`` leaves off, is read from free text, and the run says so)."""
         mode = self.cfg.options.verdict
         if mode not in MODES:
             return mode, None
