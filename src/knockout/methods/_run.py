@@ -202,7 +202,7 @@ class GradeRun(Run[RunReport]):
         verdict = resolve_verdict(cfg.options.verdict, judge)  # the mode this judge gives: recorded with the run
         guard = resolve_guard(cfg.options.guard, cfg.method, verdict)  # likewise the guard's
         resolve_anchors(cfg.options.anchors, cfg.method)  # an unknown mode, or anchors without individual grading
-        from knockout.meaning import resolve_readers
+        from knockout.grading import resolve_readers
 
         readers, self.readers_off = resolve_readers(cfg.options.readers, cfg.method, judge.simulated)
         named = cfg.options.verdict_named or cfg.options.verdict in MODES  # a slot mode asked for by name
