@@ -158,6 +158,9 @@ def main() -> int:
     c.add_argument("--judge", default="llamacpp")
     f = sub.add_parser("fit")
     f.add_argument("--no-write", action="store_true")
+    f.add_argument("--alphas", type=float, nargs="+", default=[1.0, 3.0])
+    f.add_argument("--pick", help="the candidate to ship (default: the best Mohler CV Pearson whose non-answers "
+                   "stay at most 0.25 of max on average)")
     args = ap.parse_args()
     if args.cmd == "collect":
         return collect(args)

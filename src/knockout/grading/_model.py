@@ -209,9 +209,9 @@ class GradeModel:
         full = float(np.clip(self._side(row, sides["full"]), 0.0, 1.0))
         meaning = None
         share, capped = full, False
-        if "meaning" in sides and self.margin is not None:
+        if "meaning" in sides:
             meaning = float(np.clip(self._side(row, sides["meaning"]), 0.0, 1.0))
-            if full > meaning + self.margin:
+            if self.margin is not None and full > meaning + self.margin:
                 share, capped = meaning + self.margin, True
         return Prediction(round(share, 6), round(full, 6), None if meaning is None else round(meaning, 6), capped, p)
 

@@ -127,7 +127,9 @@ class RunReport:
         for d in rs:
             if d.get("why_not"):
                 why[d["why_not"]] = why.get(d["why_not"], 0) + 1
-        return {"mode": "two", "combined": sum(d.get("combined") is not None for d in rs),
+        model = next((f"{d['model']}@{d.get('model_sha')}" for d in rs if d.get("model")), None)
+        return {"mode": "two", **({"model": model} if model else {}),
+                "combined": sum(d.get("combined") is not None for d in rs),
                 "judge_only": sum(d.get("combined") is None for d in rs),
                 "disagree": sum(bool(d.get("disagree")) for d in rs), **({"why_not": why} if why else {})}
 

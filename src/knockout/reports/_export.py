@@ -44,11 +44,13 @@ def export_rows(store: Store, run: RunRecord) -> list[dict[str, Any]]:
 #: probability-weighted mean of the judge's distribution over the grades, not the number its reply states);
 #: ``judge_replies`` is the judge's text, every reply of the item joined by `` ||| ``; ``flagged`` (1/0; empty where the
 #: persuasion guard did not run) and ``grade_full``: the grade the answer would have had without the guard;
-#: ``grade_judge``, ``grade_meaning`` and ``meaning_similarity``: the two readers' readings of a grade they made
-#: (points; the similarity as read; empty where the grade is the judge's alone), ``readers_disagree`` (1/0)
+#: ``grade_judge``, ``grade_meaning`` and ``meaning_similarity``: the judge's grade, the grade model's meaning side
+#: (points) and the similarity as read, of a grade the model made (empty where the grade is the judge's alone),
+#: ``readers_disagree`` (1/0: the cap bound), ``grade_model`` (the model's name and digest) and ``readings`` (every
+#: reading the model read, JSON)
 CSV_HEADER = ["run_id", "kind", "method", "judge", "status", "simulated_judge", "item_id", "question_id", "grade",
               "valid", "error", "judge_replies", "flagged", "grade_full", "grade_judge", "grade_meaning",
-              "meaning_similarity", "readers_disagree"]
+              "meaning_similarity", "readers_disagree", "grade_model", "readings"]
 
 
 def _text_cells(row: list[Any]) -> list[Any]:
@@ -79,6 +81,8 @@ def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
             " ||| ".join(r["replies"]), "" if g is None else int(bool(g.get("flagged"))), "" if full is None else full,
             *("" if rd.get(k) is None else rd[k] for k in ("judge", "meaning", "similarity")),
             "" if not rd else int(bool(rd.get("disagree"))),
+            "" if not rd.get("model") else f"{rd['model']}@{rd.get('model_sha')}",
+            "" if not rd.get("readings") else json.dumps(rd["readings"], sort_keys=True),
         ]))
         yield buf.getvalue()
         buf.seek(0)
