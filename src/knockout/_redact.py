@@ -85,10 +85,12 @@ _WORD = re.compile(r"[^\s'\"]+")
 
 
 # a path segment shaped like a credential: a known key prefix (OpenAI, Anthropic, GitHub, Slack, Google, Hugging
-# Face, Groq, AWS ...), or a long run of key characters holding letters and digits (a hex, base64url or UUID token)
+# Face, Groq, AWS ...), a hex or UUID token of 24 characters or more, or a base64url token of 32 or more holding
+# letters and digits; a model name (``Llama-3.1-8B-Instruct``, ``Qwen2-7B-Instruct-GPTQ-Int4``) is none of them
 _KEY_PREFIX = re.compile(r"(?i)(?:sk|pk|rk|ak)[-_]|sk-ant-|gh[pousr]_|github_pat_|xox[abpors]-|AIza|hf_|gsk_|key[-_]"
                          r"|tok[-_]|AKIA|ASIA")
-_KEY_SHAPED = re.compile(r"(?=[\w.~+/=-]*\d)(?=[\w.~+/=-]*[A-Za-z])[\w.~+/=-]{20,}")
+_KEY_SHAPED = re.compile(r"(?=(?:[^0-9]*[0-9]){4})[0-9a-fA-F-]{24,}"
+                         r"|(?=(?:[^0-9]*[0-9]){2})(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_-]{32,}")
 
 
 def _secret_segment(segment: str, before: str | None) -> bool:
