@@ -75,9 +75,11 @@ def test_a_key_in_a_url_path_is_hidden(url: str) -> None:
 
 
 @pytest.mark.parametrize("url", ["https://api.openai.com/v1", "http://127.0.0.1:8080/v1/chat/completions",
-                                 "https://x.example/openai/deployments/gpt-4o-mini/chat"])
+                                 "https://x.example/openai/deployments/gpt-4o-2024-08-06/chat",
+                                 "https://x.example/models/meta-llama/Llama-3.1-8B-Instruct/v1",
+                                 "https://x.example/models/Qwen2-7B-Instruct-GPTQ-Int4/v1"])
 def test_an_ordinary_path_is_kept(url: str) -> None:
-    assert redact_url(url) == url
+    assert redact_url(url) == url and url_secrets(url) == set()
 
 
 def test_any_key_like_field_is_hidden_whatever_its_length() -> None:
