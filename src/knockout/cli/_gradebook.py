@@ -70,9 +70,8 @@ def gradebook(
     if not book.run.complete:
         err.print(f"[bold yellow]warning:[/] run {book.run.id} is {book.run.status}: its grades are partial")
     cal = book.calibration
-    how = ("no expert grades: no calibration" if cal is None else f"not calibrated: {cal['refused']}"
-           if "refused" in cal else cal["label"] if cal["used"] else
-           f"not calibrated: no map beat the judge's own grades ({cal['expert_grades']} expert grades)")
+    how = ("no teacher grades: the model's grades" if cal is None else f"not adapted: {cal['refused']}"
+           if "refused" in cal else cal["label"])
     src = ", ".join(f"{n} {k}" for k, n in summary["sources"].items())
     err.print(f"gradebook of run {book.run.id}: {len(book.students)} students x {len(book.questions)} questions; "
               f"grades: {src}; {how}" + (f"; written to {output}" if output is not None else ""),
