@@ -70,7 +70,7 @@ def gradebook(
     if not book.run.complete:
         err.print(f"[bold yellow]warning:[/] run {book.run.id} is {book.run.status}: its grades are partial")
     cal = book.calibration
-    how = ("no teacher grades: the model's grades" if cal is None else f"not adapted: {cal['refused']}"
+    how = ("no expert grades: the model's grades, not adapted" if cal is None else f"not adapted: {cal['refused']}"
            if "refused" in cal else cal["label"])
     src = ", ".join(f"{n} {k}" for k, n in summary["sources"].items())
     err.print(f"gradebook of run {book.run.id}: {len(book.students)} students x {len(book.questions)} questions; "
