@@ -49,9 +49,11 @@ def test_the_teachers_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(sys, "argv", ["knockout", *args])
     out, _ = cli(*args)
     assert "scripted judge: a simulation, not an LLM" in out
-    # 2. calibrate: 6 expert grades in the file, a linear map
+    # 2. calibrate: 6 expert grades in the file move the model to the teacher's level
     out, _ = cli("calibrate", "teach.db", "--resamples", "200")
-    assert "linear" in out and "6 answers" in out
+    out = " ".join(out.split())
+    assert "adapted to the teacher's level on 6 teacher grades" in out and "6 answers" in out
+    assert "grades written" in out
     # 3. the web app: the exam, and the teacher as its organizer
     cli("import", str(TEACHER), "--db", "teach.db")
     CliInput.users_add("teacher")
@@ -67,7 +69,7 @@ def test_the_teachers_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
             assert page.url.endswith("/exam/teach")
             assert "6 grades imported from the data, 0 by you, of 18 answers" in page.inner_text("#grade-counts")
             card = page.locator("#grade-next")
-            assert "Grade these next" in card.inner_text() and "calibrated" in card.inner_text()
+            assert "Grade these next" in card.inner_text() and "adapted to the teacher's level" in card.inner_text()
             assert "a simulation, not an LLM" in card.inner_text()
             links = card.locator("a")
             assert links.count() == 5

@@ -1,5 +1,5 @@
-"""Issue 41: calibration that keeps the judge's order inside a question (the ``per-question`` map, a choice
-that must beat the judge's own grades by a standard error) and the trust marks (a question's reliability,
+"""Issue 41 and 58: the teacher's grades move the model (never far on a few grades, never above raw on average
+in the teachers' simulation) and the trust marks (a question's reliability,
 ``needs expert``; the persuasion defence's ``flagged``) wherever a grade is shown.
 
 The grades are simulated: ``bench/calibration_draws.py``'s squeezed exam (the issue's situation, no judge) and
@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from knockout.calibration import Graded
-from knockout.calibration._fit import Fitted, _arrays, choose
+from knockout.calibration import Graded, calibrate
 from knockout.calibration._trust import NEEDS_EXPERT_WORDS, THRESHOLD, question_reliability, trust_marks
 from knockout.cli._main import app
 from knockout.data._records import Answer, ItemSet, Question
@@ -40,89 +39,60 @@ def bench() -> Any:
     return mod
 
 
-# -- calibration: the per-question map and the choice --------------------------------------------------------
-def test_two_expert_grades_per_question_cut_the_rmse_of_a_squeezed_judge() -> None:
-    """The issue's done-when on its simulated situation (squeezed grades, level off per question, order partly
-    right inside questions): 10 draws of 2 expert grades per question, no draw more than 0.05 points above the
-    raw grade's RMSE on the other answers, and the mean at least 10% below it."""
+# -- calibration: the teacher's grades move the model ----------------------------------------------------------
+def test_two_teacher_grades_per_question_cut_the_rmse_of_a_squeezed_judge() -> None:
+    """Issue 58 item 5's criterion on issue 41's simulated situation (squeezed grades, level off per question,
+    order partly right inside questions): 10 draws of 2 teacher grades per question, no draw worse than raw by
+    more than 0.10 of max points on the other answers, the mean not above raw (measured: 1.610 -> 1.215 points,
+    every draw below raw)."""
     b = bench()
     rows = b.squeezed_exam(63, 8, seed=0)
     got = b.draws(rows, 2, 10)
     v = b.verdict(got)
-    assert v["worst_difference"] <= 0.05 and v["mean_gain"] >= 0.10, v
-    # the judge ranks inside questions: no draw falls back to a constant (the experts' mean)
-    assert not any("constant" in r["map"] for r in got), [r["map"] for r in got]
+    assert v["never_worse_than_raw_plus_bound"] and v["bound"] == pytest.approx(0.5), v
+    assert v["mean_not_above_raw"] and v["mean_gain"] >= 0.10, v
 
 
-def test_the_per_question_map_keeps_the_order_inside_a_question() -> None:
-    """Judge grades squeezed into 0.6-0.7 of max points, levels off by question: one shared line cannot rank
-    inside questions, the per-question map can (slope never negative, even on a reversed question)."""
-    rng = np.random.default_rng(4)
-    rows = []
-    for q in range(8):
-        level = rng.uniform(0.2, 0.7)
-        sign = -1.0 if q == 7 else 1.0
-        for a in range(10):
-            z = rng.normal()
-            rows.append(Graded(f"q{q}/a{a}", f"q{q}", 5.0, 5 * (0.65 + rng.uniform(-0.01, 0.01) + 0.02 * sign * z),
-                               float(np.clip(5 * (level + 0.2 * z), 0, 5))))
-    x, y, q, e, _ = _arrays(rows)
-    pq = Fitted("per-question", x, y, q, e)
-    assert all(line[2] >= 0 for line in pq.lines.values()) and pq.shapes() == {"": "increasing"}
-    pred, shared = pq.predict(x, q, e), Fitted("linear", x, y, q, e).predict(x, q, e)
-    assert np.sqrt(np.mean((pred - y) ** 2)) < 0.7 * np.sqrt(np.mean((shared - y) ** 2))
-    inside = [np.corrcoef(pred[q == k], y[q == k])[0, 1] for k in np.unique(q)[:7]]
-    assert min(inside) > 0.5
-    assert "per question on 8 questions" in pq.describe()
-
-
-def test_a_small_samples_luck_picks_the_simplest_map() -> None:
-    """On a tiny sample a flexible map whose cross-validated error is lower by luck is not chosen (the
-    one-standard-error rule): a judge equal to the experts up to small noise keeps its own grades or has its level
-    moved a little (``shift``), never a refitted line."""
-    from knockout.calibration._fit import Fitted
-
+def test_a_small_sample_of_a_right_model_barely_moves_it() -> None:
+    """A model equal to the teacher up to small noise, 12 teacher grades: the grades move by little (before, the
+    one-standard-error rule had to keep a refitted line from a small sample's lucky fold; the prior does it)."""
     rng = np.random.default_rng(0)
     rows = [Graded(f"q{q}/a{a}", f"q{q}", 5.0, float(v), float(np.clip(v + rng.normal(0, 0.3), 0, 5)))
             for q in range(3) for a in range(4) for v in [float(rng.integers(0, 6))]]
-    x, y, q, e, _ = _arrays(rows)
-    for seed in range(5):
-        pick = choose(x, y, q, e, seed)[0]
-        assert pick in ("raw", "shift")
-        assert np.max(np.abs(Fitted(pick, x, y, q, e).predict(x, q, e) - np.clip(x, 0, 1))) < 0.05
+    cal = calibrate(rows, seed=0, resamples=0, refits=0, heldout=False)
+    assert cal.moved["max"] < 0.25 and abs(cal.adaptation["exams"][""]["slope"] - 1) < 0.1  # points; 5 max
 
 
-def test_a_judge_off_in_level_is_shifted_on_12_expert_grades() -> None:
-    """Issue 41's small exams: 6 questions with 2 expert grades each, the judge ranking partly right but its level
-    0.25 of max points too high everywhere: the level is corrected (before, the guard kept ``raw`` on such a
-    sample because no map beat it by a clustered standard error)."""
+def test_a_model_off_in_level_is_moved_on_12_teacher_grades() -> None:
+    """Issue 41's small exams: 6 questions with 2 teacher grades each, the model's level 0.25 of max points too
+    high everywhere: the level is moved most of the way down (before, the guard kept ``raw`` on such a sample)."""
     rng = np.random.default_rng(3)
     y = rng.uniform(0.1, 0.7, 12)
     x = np.clip(y + 0.25 + rng.normal(0, 0.08, 12), 0, 1)
-    q = np.array([f"q{i // 2}" for i in range(12)])
-    picks = [choose(x, y, q, np.array([""] * 12), seed)[0] for seed in range(5)]
-    assert "raw" not in picks and "shift" in picks
-
-
-def test_isotonic_is_not_chosen_on_a_handful_of_grades() -> None:
-    """A step per distinct grade fits the noise of a few grades (issue 41: one draw's isotonic map raised the
-    held-out RMSE from 1.56 to 2.02 points): below ISOTONIC_MIN grades it is never chosen."""
-    from knockout.calibration._fit import ISOTONIC_MIN
-
-    rng = np.random.default_rng(5)
-    q = np.array([f"q{i // 2}" for i in range(12)])
-    for seed in range(10):  # 12 grades with a step in them: isotonic would win by more than a standard error
-        x = rng.choice([0.5, 0.55, 0.6, 0.65, 0.7, 0.75], 12)
-        y = np.clip(np.where(x < 0.62, 0.1, 0.9) + rng.normal(0, 0.03, 12), 0, 1)
-        assert choose(x, y, q, np.array([""] * 12), seed)[0] != "isotonic"
-    assert ISOTONIC_MIN == 20
+    rows = [Graded(f"q{i // 2}/a{i}", f"q{i // 2}", 1.0, float(x[i]), float(y[i])) for i in range(12)]
+    cal = calibrate(rows, seed=0, resamples=0, refits=0)
+    assert cal.adaptation["exams"][""]["level"] < -0.15
+    assert cal.figures["rmse_calibrated"] < 0.5 * cal.figures["rmse_raw"]
 
 
 def test_calibration_draws_bench_runs_without_a_judge() -> None:
     out = subprocess.run([sys.executable, str(ROOT / "bench/calibration_draws.py"), "--synthetic", "--questions",
                           "20", "--answers", "6", "--exams", "1", "--draws", "3"], capture_output=True, text=True,
                          timeout=120)
-    assert "| mean |" in out.stdout and "RMSE calibrated" in out.stdout, out.stderr
+    assert "| mean |" in out.stdout and "RMSE adapted" in out.stdout and "criterion" in out.stdout, out.stderr
+
+
+def test_the_teachers_simulation_runs_on_mohler_dev_with_a_stand_in() -> None:
+    """Issue 58 item 5's simulation on mohler-dev (the stand-in grades: no LLM): every exam's row, the worst
+    draw and the criterion."""
+    mohler = ROOT.parent / "shared" / "data" / "mohler-dev" / "mohler_dev.csv"
+    if not mohler.exists():
+        pytest.skip("no shared mohler-dev data")
+    out = subprocess.run([sys.executable, str(ROOT / "bench/calibration_draws.py"), "--mohler", str(mohler),
+                          "--draws", "2", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count("| mohler-dev assignment ") == 12 and "stand-in noise" in out.stdout
+    assert "the criterion met on 12 of 12 exams" in out.stdout
 
 
 # -- a question's reliability ----------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def test_exam_page_offers_grade_these_next(tmp_path: Path) -> None:
     cli("users", "add", "prof", "--db", str(db), "--exam", "demo-en", "--password-stdin", stdin=PASSWORD + "\n")
     prof = client_for(db, "prof")
     page = prof.get("/exam/demo-en").text
-    assert 'id="grade-next"' in page and "judge&#39;s grade (no calibration: 0 answers have both" in page
+    assert 'id="grade-next"' in page and "the model&#39;s grade (not adapted: 0 answers have both" in page
     # each number in plain words (issue 36): why an answer is listed, the priority as its weighted sum
     assert "few expert grades on this question: 0 of its 6 answers (coverage 1.00 = 1 / (1 + 0))" in page
     assert re.search(r"<td>\d\.\d\d = [^<]*\(coverage\)", page) and "calibrated, " not in page
@@ -63,9 +63,8 @@ def test_exam_page_counts_the_imported_grades(tmp_path: Path) -> None:
     page = prof.get("/exam/teach").text
     assert "6 grades imported from the data, 0 by you, of 18 answers" in page
     assert page.count('class="muted imported">(2 imported)') == 3  # ada, ben and dan: 2 graded answers each
-    # the review queue leaves the imported grades out: 12 answers without an expert grade, calibrated
-    assert 'id="grade-next"' in page and ("calibrated (linear, 6 expert grades)" in page or
-                                       "calibrated (per-question, 6 expert grades)" in page)
+    # the review queue leaves the imported grades out: 12 answers without an expert grade, adapted
+    assert 'id="grade-next"' in page and "adapted to the teacher&#39;s level on 6 teacher grades" in page
 
 
 def test_exam_page_says_why_there_is_no_list_and_how_to_resume(tmp_path: Path,

@@ -1,17 +1,16 @@
 """Calibration of a judge against experts: prediction-powered estimates (``_ppi``: a figure of the experts'
 grades from the judge's grades on every answer and the experts' on a subset, PPI++ through ``ppi-python``),
 the judge's own noise (``_noise``: test-retest reliability of repeated draws, the spread per answer,
-intervals with the draw-to-draw variance), the map from judge grades to expert grades (``_fit``: linear,
-isotonic, per-question offsets, chosen by cross-validation, figures on held-out answers; ``_run``: a stored
-run's, as ``knockout calibrate`` and ``report --calibrate`` show it) and the review queue of the answers an
-expert grade would help most (``_review``: ``knockout review``).  See docs/calibration.md."""
+intervals with the draw-to-draw variance), the grade model adapted to the teacher's grades (``_fit``: an
+exam-level offset and slope and per-question offsets with the frozen model as prior, figures on held-out answers;
+``_run``: a stored run's, as ``knockout calibrate`` and ``report --calibrate`` show it) and the review queue of
+the answers an expert grade would help most (``_review``: ``knockout review``).  See docs/calibration.md."""
 
 from typing import TYPE_CHECKING
 
 from knockout._lazy import lazy_exports
 
 _EXPORTS = {
-    "MAPS": "knockout.calibration._fit",
     "MIN_GRADES": "knockout.calibration._fit",
     "Calibration": "knockout.calibration._fit",
     "Graded": "knockout.calibration._fit",
@@ -34,7 +33,6 @@ _EXPORTS = {
     "trust_marks": "knockout.calibration._trust",
 }
 __all__ = [
-    "MAPS",
     "MIN_GRADES",
     "MIN_LABELLED",
     "Calibration",
@@ -60,7 +58,6 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:
     from knockout.calibration._fit import (
-        MAPS,
         MIN_GRADES,
         Calibration,
         Graded,

@@ -5,8 +5,8 @@ priority is their weighted sum (:data:`WEIGHTS`).  A signal the run does not hav
 repeated samples, too few expert grades for a calibration) is 0 for every answer and so leaves the order to
 the others.
 
-* ``uncertainty``: the calibrated grade's standard deviation over bootstrap refits of the map
-  (:func:`knockout.calibration.calibrate`), as a share of max points;
+* ``uncertainty``: the adapted grade's standard deviation over bootstrap refits of the adaptation to the
+  teacher's grades (:func:`knockout.calibration.calibrate`), as a share of max points;
 * ``jury``: a jury's spread (highest minus lowest member grade, share of max points);
 * ``flips``: the share of the answer's debiased-knockout matches whose winner changes with the order shown;
 * ``samples``: the standard deviation of the grades of repeated draws (a result's ``details["draws"]`` as
@@ -14,10 +14,10 @@ the others.
 * ``spread``: the standard deviation of the judge's own distribution over the grades, where its grade is the
   expected grade of its token probabilities (``--verdict expected``: the verdict slot kept with each reply),
   share of max points;
-* ``boundary``: closeness of the (calibrated, else raw) grade to a grade boundary: 1 half-way between two
+* ``boundary``: closeness of the (adapted, else the model's) grade to a grade boundary: 1 half-way between two
   grades of the experts' grid (where rounding flips), 0 on a grade;
 * ``coverage``: ``1 / (1 + n)``, ``n`` the question's expert grades: a question no expert graded yet has the
-  most to gain (a per-question offset needs :data:`~knockout.calibration._fit.MIN_PER_QUESTION` grades).
+  most to gain (its own level is shrunk towards the exam's by ``n / (n + k)``: each grade moves it further).
 
 The trust marks (:mod:`knockout.calibration._trust`) come before the priority: answers the persuasion defence
 flagged first, then the answers of questions the judge cannot grade reliably (``needs expert``), then the rest;
@@ -25,8 +25,8 @@ the priority orders each group.  An entry's ``marks`` and ``trust`` say which an
 
 Each answer carries its reasons in plain words (``why``: what each signal above 0 means for it, with the number
 beside) and its priority spelled out as the weighted sum (``priority_words``).  Answers whose priorities tie
-(to 1e-9) are listed by question, then answer id, and marked (``ties``: how many share the priority).  When the
-calibration declined every map (``raw``), the grades are the judge's and are labelled so, never "calibrated".
+(to 1e-9) are listed by question, then answer id, and marked (``ties``: how many share the priority).  With too
+few teacher grades to adapt to, the grades are the model's and are labelled so, never "adapted".
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from typing import Any
 import numpy as np
 
 from knockout.calibration._fit import (
-    CONSTANT,
     Calibration,
     Graded,
     _grid_step,
@@ -68,8 +67,8 @@ def reasons(s: Mapping[str, float], *, grade: float, max_points: float, step: fl
         if v <= 0:
             continue
         if k == "uncertainty":
-            out.append(f"the calibrated grade is uncertain: ± {v * max_points:.2f} points over refits of the map "
-                       f"(uncertainty {v:.2f} of max points)")
+            out.append(f"the adapted grade is uncertain: ± {v * max_points:.2f} points over refits of the "
+                       f"adaptation (uncertainty {v:.2f} of max points)")
         elif k == "jury":
             out.append(f"the jury's members disagree by {v * max_points:.2f} points (jury {v:.2f} of max points)")
         elif k == "flips":
@@ -118,8 +117,6 @@ def rank(rows: Sequence[Graded], signals: Mapping[str, Mapping[str, float]], cal
         total_q[r.question_id] = total_q.get(r.question_id, 0) + 1
         if r.expert is not None:
             per_q[r.question_id] = per_q.get(r.question_id, 0) + 1
-    # a calibration that declined every map gives the judge's grades: not "calibrated"
-    mapped = calibration if calibration is not None and calibration.map != "raw" else None
     out: list[dict[str, Any]] = []
     for r in rows:
         if r.expert is not None or r.judge is None:
@@ -139,8 +136,8 @@ def rank(rows: Sequence[Graded], signals: Mapping[str, Mapping[str, float]], cal
         marks = trust.marks(r.id) if trust is not None else []
         out.append({"answer_id": r.id, "question_id": r.question_id, "judge": r.judge, "max_points": r.max_points,
                     "marks": marks, "trust": trust.words(r.id) if trust is not None else "",
-                    "calibrated": mapped.grades.get(r.id) if mapped else None,
-                    "calibrated_sd": mapped.sd.get(r.id) if mapped else None,
+                    "calibrated": calibration.grades.get(r.id) if calibration else None,
+                    "calibrated_sd": calibration.sd.get(r.id) if calibration else None,
                     "priority": priority, "signals": s,
                     "priority_words": f"{priority:.2f} = " + (" + ".join(terms) if terms else "0: no signal"),
                     "why": reasons(s, grade=grade, max_points=r.max_points, step=step,
@@ -154,27 +151,23 @@ def rank(rows: Sequence[Graded], signals: Mapping[str, Mapping[str, float]], cal
 
 
 def calibration_words(cal: Calibration | None, rows: Sequence[Graded]) -> dict[str, Any]:
-    """What the queue's grades are: calibrated (the map, its label) or the judge's, and why not calibrated."""
+    """What the queue's grades are: adapted to the teacher's (how, its label) or the model's, and why not."""
     if cal is None:
         why = enough(rows) or "not calibrated"
-        return {"calibrated": False, "map": None, "label": f"judge's grade (no calibration: {why})",
-                "why_not": why, "constant": False}
-    if cal.map == "raw":
-        why = (f"no map beat the judge's own grades in cross-validation on {cal.expert_grades} expert grades")
-        return {"calibrated": False, "map": "raw", "expert_grades": cal.expert_grades,
-                "label": label_for("raw", cal.expert_grades), "why_not": why, "constant": False}
-    return {"calibrated": True, "map": cal.map, "expert_grades": cal.expert_grades, "label": cal.label,
-            "constant": cal.constant}
+        return {"calibrated": False, "map": None, "label": f"the model's grade (not adapted: {why})",
+                "why_not": why}
+    return {"calibrated": True, "map": cal.map, "expert_grades": cal.expert_grades,
+            "label": label_for(cal.expert_grades)}
 
 
 def grade_words(q: Mapping[str, Any], cal: Mapping[str, Any]) -> str:
-    """The queue entry's calibrated grade in words: the grade ± its spread and what they mean, or why none."""
+    """The queue entry's adapted grade in words: the grade ± its spread and what they mean, or why none."""
     if q["calibrated"] is None:
         return f"- ({cal['label']})"
     sd = float(q["calibrated_sd"] or 0.0)
-    words = (f"{q['calibrated']:.2f} ± {sd:.2f}" +
-             (" (every refit of the map gives this grade)" if sd < 0.005 else " (sd over refits of the map)"))
-    return words + (f"; {CONSTANT}" if cal.get("constant") else "")
+    return (f"{q['calibrated']:.2f} ± {sd:.2f}" +
+            (" (every refit of the adaptation gives this grade)" if sd < 0.005 else
+             " (sd over refits of the adaptation)"))
 
 
 def run_signals(loaded: Any) -> dict[str, dict[str, float]]:
@@ -224,7 +217,7 @@ def review_loaded(loaded: Any, *, seed: int = 0, weights: Mapping[str, float] | 
             "needs_expert": {r.question_id: r.words() for r in trust.unreliable()},
             "flagged": {aid: trust.grade_full(aid) for aid in trust.flagged},
             "calibration": None if cal is None else {"map": cal.map, "expert_grades": cal.expert_grades,
-                                                     "label": cal.label, "constant": cal.constant},
+                                                     "label": cal.label},
             "grades": words,
             "expert_grades": sum(r.expert is not None for r in rows), "weights": {**WEIGHTS, **(weights or {})}}
 
@@ -257,7 +250,7 @@ def queue_tables(queue: dict[str, Any], n: int) -> list[Any]:
             (f" ({queue['trust_words']})" if queue.get("trust_words") else ""))
     ties = tie_note(shown)
     return [Table(f"grade these next ({len(queue['queue'])} answers without an expert grade)",
-                  ["#", "answer", "question", "judge (points)", "calibrated ± sd (points)", "priority",
+                  ["#", "answer", "question", "judge (points)", "adapted ± sd (points)", "priority",
                    "why", "trust"], rows, note + (f"; {ties}" if ties else ""))]
 
 

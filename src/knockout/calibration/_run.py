@@ -1,17 +1,17 @@
 """The calibration of a stored grading run: ``knockout calibrate``, ``report --calibrate``, ``grade --calibrate``,
 the ``calibrated`` tidy table of ``export`` and the web app's calibrated column.
 
-The expert grades are the run's human grades: its data file's and the web app's (``web:<user>``), as
-:func:`knockout.reports.load_run` reads them.  Every calibrated grade is shown labelled as calibrated, with the
-map and the number of expert grades behind it (:func:`label`), and, when the map is constant, that the judge
-does not rank the answers (the experts' mean); when calibration declined every map, as the judge's grade.
+The teacher grades are the run's human grades: its data file's and the web app's (``web:<user>``), as
+:func:`knockout.reports.load_run` reads them.  Every adapted grade is shown labelled as moved by the teacher's
+grades, with how many (:func:`label`); the table of ``knockout calibrate`` says how far the grades it writes
+moved and which grades its held-out figures measure.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from knockout.calibration._fit import Calibration, calibrate, first_per_question, graded_rows, label_for
+from knockout.calibration._fit import FOLDS, Calibration, calibrate, first_per_question, graded_rows, label_for
 from knockout.reports._runs import LoadedRun
 from knockout.reports._tables import Table, kv, num, with_ci
 
@@ -20,8 +20,8 @@ SECTION = "calibrated"
 
 
 def label(section: dict[str, Any]) -> str:
-    """How a calibrated grade is labelled wherever it is shown (:func:`knockout.calibration._fit.label_for`)."""
-    return label_for(section["map"], section["expert_grades"], section.get("shapes"))
+    """How an adapted grade is labelled wherever it is shown (:func:`knockout.calibration._fit.label_for`)."""
+    return label_for(section["expert_grades"])
 
 
 def figure(f: dict[str, Any], key: str) -> str:
@@ -44,9 +44,9 @@ def difference(f: dict[str, Any], key: str) -> str:
 
 def calibrate_loaded(run: LoadedRun, *, per_question: int | None = None, seed: int = 0,
                      resamples: int = 1000) -> dict[str, Any]:
-    """The calibration section of a loaded grading run (raises ConfigError when there are too few expert
-    grades).  ``per_question``: fit on that many expert-graded answers per question (drawn with ``seed``) and
-    compute the figures on the others (what experts who graded only these would get)."""
+    """The calibration section of a loaded grading run (raises ConfigError when there are too few teacher
+    grades).  ``per_question``: adapt on that many teacher-graded answers per question (drawn with ``seed``) and
+    compute the figures on the others (what a teacher who graded only these would get)."""
     rows = graded_rows(run.items, run.results)
     fit = first_per_question(rows, per_question, seed) if per_question else None
     cal: Calibration = calibrate(rows, fit_ids=fit, seed=seed, resamples=resamples)
@@ -61,61 +61,66 @@ def calibrate_loaded(run: LoadedRun, *, per_question: int | None = None, seed: i
     return section
 
 
+def moved_words(section: dict[str, Any]) -> str:
+    """How far the grades written moved from the model's, in words."""
+    m = section.get("moved") or {}
+    return (f"{int(m.get('answers', 0))} answers' grades: moved by {float(m.get('mean', 0.0)):.2f} points on "
+            f"average, at most {float(m.get('max', 0.0)):.2f} (adapted minus the model's grade)")
+
+
 def calibration_tables(section: dict[str, Any]) -> list[Table]:
-    """The calibration's tables: the map chosen, the held-out figures before and after."""
+    """The calibration's tables: the adaptation and the grades it writes, the held-out figures before and
+    after."""
     f = section["figures"]
-    fit = (f"{section['per_question']} expert grades per question ({section['expert_grades']} answers)"
-           if section.get("per_question") else f"every expert grade ({section['expert_grades']} answers)")
-    held = ("the other expert-graded answers (holdout)" if section["heldout"] == "holdout" else
-            "each answer predicted by a map chosen and fitted without it (nested cross-validation)")
-    cv = ", ".join(f"{m} {v:.3f}" for m, v in section["cv_rmse"].items())
-    if section["map"] == "raw":
-        note = "no map beat the judge's own grades in cross-validation: the grades stay the judge's; "
-    elif section.get("constant"):
-        note = ("the chosen map gives every answer the same grade (the experts' mean): the judge does not rank "
-                "these answers, and the calibrated grades say nothing about any single answer; ")
+    n = section["expert_grades"]
+    fit = (f"{section['per_question']} teacher grades per question ({n} answers)"
+           if section.get("per_question") else f"every teacher grade ({n} answers)")
+    if section["heldout"] == "holdout":
+        held = ("the other teacher-graded answers (holdout): their adapted grades here are exactly the grades "
+                "written for them")
+        measures = "the grades written for the held-out answers"
     else:
-        note = ""
-    t1 = kv("calibration: judge grades mapped to expert grades", [
-        ("fitted on", fit),
-        ("map chosen by cross-validation", f"{section['map']}: {section['description']}"),
-        ("cross-validated RMSE of each map (share of max)", cv),
+        held = (f"each teacher-graded answer's grade adapted on the other folds ({min(FOLDS, int(f['n']))}-fold "
+                f"cross-validation, never on its own grade); the grades written come from the adaptation on all "
+                f"{n}, the same procedure on a few more grades")
+        measures = "each graded answer's grade adapted without it (cross-validation), not the grades written"
+    t1 = kv("calibration: the model adapted to the teacher's level", [
+        ("adapted on", fit),
+        ("adaptation", section["description"]),
+        ("grades written", moved_words(section)),
         ("figures computed on", f"{f['n']} held-out answers of {f['questions']} questions: {held}"),
-        *([("expert grades left out (web app)", ", ".join(f"{n} {why}" for why, n in sorted(left.items())))]
+        *([("teacher grades left out (web app)", ", ".join(f"{k} {why}" for why, k in sorted(left.items())))]
           if (left := section.get("expert_grades_left_out")) else []),
-    ], note + "the grades are labelled as such everywhere they are shown: " + section["label"] +
-        "; a map never reverses the judge's order (a linear slope is at least 0)")
-    flat = ""
-    if section.get("constant") and section["heldout"] != "holdout":
-        flat = " (a constant map: the folds' maps differ only in their means, which is no ranking)"
+    ], "the grades are labelled as such everywhere they are shown: " + section["label"] +
+        "; the frozen model is the prior, so a few teacher grades move the grades a little and many as far as "
+        "they say")
     rows = [
         ["RMSE (points) [95% CI]", figure(f, "rmse_raw"), figure(f, "rmse_calibrated"),
          figure(f, "rmse_difference")],
-        ["Pearson (share of max points) [95% CI]", figure(f, "pearson_raw"),
-         figure(f, "pearson_calibrated") + (flat if f.get("pearson_calibrated") is not None else ""),
+        ["Pearson (share of max points) [95% CI]", figure(f, "pearson_raw"), figure(f, "pearson_calibrated"),
          difference(f, "pearson")],
-        ["Cohen's kappa, quadratic (points) [95% CI]", figure(f, "kappa_raw"),
-         figure(f, "kappa_calibrated") + (flat if f.get("kappa_calibrated") is not None else ""),
+        ["Cohen's kappa, quadratic (points) [95% CI]", figure(f, "kappa_raw"), figure(f, "kappa_calibrated"),
          difference(f, "kappa")],
     ]
     no_ci = any("--resamples 0" in str(v) for k, v in f.items() if k.endswith("_ci_why"))
     step = f.get("kappa_step")
-    same = ("the same answers and unit as knockout report's Pearson when every expert-graded answer is held "
+    same = ("the same answers and unit as knockout report's Pearson when every teacher-graded answer is held "
             "out in turn" if section["heldout"] != "holdout" else
-            "knockout report's Pearson is over every expert-graded answer, these over the held-out ones only")
-    t2 = Table("held-out agreement with the experts: judge grades before and after calibration",
-               ["figure", "raw judge", "calibrated", "calibrated - raw"], rows,
-               "held-out answers only, never those a map was fitted on; RMSE in points, Pearson on each grade as a "
-               f"share of its question's max points ({same}); " +
+            "knockout report's Pearson is over every teacher-graded answer, these over the held-out ones only")
+    t2 = Table("held-out agreement with the teacher: the model's grades before and after the adaptation",
+               ["figure", "model (raw)", "adapted", "adapted - raw"], rows,
+               f"held-out answers only, never those whose teacher grade the adaptation was given; adapted: "
+               f"{measures}; RMSE in points, Pearson on each grade as a share of its question's max points "
+               f"({same}); " +
                ("no CIs: --resamples 0" if no_ci else "95% CIs: cluster bootstrap over questions") +
                (f"; kappa on grades rounded to steps of {num(step)}" if step else
-                "; kappa: the expert grades are on no half-point grid"))
+                "; kappa: the teacher grades are on no half-point grid"))
     return [t1, t2]
 
 
 def calibrated_rows(section: dict[str, Any], rows: list[dict[str, Any]], id_key: str = "answer_id"
                     ) -> list[dict[str, Any]]:
-    """``rows`` (one per answer) with the calibrated grade beside the raw one, labelled."""
+    """``rows`` (one per answer) with the adapted grade beside the model's, labelled."""
     out = []
     for r in rows:
         aid = str(r.get(id_key))
@@ -127,7 +132,7 @@ def calibrated_rows(section: dict[str, Any], rows: list[dict[str, Any]], id_key:
 
 
 def section_or_refusal(run: LoadedRun, **kw: Any) -> dict[str, Any]:
-    """The section, or ``{"refused": why}`` when there are too few expert grades (a report still prints)."""
+    """The section, or ``{"refused": why}`` when there are too few teacher grades (a report still prints)."""
     from knockout.errors import ConfigError
 
     try:

@@ -10,8 +10,8 @@ queue):
   defended one, and ``details["guard"]["grade_full"]`` the grade it would have had.
 
 **The reliability of a question** (:func:`question_reliability`) estimates the Pearson correlation, inside the
-question, between the judge's grades and the experts' -- the signal a map that keeps the judge's order inside a
-question can use.  From what a run has without new judge calls (grades as shares of max points):
+question, between the judge's grades and the experts' -- how far the judge's order inside a question can be
+trusted.  From what a run has without new judge calls (grades as shares of max points):
 
 * the judge's **spread**: ``s``, the standard deviation of its grades over the question's answers; a judge that
   gives every answer the same grade ranks nothing (estimate 0);

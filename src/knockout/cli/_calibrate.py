@@ -1,4 +1,5 @@
-"""``knockout calibrate`` (judge grades mapped to expert grades) and ``knockout review`` (what to grade next)."""
+"""``knockout calibrate`` (the model's grades adapted to the teacher's level) and ``knockout review`` (what to
+grade next)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from knockout.cli._common import JsonOpt, check_outputs, fail, options, out, pri
 from knockout.errors import KnockoutError
 
 PerQuestion = Annotated[int | None, typer.Option(
-    "--per-question", help="fit on this many expert-graded answers per question (drawn with --seed) and "
-    "compute the figures on the other expert-graded answers: what experts who graded only these would get")]
+    "--per-question", help="adapt on this many teacher-graded answers per question (drawn with --seed) and "
+    "compute the figures on the other teacher-graded answers: what a teacher who graded only these would get")]
 
 
 PartialOpt = Annotated[bool, typer.Option("--partial", help="read a run that is not complete (incomplete, "
@@ -40,7 +41,7 @@ def after_grade(store: Path, run_id: str) -> dict[str, Any]:
 def calibrate(
     run: Annotated[str, typer.Argument(help="the SQLite store (STORE or STORE:RUN_ID; default: its latest grade run)")],
     per_question: PerQuestion = None,
-    output: Annotated[Path | None, typer.Option("--output", "-O", help="write every answer's raw and calibrated "
+    output: Annotated[Path | None, typer.Option("--output", "-O", help="write every answer's model and adapted "
                                                 "grade (CSV, or JSONL by the suffix .jsonl)")] = None,
     resamples: Annotated[int, typer.Option("--resamples", help="bootstrap resamples for the 95% CIs (0: "
                                            "none; at most 100,000)")] = 1000,
@@ -48,9 +49,10 @@ def calibrate(
     partial: PartialOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Fit a map from the judge's grades to the expert grades (the data file's human grades and the web app's),
-    chosen by cross-validation (linear, isotonic, linear with per-question offsets, or none), and show RMSE,
-    Pearson and kappa before and after on held-out answers only."""
+    """Adapt the model's grades to the teacher's level (the data file's human grades and the web app's): an
+    exam-level offset and slope and per-question offsets with the frozen model as prior, so a few teacher grades
+    move the grades a little; show how far the grades written moved, and RMSE, Pearson and kappa before and after
+    on held-out answers only."""
     from knockout._bounds import Calibrating, Seeded
     from knockout.calibration._run import calibrate_loaded, calibrated_rows, calibration_tables
 
@@ -72,7 +74,7 @@ def calibrate(
         out.print("[bold yellow]warning:[/] the judge of this run is the scripted SIMULATION, not an LLM")
     print_tables(calibration_tables(section))
     if output is not None:
-        out.print(f"raw and calibrated grades written to {output}")
+        out.print(f"model and adapted grades written to {output}")
 
 
 def _rows(loaded: Any) -> list[dict[str, Any]]:

@@ -30,11 +30,11 @@ def gradebook(
     as_json: JsonOpt = False,
 ) -> None:
     """One row per student (examinee), a column per question with the final grade: the expert's where there is
-    one (the data file's human grades and the web app's), else the calibrated grade with its error (when
-    `knockout calibrate` chose a map), else the judge's; the total; each grade's source (expert, calibrated,
-    judge, none), or the trust mark that replaces it where no expert graded the answer (flagged: the persuasion
-    defence flagged it, with the grade it would have had; needs expert: the judge cannot grade its question
-    reliably)."""
+    one (the data file's human grades and the web app's), else the grade adapted to the teacher's level with its
+    error (as `knockout calibrate` adapts it, when there are expert grades), else the judge's; the total; each
+    grade's source (expert, calibrated, judge, none), or the trust mark that replaces it where no expert graded
+    the answer (flagged: the persuasion defence flagged it, with the grade it would have had; needs expert: the
+    judge cannot grade its question reliably)."""
     from knockout.data._output import atomic_output
     from knockout.reports._gradebook import FORMATS, check, left_out_line, write
     from knockout.reports._gradebook import gradebook as build
@@ -70,9 +70,8 @@ def gradebook(
     if not book.run.complete:
         err.print(f"[bold yellow]warning:[/] run {book.run.id} is {book.run.status}: its grades are partial")
     cal = book.calibration
-    how = ("no expert grades: no calibration" if cal is None else f"not calibrated: {cal['refused']}"
-           if "refused" in cal else cal["label"] if cal["used"] else
-           f"not calibrated: no map beat the judge's own grades ({cal['expert_grades']} expert grades)")
+    how = ("no expert grades: the model's grades, not adapted" if cal is None else f"not adapted: {cal['refused']}"
+           if "refused" in cal else cal["label"])
     src = ", ".join(f"{n} {k}" for k, n in summary["sources"].items())
     err.print(f"gradebook of run {book.run.id}: {len(book.students)} students x {len(book.questions)} questions; "
               f"grades: {src}; {how}" + (f"; written to {output}" if output is not None else ""),

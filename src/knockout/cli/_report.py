@@ -42,10 +42,10 @@ def report(
                                     "exam, question, task, max_points, round, meta:KEY")] = "",
     html: HtmlOpt = None,
     viewer_url: ViewerOpt = None,
-    calibrate: Annotated[bool, typer.Option("--calibrate", help="grading runs: add the calibration of the judge's "
-                                            "grades to the expert grades (knockout calibrate)")] = False,
+    calibrate: Annotated[bool, typer.Option("--calibrate", help="grading runs: add the grades adapted to the "
+                                            "teacher's level on the expert grades (knockout calibrate)")] = False,
     per_question: Annotated[int | None, typer.Option("--calibrate-per-question", help="with --calibrate: "
-                                                     "fit on this many expert grades per question (1 or more)")] = None,
+                                                     "adapt on this many expert grades per question (1+)")] = None,
     resamples: Resamples = DEFAULT_RESAMPLES,
     seed: Seed = 0,
     as_json: JsonOpt = False,

@@ -9,6 +9,8 @@ them (``x``), the adapted grade of any answer of that exam is
   answers), are the posterior mean of a Bayesian linear regression of ``y - x`` with the frozen model as prior:
   ``a ~ N(0, offset_sd^2)``, ``d ~ N(0, slope_sd^2)``, noise ``N(0, noise_sd^2)`` (closed form: ridge towards the
   model);
+  the slope is never below 0 (the model's order is never reversed: where the posterior mean would, the slope
+  is held at 0 and the level is the posterior mean given it);
 * ``b_q`` (a question's own level) is the mean remaining residual of the question's graded answers shrunk towards
   0 by ``n_q / (n_q + (noise_sd / question_sd)^2)``: with 2 grades a question moves by a small part of what they
   say.
@@ -95,6 +97,9 @@ def adapt(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, q: S
         design = np.column_stack([np.ones(len(xe)), xe - c])
         precision = design.T @ design / s2 + np.diag([1 / prior.offset_sd ** 2, 1 / prior.slope_sd ** 2])
         a, d = np.linalg.solve(precision, design.T @ re / s2)
+        if d < -1.0:  # never reverse the model's order: the best level with the slope held at 0
+            d = -1.0
+            a = float(np.sum(re + (xe - c)) / s2) / (len(xe) / s2 + 1 / prior.offset_sd ** 2)
         out.exams[str(exam)] = (float(a), float(d), c)
     k = (prior.noise_sd / prior.question_sd) ** 2
     pred = out.predict(xs, [str(v) for v in qs], [str(v) for v in es])

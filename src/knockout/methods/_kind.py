@@ -122,7 +122,7 @@ class GradeKind(RunKind):
         if store.has_matches(record.id):
             cols.append(Column("round", "round"))
         cal = viewer_calibration(store, record)
-        if cal is not None:  # beside the judge's grade, labelled with its map and the expert grades behind it
+        if cal is not None:  # beside the judge's grade, labelled: adapted on how many teacher grades
             cols.insert(4, Column(cal.label, "calibrated", "num"))
         return cols
 

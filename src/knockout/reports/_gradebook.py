@@ -4,10 +4,9 @@ Each answer's final grade is, in this order:
 
 * ``expert``: the expert grade (the mean of the data file's human grades and the web app's, as
   :func:`knockout.reports.load_run` reads them), when there is one;
-* ``calibrated``: the judge's grade mapped to the expert grades (:mod:`knockout.calibration._run`, the map
-  ``knockout calibrate`` chooses), with its stated error (the standard deviation over refits), when the
-  calibration chose a map (not when there are too few expert grades, or when no map beat the judge's own
-  grades);
+* ``calibrated``: the model's grade adapted to the teacher's level (:mod:`knockout.calibration._run`, as
+  ``knockout calibrate`` adapts it: the teacher's grades moved it, and its label says on how many), with its
+  stated error (the standard deviation over refits), when there are teacher grades to adapt to;
 * ``judge``: the judge's grade;
 * ``judge+meaning``: the grade of the two readers, the judge and the answer's meaning against the reference
   (:mod:`knockout.meaning`);
@@ -15,8 +14,8 @@ Each answer's final grade is, in this order:
 
 and, where there is no expert grade, the trust marks (:mod:`knockout.calibration._trust`) replace the source:
 
-* ``flagged``: the persuasion defence flagged the answer: the grade is the defended one (calibrated when a map
-  was chosen), the column ``would have had`` the grade before the defence (``details["guard"]["grade_full"]``);
+* ``flagged``: the persuasion defence flagged the answer: the grade is the defended one (adapted when there
+  are teacher grades), the column ``would have had`` the grade before the defence (``details["guard"]["grade_full"]``);
 * ``readers disagree``: the judge and the meaning reader disagreed beyond their measured spread: the grade leans
   to the lower reading; check it;
 * ``needs expert``: the judge cannot grade the answer's question reliably (its reliability below the
@@ -144,7 +143,7 @@ def build(loaded: Any, *, id_column: str = "examinee", seed: int = 0) -> Gradebo
     results = {str(r["item_id"]): r for r in loaded.results}
     expert_any = any(a.human_score is not None for a in items)
     section = section_or_refusal(loaded, seed=seed, resamples=0) if expert_any else None
-    calibrated = section is not None and "refused" not in section and section["map"] != "raw"
+    calibrated = section is not None and "refused" not in section
     calibration = None if section is None else (
         {"refused": section["refused"]} if "refused" in section else
         {"map": section["map"], "expert_grades": section["expert_grades"], "label": section["label"],
