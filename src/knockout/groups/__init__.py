@@ -19,6 +19,7 @@ from knockout.groups._stored import (
     grade_group,
     move_out,
     override,
+    run_for_answers,
     run_groups,
     split_group,
     teacher_grades,
@@ -26,5 +27,5 @@ from knockout.groups._stored import (
 )
 
 __all__ = ["Group", "GroupGrade", "RunGroups", "build_groups", "cluster", "grade_group", "import_group_grades",
-           "move_out", "override", "propose", "read_group_grades", "run_groups", "sheet_rows", "split_group",
-           "teacher_grades", "undo"]
+           "move_out", "override", "propose", "read_group_grades", "run_for_answers", "run_groups", "sheet_rows",
+           "split_group", "teacher_grades", "undo"]

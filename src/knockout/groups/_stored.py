@@ -282,3 +282,16 @@ def teacher_grades(store: Store, run_id: str) -> dict[str, dict[str, Any]]:
     ids = {a.id for a in items} if items is not None else set()
     return {r["answer_id"]: {"grader": r["grader"], "score": float(r["score"]), "via_group": r.get("via_group")}
             for r in store.annotations.grades() if r["answer_id"] in ids}
+
+
+def run_for_answers(store: Store, answer_ids: set[str]) -> str | None:
+    """The latest complete grading run in ``store`` that graded some of ``answer_ids`` (the web app's exam):
+    whose draft grades the groups of the exam are built on; None when none did."""
+    from knockout.runs import kind_of
+
+    for record in reversed(store.runs()):
+        if record.status != "complete" or not kind_of(kind_of(record.kind).reads_as(record)).grades_answers:
+            continue
+        if any(r["item_id"] in answer_ids for r in store.results(record.id, details=False)):
+            return record.id
+    return None

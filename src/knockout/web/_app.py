@@ -26,7 +26,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from knockout.storage._store import Store
-from knockout.web import _routes_auth, _routes_exams, _routes_pairs, _routes_runs
+from knockout.web import _routes_auth, _routes_exams, _routes_groups, _routes_pairs, _routes_runs
 from knockout.web._auth import HashSlots
 from knockout.web._deps import HERE, LoginRequired, Throttled, WebSettings, page, root
 
@@ -171,6 +171,6 @@ def create_app(db: str | Path, settings: WebSettings | None = None) -> FastAPI:
 
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    for module in (_routes_auth, _routes_exams, _routes_pairs, _routes_runs):
+    for module in (_routes_auth, _routes_groups, _routes_exams, _routes_pairs, _routes_runs):
         app.include_router(module.router)
     return app
