@@ -4,9 +4,10 @@ answers picked one by one (at random, and in the review queue's order).
     python bench/groups.py                          # mohler-dev and SAF, 20 draws, table + figure
     python bench/groups.py --draws 5 --plot docs/teacher-groups.png
 
-The draft grade is the meaning reader's similarity (the answer's demoted embedding against the reference's,
-:func:`knockout.meaning.read_meaning`) times the maximum: a reading that needs no LLM, so the plumbing runs in a
-few minutes; the judge's grade takes its place in a real run.  The teacher's grade of an answer is the data's
+The draft grade is a similarity to the reference times the maximum: a reading that needs no LLM.  By default
+(``--encoder tfidf``) the answers' vectors and that similarity are TF-IDF's over the demoted texts (seconds);
+``--encoder minilm`` uses the meaning reader's sentence encoder (:func:`knockout.meaning.read_meaning`, about 1 s
+per answer on the loaded 2-core machine).  The judge's grade takes its place in a real run.  The teacher's grade of an answer is the data's
 human grade (mohler-dev: the mean of its two graders; SAF, training split: its one expert).
 
 Each draw is an exam of questions drawn at random (mohler-dev 20 of 63, SAF 6 of 18).  Every strategy gets the
