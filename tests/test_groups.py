@@ -237,3 +237,24 @@ def test_propose_puts_the_group_with_most_expected_error_first() -> None:
     assert [p["group"] for p in propose({"q": [big, small]}, {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0})] == ["q#2"]
     hooked = propose({"q": [big, small]}, {}, expected_error=lambda a: 10.0 if a == "e" else 0.0)
     assert hooked[0]["group"] == "q#2"  # the grade model's expected error replaces the prior
+
+
+def test_gradebook_says_in_one_line_when_grades_rest_on_no_teacher_grade(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 61 item 6: nothing warned before export that the grades going to Moodle were the judge's as they are
+    (here the teacher's exam without its 6 file grades: no calibration, every grade the judge's)."""
+    data = tmp_path / "exam.jsonl"
+    data.write_text("".join(json.dumps({k: v for k, v in json.loads(x).items() if k != "human_scores"}) + "\n"
+                            for x in TEACHER.read_text().splitlines() if x.strip()))
+    db = tmp_path / "t.db"
+    monkeypatch.setattr(sys, "argv", ["knockout", "grade"])
+    cli("grade", str(data), "--judge", LENIENT, "--reference", "--out", str(db), "--json", "--quiet")
+    _, err = cli("gradebook", str(db), "--format", "moodle", "--id-column", "email", "-o", str(tmp_path / "m.csv"))
+    warning = [line for line in err.splitlines() if "rest on no teacher grade" in line]
+    assert len(warning) == 1 and "18 of 18 grades" in warning[0], err
+    found = json.loads(cli("groups", str(db), "--json")[0])
+    sheet = tmp_path / "all.json"
+    sheet.write_text(json.dumps({g["id"]: 1 for gs in found["questions"].values() for g in gs}))
+    cli("groups", str(db), "--import", str(sheet))
+    _, err = cli("gradebook", str(db), "-o", str(tmp_path / "g.csv"))
+    assert "rest on no teacher grade" not in err  # every grade is now the teacher's
