@@ -161,6 +161,8 @@ def run_trust(items: Any, results: list[Any]) -> Any:
 
 
 def answers_table(items: Any, results: list[Any], title: str, trust: Any = None) -> Table:
+    from knockout.meaning._words import meaning_points
+
     t = Table(title=title)
     two = any((r.details or {}).get("readers") for r in results)
     cols = ("question", "examinee", "max", "human", *(("grade", "judge", "meaning") if two else ("judge",)), "trust",
@@ -175,7 +177,8 @@ def answers_table(items: Any, results: list[Any], title: str, trust: Any = None)
         full = trust.grade_full(a.id)
         marks = ", ".join(trust.marks(a.id)) + (f" (would have had {full:g})" if full is not None else "")
         rd = (r.details or {}).get("readers") or {}
-        readings = (fmt(rd.get("judge"), 2), fmt(rd.get("meaning"), 2)) if two else ()
+        readings = (fmt(rd.get("judge"), 2), meaning_points(rd) if rd.get("meaning") is not None else "-") \
+            if two else ()
         t.add_row(q.id, a.examinee or a.id, f"{q.max_points:g}", fmt(a.human_score, 2),
                   fmt(r.score, 2), *readings, marks, note)
     if trust.unreliable() or trust.flagged:

@@ -334,11 +334,13 @@ def bracket(store: Store, run: RunRecord, question_id: str, items: ItemSet | Non
 
 def readers_words(rd: dict[str, Any]) -> str:
     """The two readers of a grade in words (the viewer's answer page)."""
+    from knockout.meaning._words import meaning_points
+
     judge = rd.get("judge")
     head = "the judge " + ("–" if judge is None else f"{judge:.2f}")
     if rd.get("combined") is None:
         return f"{head}; the meaning reader did not apply ({rd.get('why_not') or 'not read'}): the grade is the judge's"
-    words = (f"{head}, the answer's meaning against the reference {rd['meaning']:.2f} (similarity "
+    words = (f"{head}, the answer's meaning against the reference {meaning_points(rd)} (similarity "
              f"{rd['similarity']:.3f}, {rd.get('encoder') or 'encoder'}): combined {rd['combined']:.2f}")
     if rd.get("disagree"):
         words += "; the readers disagree beyond their spread: the grade leans to the lower, check it"

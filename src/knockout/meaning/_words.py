@@ -1,0 +1,18 @@
+"""The meaning reader's reading in words, as the CLI, the viewer and the trust tables show it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from knockout.meaning._reading import NOTHING_BEYOND
+
+
+def meaning_points(rd: Mapping[str, Any]) -> str:
+    """The meaning reader's grade on the judge's scale (``rd["meaning"]``) in words: "nothing beyond the question"
+    for an answer that says nothing beyond it (``rd["similarity"]`` 0, which the combination still maps onto the
+    scale: a similarity of 0.000 read as 2.19 of 4 points, issue 61)."""
+    sim, meaning = rd.get("similarity"), rd.get("meaning")
+    if isinstance(sim, int | float) and sim <= NOTHING_BEYOND:
+        return "nothing beyond the question"
+    return "-" if not isinstance(meaning, int | float) else f"{meaning:.2f}"
