@@ -18,3 +18,36 @@ def test_a_similarity_of_zero_is_not_shown_as_a_grade_on_the_scale() -> None:
                "counts": {"needs_expert_questions": 0, "questions": 0}}
     rows = next(t for t in trust_tables(section) if t.title.startswith("two readers")).rows
     assert rows == [["a1", "3.00", "nothing beyond the question", "0.000"]]
+
+
+def test_a_progress_bar_on_a_pipe_prints_plain_lines() -> None:
+    """``make demo`` piped printed no progress for 50 minutes: rich draws no live bar where stderr is no terminal."""
+    import io
+
+    from rich.console import Console
+
+    from knockout.cli._progress import LINE_EVERY_S, ProgressBar
+    from knockout.engine import Done, Planned
+
+    buf = io.StringIO()
+    bar = ProgressBar("judging (scripted)", console=Console(file=buf, force_terminal=False, width=200))
+    clock = iter(float(t) for t in range(0, 10_000, 7))
+    bar.progress.get_time = lambda: next(clock)
+    bar.progress.start()
+    bar(Planned(24))
+    for i in range(24):
+        bar(Done("x", cached=False, valid=True, failed=False, invalid_total=0, tokens_total=i))
+    bar.progress.stop()
+    lines = [x for x in buf.getvalue().splitlines() if x.startswith("judging (scripted): ")]
+    assert lines[0].startswith("judging (scripted): 1/24 requests, invalid 0")
+    assert lines[-1].startswith("judging (scripted): 24/24 requests")
+    assert 3 <= len(lines) < 24  # one every LINE_EVERY_S seconds of its clock, not one per request
+    assert LINE_EVERY_S == 30.0
+
+
+def test_the_demo_says_its_expected_time_first() -> None:
+    from knockout.cli._main import demo_expected_time
+
+    line = demo_expected_time("llamacpp", 24)
+    assert "24 answers" in line and "expect about 12 to 62 minutes" in line
+    assert "minutes" not in demo_expected_time("openai:gpt-4o-mini", 24)
