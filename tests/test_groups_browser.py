@@ -35,8 +35,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     db = tmp_path_factory.mktemp("groups-browser") / "store.db"
     store = Store(db)
     ExamGrades(store).import_items(load_items(TEACHER))
-    Accounts(store).add_user("tess", PASSWORD)
-    Assignments(store).assign("tess", "exam", "teach")
+    Accounts(store).add_user("teacher", PASSWORD)
+    Assignments(store).assign("teacher", "exam", "teach")
     store.close()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(sys, "argv", ["knockout", "grade"])
@@ -66,14 +66,42 @@ def page(browser: Any) -> Iterator[Page]:
 def grades(db: Path) -> dict[str, dict[str, Any]]:
     store = Store(db)
     try:
-        return {g["answer_id"]: g for g in ExamGrades(store).grades(exam_id="teach", grader="tess")}
+        return {g["answer_id"]: g for g in ExamGrades(store).grades(exam_id="teach", grader="teacher")}
     finally:
         store.close()
 
 
+def test_the_grading_page_shows_the_draft_the_readers_and_the_imported_grade(server: tuple[str, Path],
+                                                                             page: Page) -> None:
+    """Issue 61 item 6: the grading page showed neither the draft grade nor the readers; an answer graded in the
+    data file showed an empty box and "0 / 3 graded"; the exam page's judge column was "-" for every question."""
+    base, db = server
+    store = Store(db)
+    try:
+        exam = ExamGrades(store).exam("teach")
+        assert exam is not None
+        file_graded = [(e.number, k) for e in exam.examinees for k, q in enumerate(exam.questions, 1)
+                       if q.id in e.answers and "teacher" in e.answers[q.id].human_scores
+                       and ExamGrades(store).grade(e.answers[q.id].id, "teacher") is None]
+    finally:
+        store.close()
+    log_in(page, base, "teacher")
+    page.goto(base + "/exam/teach")
+    means = page.locator(".judge-mean, .needs-expert-mark").all_inner_texts()
+    assert len(page.locator("td .judge-mean").all()) + len(page.locator(".needs-expert-mark").all()) == 3, means
+    assert all("over 6 answers" in m for m in page.locator(".judge-mean").all_inner_texts())
+    assert file_graded  # this test runs before the one that grades every answer through groups
+    n, k = file_graded[0]
+    page.goto(f"{base}/exam/teach/examinee/{n}/q/{k}")
+    assert "/ " in page.inner_text("#draft-grade") and "simulation" in page.inner_text("#draft-grade")
+    assert "Graded in the data file" in page.inner_text("#imported-grade")
+    assert page.input_value("#score") != ""
+    assert "0 / 3 graded" not in page.inner_text("nav.side")
+
+
 def test_grade_an_exam_through_groups(server: tuple[str, Path], page: Page, tmp_path: Path) -> None:
     base, db = server
-    log_in(page, base, "tess")
+    log_in(page, base, "teacher")
     page.goto(base + "/exam/teach")
     page.click("#by-groups >> text=question 1")
     assert page.url.endswith("/groups/teach/q/1")
@@ -126,3 +154,4 @@ def test_grade_an_exam_through_groups(server: tuple[str, Path], page: Page, tmp_
     out, _ = cli("gradebook", str(db), "--output", str(book), "--json")
     summary = json.loads(out)
     assert {k: n for k, n in summary["sources"].items() if n} == {"expert": 18}, summary["sources"]
+
