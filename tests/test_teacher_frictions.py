@@ -51,3 +51,18 @@ def test_the_demo_says_its_expected_time_first() -> None:
     line = demo_expected_time("llamacpp", 24)
     assert "24 answers" in line and "expect about 12 to 62 minutes" in line
     assert "minutes" not in demo_expected_time("openai:gpt-4o-mini", 24)
+
+
+def test_the_viewer_does_not_call_a_combined_or_expected_grade_parsed() -> None:
+    """The viewer showed "Parsed grade 2.77812" beside the reply's raw "4/4"."""
+    from knockout.methods._kind import grade_fact
+
+    combined = {"readers": {"judge": 4.0, "meaning": 1.9, "similarity": 0.3, "combined": 2.77812}}
+    label, text = grade_fact(2.77812, combined, 4.0)
+    assert label == "Grade" and text.startswith("2.78 of 4 (the judge's and the meaning reader's readings combined")
+    assert "the judge's own: 4" in text and "2.77812" not in text
+    expected = {"attempts": [{"reply": "4/4", "verdict": {"mode": "expected", "chosen": "4"}}]}
+    assert grade_fact(3.61, expected, 4.0) == (
+        "Grade", "3.61 of 4 (the judge's expected grade over its probabilities for each grade, not the number its "
+                 "reply wrote)")
+    assert grade_fact(3.0, {"attempts": [{"reply": "3"}]}, 4.0) == ("Parsed grade", "3 of 4")
