@@ -1,7 +1,8 @@
 """The grading and annotation web app (FastAPI, server-rendered Jinja2 pages, no JavaScript).
 
 ``create_app(db, settings)`` serves one store; the routes live in ``_routes_auth`` (login, logout,
-password), ``_routes_exams`` (overview, exams, grading, figures, question info), ``_routes_pairs``
+password), ``_routes_exams`` (overview, exams, grading, figures, question info), ``_routes_groups`` (a
+question's answer groups: grade a group once, split, move out, override, undo), ``_routes_pairs``
 (side-by-side annotation) and ``_routes_runs`` (the read-only transcript viewer of judge runs).  What is
 wired here (see docs/web.md):
 
