@@ -7,8 +7,9 @@ answers picked one by one (at random, and in the review queue's order).
 The draft grade is a similarity to the reference times the maximum: a reading that needs no LLM.  By default
 (``--encoder tfidf``) the answers' vectors and that similarity are TF-IDF's over the demoted texts (seconds);
 ``--encoder minilm`` uses the meaning reader's sentence encoder (:func:`knockout.meaning.read_meaning`, about 1 s
-per answer on the loaded 2-core machine).  The judge's grade takes its place in a real run.  The teacher's grade of an answer is the data's
-human grade (mohler-dev: the mean of its two graders; SAF, training split: its one expert).
+per answer on the loaded 2-core machine).  The judge's grade takes its place in a real run.  The teacher's grade
+of an answer is the data's human grade (mohler-dev: the mean of its two graders; SAF, training split: its one
+expert).
 
 Each draw is an exam of questions drawn at random (mohler-dev 20 of 63, SAF 6 of 18).  Every strategy gets the
 same number of teacher actions; after each, every answer the teacher did not grade directly gets a grade:
@@ -187,9 +188,10 @@ def simulate(ex: Exam, questions: list[str], strategy: str, actions: int, seed: 
     return arr
 
 
-def two_groups(ex: Exam, questions: list[str]) -> tuple[float, float, float]:
+def two_groups(ex: Exam, questions: list[str]) -> tuple[float, float, float, float]:
     """One teacher action per group on the first two groups of each question (largest first): RMSE of the other
-    answers with the group grades (the rest adapted), of the raw drafts, and of the adapted drafts alone."""
+    answers with the group grades (the rest adapted), of the raw drafts, of the adapted drafts alone, and with the
+    group grades and the rest raw (no adaptation)."""
     sel = np.flatnonzero(np.isin(ex.qid, questions))
     draft, maxp, qid, truth = ex.draft[sel], ex.maxp[sel], ex.qid[sel], ex.human[sel]
     local = {ex.ids[i]: k for k, i in enumerate(sel)}
@@ -204,9 +206,12 @@ def two_groups(ex: Exam, questions: list[str]) -> tuple[float, float, float]:
     others = np.array([k not in direct for k in range(len(sel))])
     adapted = adapt(draft, maxp, qid, direct)
     est = adapted.copy()
+    plain = draft.copy()
     for k, v in via.items():
         est[k] = v
-    return scores(est, truth, others)[0], scores(draft, truth, others)[0], scores(adapted, truth, others)[0]
+        plain[k] = v
+    return (scores(est, truth, others)[0], scores(draft, truth, others)[0], scores(adapted, truth, others)[0],
+            scores(plain, truth, others)[0])
 
 
 def first_reach(curve: np.ndarray, target: float) -> float:
@@ -272,6 +277,8 @@ def main() -> None:
         chk = np.array(checks)
         res["two_groups_per_question"] = {"rmse_groups": ci(chk[:, 0].tolist()), "rmse_raw": ci(chk[:, 1].tolist()),
                                           "rmse_adapted_only": ci(chk[:, 2].tolist()),
+                                          "rmse_groups_rest_raw": ci(chk[:, 3].tolist()),
+                                          "rest_raw_below_raw_in": f"{int((chk[:, 3] < chk[:, 1]).sum())}/{len(chk)}",
                                           "below_raw_in": f"{int((chk[:, 0] < chk[:, 1]).sum())}/{len(chk)} draws"}
         report[name] = res
         print(f"== {name}: {res['answers_per_exam']:.0f} answers per exam, {args.draws} draws; target Pearson "

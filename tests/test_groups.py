@@ -258,3 +258,13 @@ def test_gradebook_says_in_one_line_when_grades_rest_on_no_teacher_grade(tmp_pat
     cli("groups", str(db), "--import", str(sheet))
     _, err = cli("gradebook", str(db), "-o", str(tmp_path / "g.csv"))
     assert "rest on no teacher grade" not in err  # every grade is now the teacher's
+
+
+def test_the_review_queue_proposes_the_group_to_grade_next_once_the_run_is_grouped(graded: Path) -> None:
+    before = json.loads(cli("review", str(graded), "--json")[0])
+    assert before["groups"] == []  # nobody grouped the run: nothing is built
+    cli("groups", str(graded))
+    after = json.loads(cli("review", str(graded), "--json")[0])
+    assert after["groups"] and after["groups"][0]["gain"] >= after["groups"][-1]["gain"]
+    text, _ = cli("review", str(graded))
+    assert "or grade these answer groups next" in text

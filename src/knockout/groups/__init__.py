@@ -22,10 +22,11 @@ from knockout.groups._stored import (
     run_for_answers,
     run_groups,
     split_group,
+    stored_groups,
     teacher_grades,
     undo,
 )
 
 __all__ = ["Group", "GroupGrade", "RunGroups", "build_groups", "cluster", "grade_group", "import_group_grades",
            "move_out", "override", "propose", "read_group_grades", "run_for_answers", "run_groups", "sheet_rows",
-           "split_group", "teacher_grades", "undo"]
+           "split_group", "stored_groups", "teacher_grades", "undo"]

@@ -295,3 +295,9 @@ def run_for_answers(store: Store, answer_ids: set[str]) -> str | None:
         if any(r["item_id"] in answer_ids for r in store.results(record.id, details=False)):
             return record.id
     return None
+
+
+def stored_groups(store: Store, run_id: str) -> RunGroups | None:
+    """The run's groups when they are kept in the store already (None: nobody grouped this run yet; nothing is
+    built, so a reader that only shows them costs no encoder pass)."""
+    return run_groups(store, run_id) if store.annotations.groups(run_id) else None
