@@ -340,14 +340,50 @@ def grade_suite(s: Suite, items: ItemSet, store: Store, judge_spec: str, judge_o
     return report, {r.answer_id: (r.score if r.valid else None) for r in report.results}
 
 
+CV_GRADES = ROOT / "bench" / "grade_model" / "cv_grades.json"
+
+
+def cross_validated(s: Suite, report: Any, scores: dict[str, float | None]) -> tuple[dict[str, float | None], str]:
+    """The grades of a suite whose answers the shipped grade model was fitted on, replaced by their question-grouped
+    cross-validated grades (``bench/grade_model/cv_grades.json``, written by ``bench/fit_grade_model.py fit``: each
+    answer graded by the model fitted without its exam's questions), so that no figure of this table is one of
+    data the model was fitted on; "" when the suite is not in the model's training data."""
+    from knockout.grading import default_model
+
+    model = default_model()
+    if "mohler" not in model.meta.get("data", {}).get("sources", []) or "mohler" not in str(s.path):
+        return scores, ""
+    cv = json.loads(CV_GRADES.read_text()) if CV_GRADES.exists() else {}
+    if cv.get("model_sha") != model.digest:
+        raise SystemExit(f"{s.name}: the shipped grade model was fitted on this data and {CV_GRADES} is not its "
+                         "cross-validation (run bench/fit_grade_model.py fit)")
+    grades = cv["grades"]
+    out: dict[str, float | None] = {}
+    for r in report.results:
+        rd = (r.details or {}).get("readers") or {}
+        share = grades.get(f"mohler/{r.answer_id}")
+        if r.valid and rd.get("combined") is not None and share is not None:
+            out[r.answer_id] = round(share * float(report.max_points[r.answer_id]), 6)
+        else:
+            out[r.answer_id] = scores.get(r.answer_id)
+    return out, f"question-grouped CV ({cv.get('folds')})"
+
+
 def run_grade(s: Suite, store: Store, judge_spec: str, judge_opts: dict[str, str], opts: dict[str, Any],
               gen: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     items = load_subset(s)
     report, scores = grade_suite(s, items, store, judge_spec, judge_opts, opts, gen)
+    if opts.get("readers", "auto") != "judge":
+        report.max_points = {a.id: items.question_of(a).max_points for a in items}
+        scores, how = cross_validated(s, report, scores)
+    else:
+        how = ""
     st = report.summary()
     figures = grade_figures(items, scores)
     if figures.get("rmse") is not None:  # points: the per-question figures (within-question signal, level)
         figures["per_question"] = question_figures(items, scores)
+    if how:
+        figures["grades"] = how
     figures.update(requests=st["judge_calls"] + st["cache_hits"], live_calls=st["judge_calls"],
                    invalid_replies=st["invalid"], format_retries=st["format_retries"], run_id=report.run_id)
     return figures, {"items": scores}

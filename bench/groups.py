@@ -6,7 +6,7 @@ answers picked one by one (at random, and in the review queue's order).
 
 The draft grade is a similarity to the reference times the maximum: a reading that needs no LLM.  By default
 (``--encoder tfidf``) the answers' vectors and that similarity are TF-IDF's over the demoted texts (seconds);
-``--encoder minilm`` uses the meaning reader's sentence encoder (:func:`knockout.meaning.read_meaning`, about 1 s
+``--encoder minilm`` uses the meaning reader's sentence encoder (:mod:`knockout.meaning`, about 1 s
 per answer on the loaded 2-core machine).  The judge's grade takes its place in a real run.  The teacher's grade
 of an answer is the data's human grade (mohler-dev: the mean of its two graders; SAF, training split: its one
 expert).
@@ -46,7 +46,6 @@ from knockout.data import load_items  # noqa: E402
 from knockout.groups import Group, propose  # noqa: E402
 from knockout.groups._build import cluster, make_groups  # noqa: E402
 from knockout.groups._stored import embed  # noqa: E402
-from knockout.meaning import read_meaning  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 SETS = {"mohler-dev": (SHARED / "mohler-dev" / "mohler_dev.csv", None, 20),
@@ -69,13 +68,12 @@ class Exam:
         two = [list(a.human_scores.values()) for a in answers]
         self.pair = (np.array([t[0] for t in two]), np.array([t[1] for t in two])) \
             if all(len(t) == 2 for t in two) else None
-        from knockout.meaning import demote
+        from knockout.grading import demote
 
-        if encoder == "minilm":
-            reads = read_meaning([a.text for a in answers], [q.text for q in qs], [q.reference for q in qs],
-                                 [q.language for q in qs])
-            sim = np.array([r.similarity if r.similarity is not None else 0.0 for r in reads])
+        if encoder == "minilm":  # the sentence encoder: the answers' and references' demoted embeddings
             vecs = embed([a.text for a in answers], [q.text for q in qs])
+            refs = embed([q.reference or "" for q in qs], [q.text for q in qs])
+            sim = (vecs * refs).sum(1)
         else:
             vecs, sim = tfidf([demote(a.text, q.text) for a, q in zip(answers, qs, strict=True)],
                               [demote(q.reference or "", q.text) for q in qs])

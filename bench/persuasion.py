@@ -218,8 +218,9 @@ def main() -> int:
                     help="answers each attack is applied to (1: one level, cycling wrong, weak, correct; 3: all)")
     ap.add_argument("--out", default="persuasion.db")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    ap.add_argument("--margins", default="", help="comma-separated margins of the two readers' rule "
-                    "(knockout.meaning.MARGIN): the same run's readings combined again with each (no judge call)")
+    ap.add_argument("--margins", default="", help="comma-separated cap margins of the grade model (share of max "
+                    "points; knockout.grading's model.json): the same run's readings graded again with each (no "
+                    "judge call)")
     args = ap.parse_args()
 
     attacks = load_attacks()
@@ -347,21 +348,24 @@ def main() -> int:
 
 def margins_table(report: Any, items: ItemSet, rows: list[dict[str, Any]], margins: list[float], split: str
                   ) -> Table:
-    """The run's two readings combined again with each margin (and the judge alone): persuasion inflation, gaming
-    grades, the clean correct answers' grades and the clean answers' error."""
-    from knockout.meaning import combine
+    """The run's readings graded again by the grade model with each cap margin (and the judge alone): persuasion
+    inflation, gaming grades, the clean correct answers' grades and the clean answers' error."""
+    import copy
+
+    from knockout.grading import default_model
 
     res = [r for r in report.results if r.valid]
     maxp = [items.question_of(items.answer(r.answer_id)).max_points for r in res]
     rd = [r.details.get("readers") or {} for r in res]
     judge = [d.get("judge", r.score) / m for d, r, m in zip(rd, res, maxp, strict=True)]
-    sims = [d.get("similarity") if d.get("combined") is not None else None for d in rd]
     variants: dict[str, dict[str, float]] = {"judge alone": {r.answer_id: j for r, j in zip(res, judge, strict=True)}}
     for m in margins:
-        c = combine(judge, sims, margin=m)
-        variants[f"margin {m:g}"] = {r.answer_id: (j if g is None else g)
-                                     for r, j, g in zip(res, judge, c.grades, strict=True)}
-    t = Table(title=f"The two readers' rule by margin ({split}): shares of max points", box=box.SIMPLE_HEAVY)
+        model = copy.copy(default_model())
+        model.margin = m
+        variants[f"margin {m:g}"] = {r.answer_id: (j if not d.get("readings") else
+                                                   model.predict_one(d["readings"]).share)
+                                     for r, j, d in zip(res, judge, rd, strict=True)}
+    t = Table(title=f"The grade model's cap by margin ({split}): shares of max points", box=box.SIMPLE_HEAVY)
     for col in ("grade", "persuasion mean infl.", "largest", "gaming mean grade", "largest", "gaming mean infl.",
                 "correct (clean) mean", "lowest", "clean |error|"):
         t.add_column(col, justify="left" if col == "grade" else "right")

@@ -51,6 +51,7 @@ class FakeAPI:
         self.trickle_s = trickle_s
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str | None] = []
+        self.paths: list[str] = []  # each request's path
         self.open_requests = 0  # being answered now
         self.lock = threading.Lock()
         fake = self
@@ -67,6 +68,7 @@ class FakeAPI:
                 with fake.lock:
                     fake.requests.append(body)
                     fake.authorizations.append(self.headers.get("Authorization"))
+                    fake.paths.append(self.path)
                     n = len(fake.requests)
                     fake.open_requests += 1
                 try:

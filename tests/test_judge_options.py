@@ -136,7 +136,7 @@ def test_local_gguf_identity_is_its_sha256_computed_once(tmp_path: Path, monkeyp
     assert ident == {"backend": "llamacpp", "model": "gguf", "sha256": digest}
     book = json.loads((tmp_path / "cache" / DIGESTS_FILE).read_text())
     st = gguf.stat()
-    assert book == {f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}": digest}
+    assert book == {f"{gguf.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}": digest}
 
     def no_hash(path: Path) -> str:
         raise AssertionError("hashed again")

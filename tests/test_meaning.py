@@ -44,7 +44,8 @@ def test_the_window() -> None:
     assert e.encode([long]).shape == (1, 384)  # read up to the window
 
 
-def test_weights_that_are_not_the_pinned_ones_are_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_weights_that_are_not_the_pinned_ones_are_refused(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("KNOCKOUT_CACHE", str(tmp_path / "cache"))  # no verified copy to fall back on
     spec = ENCODERS["all-minilm-l6-v2"]
     bad = tmp_path / "model.zip"
     with zipfile.ZipFile(spec.archive_path()) as src, zipfile.ZipFile(bad, "w") as dst:

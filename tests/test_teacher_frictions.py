@@ -9,11 +9,11 @@ def test_a_similarity_of_zero_is_not_shown_as_a_grade_on_the_scale() -> None:
     from knockout.methods._kind import readers_words
 
     nothing = {"judge": 3.0, "meaning": 2.19, "similarity": 0.0, "combined": 2.5, "encoder": "all-minilm-l6-v2",
-               "disagree": True}
+               "disagree": True, "readings": {"judge": 3.0, "similarity": 0.0}}
     words = readers_words(nothing)
-    assert "nothing beyond the question" in words and "2.19" not in words
-    some = {**nothing, "similarity": 0.42}
-    assert "reference 2.19 (similarity 0.420" in readers_words(some)
+    assert "allows (nothing beyond the question)" in words and "2.19" not in words
+    some = {**nothing, "similarity": 0.42, "readings": {"judge": 3.0, "similarity": 0.42}}
+    assert "allows (2.19)" in readers_words(some)
     section = {"questions": {}, "flagged": {}, "readings": {"a1": nothing},
                "counts": {"needs_expert_questions": 0, "questions": 0}}
     rows = next(t for t in trust_tables(section) if t.title.startswith("two readers")).rows
@@ -59,7 +59,7 @@ def test_the_viewer_does_not_call_a_combined_or_expected_grade_parsed() -> None:
 
     combined = {"readers": {"judge": 4.0, "meaning": 1.9, "similarity": 0.3, "combined": 2.77812}}
     label, text = grade_fact(2.77812, combined, 4.0)
-    assert label == "Grade" and text.startswith("2.78 of 4 (the judge's and the meaning reader's readings combined")
+    assert label == "Grade" and text.startswith("2.78 of 4 (the grade model's grade from the judge's grade")
     assert "the judge's own: 4" in text and "2.77812" not in text
     expected = {"attempts": [{"reply": "4/4", "verdict": {"mode": "expected", "chosen": "4"}}]}
     assert grade_fact(3.61, expected, 4.0) == (

@@ -1,10 +1,12 @@
-"""Two readers for every grade (issue 48): the judge and the answer's meaning against the reference, combined so
-that buying one buys little.  The combination's rule is tested on numbers; the run-level tests use the scripted
-judge, a SIMULATION (it grades from the human grades, whatever the text says), with the real packaged encoder
-reading the real texts; one grades with the real 0.5B GGUF."""
+"""The grade model (issue 58): an answer's readings become its points on an absolute scale, one answer at a time.
+
+The model's rules are tested on numbers (a model fitted here on synthetic readings); the readings on real texts
+with the real packaged encoder; the run-level tests use the scripted judge, a SIMULATION (it grades from the human
+grades, whatever the text says), with the real encoder reading the real texts and the shipped model."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -12,14 +14,24 @@ import pytest
 
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
+from knockout.grading import (
+    GradeModel,
+    default_encoder,
+    default_model,
+    demote,
+    normalise,
+    read_answers,
+    resolve_readers,
+)
+from knockout.grading._adapt import Prior, adapt
+from knockout.grading._model import patterns
 from knockout.judges import make_judge
-from knockout.meaning import MARGIN, combine, demote, encoder_available, read_meaning, resolve_readers
+from knockout.meaning import encoder_available
 from knockout.methods._base import MethodOptions
 from knockout.methods._run import RunConfig, run, run_id_for
 from knockout.storage._store import Store
 
 needs_encoder = pytest.mark.skipif(encoder_available() is not None, reason=str(encoder_available()))
-
 DNS = "What does the DNS do?"
 DNS_REF = "The DNS translates human-readable domain names into the IP addresses that computers use."
 DNS_ANSWERS = [  # (text, the humans' grade of 4)
@@ -59,48 +71,93 @@ def _items(german: bool = False, reference: bool = True) -> ItemSet:
     return ItemSet(qs, answers, source="test")
 
 
-# -- the rule ----------------------------------------------------------------------------------------------
-def test_agreeing_readers_give_their_mean_on_the_judges_scale() -> None:
-    judge = [0.1, 0.3, 0.5, 0.7, 0.9, 0.2, 0.4, 0.6, 0.8, 0.5]
-    meaning = [0.2 + 0.5 * j for j in judge]  # the same order, another scale
-    c = combine(judge, meaning)
-    assert c.why_not is None and not any(c.capped)
-    np.testing.assert_allclose(c.grades, judge, atol=1e-9)  # both z-scores equal: the judge's own grades
-    np.testing.assert_allclose(c.meaning_grades, judge, atol=1e-9)
+# -- the model, on numbers --------------------------------------------------------------------------------
+def _synthetic(n: int = 400, seed: int = 0) -> tuple[list[dict[str, float | None]], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    truth = rng.uniform(0, 1, n)
+    rows: list[dict[str, float | None]] = []
+    for t in truth:
+        rows.append({"judge": float(np.clip(t + rng.normal(0, 0.2), 0, 1)), "judge_sd": float(rng.uniform(0, 0.3)),
+                     "similarity": float(np.clip(0.2 + 0.6 * t + rng.normal(0, 0.1), -1, 1)),
+                     "similarity_plain": float(np.clip(0.3 + 0.5 * t + rng.normal(0, 0.1), -1, 1)),
+                     "question_similarity": float(rng.uniform(0.2, 0.6)), "nothing_beyond": 0.0,
+                     "length_ratio": float(rng.normal(0, 0.5)), "reference_share": float(rng.uniform(0, 1)),
+                     "guard": float(rng.uniform(0, 0.3))})
+    return rows, truth
 
 
-def test_one_bought_reader_gains_at_most_the_margin_over_the_other() -> None:
-    rng = np.random.default_rng(0)
-    truth = rng.uniform(0, 1, 60)
-    judge = list(np.clip(truth + rng.normal(0, 0.15, 60), 0, 1))
-    meaning = list(0.3 + 0.4 * truth + rng.normal(0, 0.06, 60))
-    clean = combine(judge, meaning)
-    w = int(np.argmin(truth))  # the weakest answer
-    for bought in ("judge", "meaning"):
-        j, m = list(judge), list(meaning)
-        if bought == "judge":
-            j[w] = 1.0  # persuasion: the judge gives full points to a weak answer
-        else:
-            m[w] = 0.99  # gaming: the reference's words listed reach the encoder's top
-        attacked = combine(j, m)
-        assert attacked.capped[w]  # marked for an expert
-        s = attacked.scale
-        other = (m[w] - s["meaning_mean"]) / s["meaning_sd"] if bought == "judge" else \
-            (j[w] - s["judge_mean"]) / s["judge_sd"]
-        assert attacked.grades[w] == pytest.approx(
-            float(np.clip(s["judge_mean"] + s["judge_sd"] * (other + MARGIN * s["spread"]), 0, 1)))
-        assert attacked.grades[w] < (j[w] + float(attacked.meaning_grades[w] or 0)) / 2  # below the plain mean
-    assert sum(clean.capped) <= 6  # on clean answers the cap is rare (readers within twice their spread)
+def test_the_model_is_plain_data_monotone_and_defined_for_every_pattern() -> None:
+    rows, y = _synthetic()
+    model = GradeModel.fit(rows, y, margin=0.15, meta={"name": "t"})
+    again = GradeModel.from_json(model.to_json())
+    assert again.digest == model.digest and set(model.fits) == set(patterns())
+    x = dict(rows[0])
+    grades = []
+    for j in np.linspace(0, 1, 11):  # up with the judge, up with the meaning reader
+        grades.append(model.predict_one({**x, "judge": float(j)}).full)
+    assert all(b >= a - 1e-9 for a, b in itertools.pairwise(grades)) and grades[-1] > grades[0]
+    sims = [model.predict_one({**x, "similarity": float(s)}).full for s in np.linspace(-0.2, 1, 7)]
+    assert all(b >= a - 1e-9 for a, b in itertools.pairwise(sims))
+    for gone in ({"judge_sd"}, {"similarity", "similarity_plain", "question_similarity"},
+                 {"similarity", "similarity_plain", "length_ratio", "reference_share"}):  # every pattern grades
+        p = model.predict_one({k: (None if k in gone else v) for k, v in x.items()})
+        assert 0.0 <= p.share <= 1.0
+    assert again.predict_one(x) == model.predict_one(x)
 
 
-def test_too_few_answers_or_a_flat_reader_leave_the_judges_grade() -> None:
-    c = combine([0.5, 0.6, 0.7], [0.3, 0.4, 0.5])
-    assert c.grades == [None, None, None] and "fewer than 8" in str(c.why_not)
-    c = combine([0.5] * 10, list(np.linspace(0.1, 0.9, 10)))
-    assert c.grades == [None] * 10 and "same reading" in str(c.why_not)
-    c = combine([0.1, None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], [0.2, 0.5, None, 0.3, 0.4, 0.5, 0.6, 0.7,
-                                                                          0.8, 0.9])
-    assert c.grades[1] is None and c.grades[2] is None and c.grades[0] is not None  # read by both only
+def test_a_bought_judge_gains_at_most_the_margin_over_the_meaning_side() -> None:
+    rows, y = _synthetic()
+    model = GradeModel.fit(rows, y, margin=0.1)
+    weak = dict(rows[int(np.argmin(y))])
+    clean = model.predict_one(weak)
+    bought = model.predict_one({**weak, "judge": 1.0, "judge_sd": 0.0})
+    assert bought.meaning is not None and bought.share <= bought.meaning + 0.1 + 1e-9
+    assert bought.capped and bought.share - clean.share <= 0.1 + 1e-6 + max(0.0, bought.meaning - clean.share)
+
+
+def test_the_teachers_grades_move_the_model_by_what_they_can_carry() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 1, 40)
+    q = [f"q{i % 20}" for i in range(40)]
+    e = ["x"] * 40
+    assert np.allclose(adapt([], [], [], []).predict(x, q, e), x)  # no grade: not moved
+    lenient = adapt(x, np.clip(x - 0.2, 0, 1), q, e)  # the teacher is 0.2 stricter everywhere
+    moved = lenient.predict(x, q, e) - x
+    assert -0.2 < float(np.mean(moved)) < -0.05  # moved towards the teacher, not all the way on 40 grades
+    few = adapt(x[:2], x[:2] - 0.2, q[:2], e[:2])  # two grades 0.2 below the model's: a part of the way
+    assert -0.2 < float(np.mean(few.predict(x, q, e) - x)) < -0.02
+    strong = adapt(x, np.clip(x - 0.2, 0, 1), q, e, Prior(offset_sd=1.0, slope_sd=1.0, noise_sd=0.05))
+    assert float(np.mean(strong.predict(x, q, e) - x)) < -0.15  # a weak prior follows the grades
+
+
+# -- the readings ------------------------------------------------------------------------------------------
+def test_question_demoting_and_normalisation() -> None:
+    assert demote("What does the DNS do? It maps names.", DNS) == "? It maps names."
+    assert demote("what DOES the dns DO", DNS) == ""
+    hidden = "\u200b".join("What does the DNS do?")  # a zero-width space between every character
+    assert normalise(hidden) == "What does the DNS do?"
+    assert normalise("ｆｕｌｌ\u202ewidth\ufb01") == "fullwidthfi"
+
+
+@needs_encoder
+def test_the_readings_of_real_texts_and_where_they_do_not_apply() -> None:
+    enc = default_encoder()
+    zw = " ".join(w + "\u200b" for w in DNS.split())
+    texts = [t for t, _ in DNS_ANSWERS] + [DNS, zw, "The DNS translates names. " * 50, "Ein Stapel.", "x"]
+    n = len(DNS_ANSWERS)
+    qs = [DNS] * (n + 3) + [STACK] * 2
+    refs: list[str | None] = [DNS_REF] * (n + 3) + [STACK_REF, None]
+    langs = ["en"] * (n + 3) + ["de", "en"]
+    rd = read_answers(texts, qs, refs, langs, enc, [0.0] * len(texts))
+    sims = [r.get("similarity") for r in rd[:n]]
+    assert np.corrcoef(sims, [h for _, h in DNS_ANSWERS])[0, 1] > 0.6  # type: ignore[arg-type]
+    for copy in rd[n:n + 2]:  # the question copied, and copied with a zero-width character after every word
+        assert copy.get("similarity") == 0.0 and copy.get("nothing_beyond") == 1.0
+    long = rd[n + 2]  # past the encoder's window: read in windows, not skipped
+    assert long.why_not is None and (long.get("similarity_plain") or 0) > 0.4
+    assert rd[n + 3].get("similarity") is None and "language 'de'" in str(rd[n + 3].why_not)
+    assert rd[n + 3].get("reference_share") is not None  # the lexical readings still apply
+    assert rd[-1].why_not == "no reference" and rd[-1].get("question_similarity") is not None
 
 
 def test_readers_modes() -> None:
@@ -118,31 +175,9 @@ def test_readers_modes() -> None:
         assert resolve_readers("two", "individual", True) == ("two", None)
 
 
-# -- the meaning reader ------------------------------------------------------------------------------------
-def test_question_demoting() -> None:
-    assert demote("What does the DNS do? It maps names.", DNS) == "? It maps names."
-    assert demote("what DOES the dns DO", DNS) == ""
-
-
-@needs_encoder
-def test_the_meaning_reader_orders_answers_and_says_where_it_does_not_apply() -> None:
-    texts = [t for t, _ in DNS_ANSWERS] + [DNS, "word " * 300, "Ein Stapel.", "x"]
-    qs = [DNS] * (len(DNS_ANSWERS) + 3) + [STACK]
-    refs = [DNS_REF] * (len(DNS_ANSWERS) + 3) + [None]
-    langs = ["en"] * (len(DNS_ANSWERS) + 2) + ["de", "en"]
-    rd = read_meaning(texts, qs, refs, langs)
-    sims = [r.similarity for r in rd[:len(DNS_ANSWERS)]]
-    human = [h for _, h in DNS_ANSWERS]
-    assert np.corrcoef(sims, human)[0, 1] > 0.6  # type: ignore[arg-type]
-    assert rd[len(DNS_ANSWERS)].similarity == 0.0  # the question copied: nothing beyond it
-    assert "window" in str(rd[len(DNS_ANSWERS) + 1].why_not)
-    assert "language 'de'" in str(rd[len(DNS_ANSWERS) + 2].why_not)
-    assert rd[-1].why_not == "no reference"
-
-
 # -- a run -------------------------------------------------------------------------------------------------
 @needs_encoder
-def test_a_run_with_two_readers_stores_both_readings_and_resumes_without_a_call(tmp_path: Path) -> None:
+def test_a_run_stores_the_readings_and_the_model_and_resumes_without_a_call(tmp_path: Path) -> None:
     items = _items(german=True)
     judge = make_judge("scripted?slot=true&noise=0.3")  # a simulation
     two = RunConfig(options=MethodOptions(reference=True, readers="two"))
@@ -152,21 +187,36 @@ def test_a_run_with_two_readers_stores_both_readings_and_resumes_without_a_call(
         alone = run(items, judge, store, RunConfig(options=MethodOptions(reference=True, readers="judge")))
     s = first.summary()
     assert s["status"] == "complete" and s["valid"] == 18
-    assert s["readers"]["mode"] == "two" and s["readers"]["combined"] == 16 and s["readers"]["judge_only"] == 2
-    assert list(s["readers"]["why_not"]) == ["language 'de': the encoder reads en"]
+    assert s["readers"]["mode"] == "two" and s["readers"]["combined"] == 18
     assert again.summary()["judge_calls"] == 0 and [r.score for r in again.results] == [r.score for r in
                                                                                          first.results]
     assert alone.summary()["judge_calls"] == 0 and alone.run_id != first.run_id  # the same requests
-    assert alone.summary()["readers"] == {"mode": "judge"}
     judge_grade = {r.answer_id: r.score for r in alone.results}
+    model = default_model()
     for r in first.results:
         d = r.details["readers"]
-        assert d["judge"] == pytest.approx(judge_grade[r.answer_id])
-        if r.question_id == "de":
-            assert r.score == d["judge"] and d.get("combined") is None
+        assert d["judge"] == pytest.approx(judge_grade[r.answer_id]) and r.score == d["combined"]
+        assert d["model"] == model.name and d["model_sha"] == model.digest
+        assert 0 <= d["combined"] <= items.questions[r.question_id].max_points
+        if r.question_id == "de":  # the encoder does not read German: the model grades from what remains
+            assert d["pattern"] == "sd+reference" and d["readings"]["similarity"] is None
         else:
-            assert r.score == d["combined"] and 0 <= d["meaning"] <= items.questions[r.question_id].max_points
             assert isinstance(d["similarity"], float) and d["encoder"] == "all-minilm-l6-v2"
+
+
+@needs_encoder
+def test_an_answers_grade_does_not_move_with_the_rest_of_the_run(tmp_path: Path) -> None:
+    """Issue 58: two runs that share answers give them the same grade (within 0.001 of max), whatever else is in
+    the run: here the DNS answers alone, and with the stack question's answers and a German question joining."""
+    alone = _items()
+    alone = ItemSet([alone.questions["dns"]], [a for a in alone if a.question_id == "dns"], source="test")
+    joined = _items(german=True)
+    judge = make_judge("scripted?slot=true&noise=0.3")
+    two = RunConfig(options=MethodOptions(reference=True, readers="two"))
+    with Store(tmp_path / "s.db") as store:
+        a = {r.answer_id: r.score for r in run(alone, judge, store, two).results}
+        b = {r.answer_id: r.score for r in run(joined, judge, store, two).results}
+    assert a and all(abs(float(a[k] or 0) - float(b[k] or 0)) <= 0.001 * 4 for k in a)
 
 
 @needs_encoder
@@ -199,11 +249,12 @@ def test_a_bought_judge_is_capped_and_marked(tmp_path: Path) -> None:
         report = run(bought, judge, store, RunConfig(options=MethodOptions(reference=True, readers="two")))
     r = next(x for x in report.results if x.answer_id == wrong)
     d = r.details["readers"]
-    assert d["judge"] > 3.5 and d["meaning"] < 2.5  # the judge bought, the meaning reader not
-    assert r.score <= (d["judge"] + d["meaning"]) / 2 + 1e-5 < d["judge"]
+    margin = float(default_model().margin or 0) * 4
+    assert d["judge"] > 3.5 and d["meaning"] < 2.5  # the judge bought, the meaning side not
+    assert r.score <= d["meaning"] + margin + 1e-5 < d["judge"] and d["disagree"]
     trust = trust_marks(bought, [{"item_id": x.answer_id, "score": x.score, "valid": x.valid,
                                   "details": x.details} for x in report.results])
-    assert (DISAGREE in trust.marks(wrong)) == d["disagree"]
+    assert DISAGREE in trust.marks(wrong)
     assert trust.counts()["disagree"] == sum(bool(x.details["readers"].get("disagree")) for x in report.results)
 
 

@@ -9,16 +9,21 @@ redactions, one by structure and one by value:
 * **by structure**, :func:`redact_spec`: a spec is read with the judge's own grammar (:mod:`knockout._spec`:
   the option names and values percent-decoded as the judge decodes them), and what the judge would use as a
   secret is ``***``: the value of every option whose decoded name is a secret's (:func:`secret_name`: api_key,
-  key, token, password, secret, ... whatever the value holds), and in every value that is a URL
+  key, token, password, secret, ... whatever the value holds, however short), and in every value that is a URL
   (:func:`redact_url`) the user information whole, every query parameter but the public ones
-  (:data:`PUBLIC_URL_PARAMS`), a query percent-encoded into the path, and the fragment.  A jury member's or an
-  experiment judge's label (:meth:`knockout.jury.MemberSpec.label`) is its spec so redacted; a spec whose
-  options the judge cannot read either shows ``?***``.
+  (:data:`PUBLIC_URL_PARAMS`), a query percent-encoded into the path, every path segment a server reads as a
+  credential (:func:`_secret_segment`: after a segment named like a secret, ``NAME=VALUE`` or a matrix
+  parameter with a secret's name, or shaped like a key: ``sk-...``, ``hf_...``, a long token of letters and
+  digits), and the fragment.  In a JSON object (:func:`redact_all`) the value of every field whose name is a
+  secret's is hidden whatever its length, and in free text so is a ``"NAME": "VALUE"`` or ``api_key: VALUE``.
+  A jury member's or an experiment judge's label (:meth:`knockout.jury.MemberSpec.label`) is its spec so
+  redacted; a spec whose options the judge cannot read either shows ``?***``.
 * **by value**, :func:`remember` and :func:`scrub`: every judge made in this process (:class:`knockout.judges.Judge`,
   :func:`knockout.judges.make_judge`) gives its secret values (:func:`option_secrets`, :func:`spec_secrets`:
   decoded and as spelled in the spec), and each value of at least :data:`MIN_SECRET` characters is replaced
-  by ``***`` wherever it stands, in any spelling (percent-encoded, JSON- or HTML-escaped): a key a server
-  echoes in an error or a reply, a command line that spelled it otherwise.
+  by ``***`` wherever it stands, a shorter one (from :data:`MIN_ECHO` characters) wherever it stands as a whole
+  token, in any spelling (percent-encoded, JSON- or HTML-escaped): a key a server echoes in an error or a reply,
+  however short, a command line that spelled it otherwise.
 
 Where they are applied: :class:`knockout.storage.Store` passes what it writes of a run (judge, configuration
 with its command line, summary, error, data source), item-set sources, the call log's and batch jobs' errors
@@ -52,9 +57,12 @@ from knockout._spec import query_pairs, split_spec
 REDACTED = "***"
 #: Query parameters of a server URL that are no secret (shown as written; every other one is hidden).
 PUBLIC_URL_PARAMS = frozenset({"api-version", "api_version"})
-#: A remembered secret value shorter than this is not scrubbed from free text (it would take common words
-#: with it); it is still hidden wherever it stands in a spec's structure.
+#: A remembered secret value of at least this many characters is scrubbed wherever it stands; a shorter one only
+#: where it stands as a whole token (not inside a longer word or id: a server's echo ``key 'ab3d9' invalid``).
 MIN_SECRET = 8
+#: A value shorter than this (one or two characters: ``api_key=k`` for a local server) is no credential and is not
+#: scrubbed from free text (it would take letters out of every text); it is hidden in a spec's structure.
+MIN_ECHO = 3
 
 # a secret option's name (matched on the decoded name, whole): api_key, key, token, password, secret, or a name
 # ending in one of them (access_token, x_api_key ...), credentials, signatures, authorization
@@ -67,11 +75,52 @@ _OPTION = re.compile(r"(?<![\w%.+-])([\w%.+-]+)=(?!\*\*\*)([^&\s'\",;]+)")
 # a URL in free text (a scheme starts where no scheme character stands before it: one try per run of letters)
 _URL = re.compile(r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s'\"<>]+")
 # tokens a server or a header holds
-_BEARER = re.compile(r"(?i)\b(bearer|x-api-key:|api-key:)(\s+)(?!\*\*\*)([^\s'\",;]+)")
+_BEARER = re.compile(r"(?i)\b(bearer|basic|x-api-key:|api-key:)(\s+)(?!\*\*\*)([^\s'\",;]+)")
+# ``"NAME": "VALUE"`` (a JSON body a server echoes), ``NAME: VALUE`` (a header, YAML): the value of a secret's name
+_FIELD = re.compile(r"""(["']?)([\w.-]+)\1(\s*:\s*)(["']?)(?!\*\*\*)([^\s"',;}]+)\4""")
 # a query percent-encoded (once or more) into a URL's path: its ``?`` or ``#``
 _ENCODED_QUERY = re.compile(r"(?i)%(?:25)*(?:3f|23)")
 _PARAM_NAME = re.compile(r"[A-Za-z_][\w.-]{0,23}")
 _WORD = re.compile(r"[^\s'\"]+")
+
+
+# a path segment shaped like a credential: a known key prefix (OpenAI, Anthropic, GitHub, Slack, Google, Hugging
+# Face, Groq, AWS ...), a hex or UUID token of 24 characters or more, or a base64url token of 32 or more holding
+# letters and digits; a model name (``Llama-3.1-8B-Instruct``, ``Qwen2-7B-Instruct-GPTQ-Int4``) is none of them
+_KEY_PREFIX = re.compile(r"(?i)(?:sk|pk|rk|ak)[-_]|sk-ant-|gh[pousr]_|github_pat_|xox[abpors]-|AIza|hf_|gsk_|key[-_]"
+                         r"|tok[-_]|AKIA|ASIA")
+_KEY_SHAPED = re.compile(r"(?=(?:[^0-9]*[0-9]){4})[0-9a-fA-F-]{24,}"
+                         r"|(?=(?:[^0-9]*[0-9]){2})(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_-]{32,}")
+
+
+def _secret_segment(segment: str, before: str | None) -> bool:
+    """Whether a URL path segment is one a server reads as a credential: it follows a segment named like a secret
+    (``/key/VALUE``, ``/token/VALUE``), is ``NAME=VALUE`` or ``NAME:VALUE`` with a secret's name, or is shaped like
+    a key (:data:`_KEY_PREFIX`, :data:`_KEY_SHAPED`)."""
+    seg = unquote(segment)
+    if not seg or seg == REDACTED:
+        return False
+    if before is not None and secret_name(unquote(before)):
+        return True
+    for piece in seg.split(";"):  # matrix parameters: ``v1;api_key=VALUE``
+        name, sep, _ = piece.replace(":", "=", 1).partition("=")
+        if sep and secret_name(name):
+            return True
+    return _KEY_PREFIX.match(seg) is not None or _KEY_SHAPED.fullmatch(seg) is not None
+
+
+def _redact_path(path: str) -> str:
+    """``path`` with each segment a server reads as a credential (:func:`_secret_segment`) as ``***``."""
+    parts = path.split("/")
+    out = [REDACTED if i and _secret_segment(p, parts[i - 1] if i > 1 else None) else p for i, p in enumerate(parts)]
+    return "/".join(out)
+
+
+def path_secrets(path: str) -> set[str]:
+    """The credential segments of a URL path (as written and decoded)."""
+    parts = path.split("/")
+    return {v for i, p in enumerate(parts) if i and _secret_segment(p, parts[i - 1] if i > 1 else None)
+            for v in (p, unquote(p))}
 
 
 def secret_name(name: str) -> bool:
@@ -104,6 +153,9 @@ def redact_url(url: str) -> str:
         changed = True
     if (m := _ENCODED_QUERY.search(path)) is not None and path[m.end():] != REDACTED:
         path = path[:m.end()] + REDACTED
+        changed = True
+    if (hidden := _redact_path(path)) != path:
+        path = hidden
         changed = True
     if query:
         kept = _redact_url_query(query)
@@ -194,6 +246,7 @@ def url_secrets(url: str) -> set[str]:
             decoded = unquote(decoded)
             found.add(decoded)
         found |= _query_secrets(decoded.replace("#", "&"))
+    found |= path_secrets(path)
     if query:
         found |= _query_secrets(query)
     if fragment:
@@ -277,6 +330,7 @@ def argv_secrets(argv: str | Iterable[str]) -> set[str]:
 
 _lock = threading.Lock()
 _known: frozenset[str] = frozenset()
+_short: frozenset[str] = frozenset()
 _pattern: re.Pattern[str] | None = None
 
 
@@ -287,43 +341,55 @@ def _spellings(value: str) -> set[str]:
 
 def remember(values: Iterable[str]) -> None:
     """Scrub ``values`` (secrets of a judge made in this process) from every text :func:`redact` and
-    :func:`scrub` see from now on (those of at least :data:`MIN_SECRET` characters)."""
-    global _known, _pattern
-    new = {s for v in values if isinstance(v, str) and v != REDACTED for s in _spellings(v)
-           if len(s) >= MIN_SECRET}
-    if new <= _known:
+    :func:`scrub` see from now on: one of at least :data:`MIN_SECRET` characters wherever it stands, a shorter
+    one (from :data:`MIN_ECHO` characters) wherever it stands as a whole token."""
+    global _known, _short, _pattern
+    spelled = {s for v in values if isinstance(v, str) and v != REDACTED for s in _spellings(v) if len(s) >= MIN_ECHO}
+    long_ = {s for s in spelled if len(s) >= MIN_SECRET}
+    short = spelled - long_
+    if long_ <= _known and short <= _short:
         return
     with _lock:
-        _known = _known | new
+        _known = _known | long_
+        _short = _short | short
         _pattern = None
 
 
 def known_secrets() -> frozenset[str]:
     """The secret values (in each spelling) :func:`scrub` takes out."""
-    return _known
+    return _known | _short
+
+
+def _compile(long_: Iterable[str], short: Iterable[str]) -> re.Pattern[str] | None:
+    alts = []
+    if long_:
+        alts.append("|".join(map(re.escape, sorted(long_, key=len, reverse=True))))
+    if short:  # a short secret only as a token: "abc12" in "key abc12 invalid", not inside "abc123x"
+        alts.append(r"(?<![\w-])(?:" + "|".join(map(re.escape, sorted(short, key=len, reverse=True)))
+                    + r")(?![\w-])")
+    return re.compile("|".join(alts)) if alts else None
 
 
 def scrub(text: str, secrets: Iterable[str] | None = None) -> str:
-    """``text`` with every remembered secret value (or every one of ``secrets``, of at least
-    :data:`MIN_SECRET` characters) replaced by ``***``."""
+    """``text`` with every remembered secret value (or every one of ``secrets``) replaced by ``***``: those of
+    at least :data:`MIN_SECRET` characters wherever they stand, shorter ones as whole tokens."""
     global _pattern
     if secrets is not None:
-        values = sorted({s for v in secrets for s in _spellings(v) if len(s) >= MIN_SECRET}, key=len, reverse=True)
-        if not values:
-            return text
-        return re.sub("|".join(map(re.escape, values)), REDACTED, text)
-    pattern = _pattern
-    if not _known:
+        spelled = {s for v in secrets if v != REDACTED for s in _spellings(v) if len(s) >= MIN_ECHO}
+        pat = _compile({s for s in spelled if len(s) >= MIN_SECRET}, {s for s in spelled if len(s) < MIN_SECRET})
+        return text if pat is None else pat.sub(REDACTED, text)
+    if not _known and not _short:
         return text
+    pattern = _pattern
     if pattern is None:
         with _lock:
-            pattern = _pattern = re.compile("|".join(map(re.escape, sorted(_known, key=len, reverse=True))))
-    return pattern.sub(REDACTED, text)
+            pattern = _pattern = _compile(_known, _short)
+    return text if pattern is None else pattern.sub(REDACTED, text)
 
 
 def scrub_all(value: Any, secrets: Iterable[str] | None = None) -> Any:
     """``value`` (a JSON-like object) with :func:`scrub` applied to every text in it, keys included."""
-    if secrets is None and not _known:
+    if secrets is None and not _known and not _short:
         return value
     if secrets is not None:
         secrets = list(secrets)
@@ -364,7 +430,23 @@ def redact(text: str) -> str:
         text = _OPTION.sub(_option, text)
     if " " in text:
         text = _BEARER.sub(rf"\1\2{REDACTED}", text)
+    if ":" in text:
+        text = _FIELD.sub(_field, text)
     return text
+
+
+#: secret names read unquoted before a colon (``Password: ...``); a bare ``key:`` or ``token:`` in prose (``Answer
+#: key: ...``) is read only quoted (``"key": "..."``, a JSON body) or compound (``api_key:``, ``x-auth-token:``)
+_UNQUOTED_FIELDS = frozenset({"authorization", "password", "passwd", "apikey", "secret"})
+
+
+def _field(m: re.Match[str]) -> str:
+    q, name, colon, vq, value = m.groups()
+    if not secret_name(name) or value.startswith("//"):
+        return m.group(0)
+    if not q and not any(c in name for c in "_.-") and name.lower() not in _UNQUOTED_FIELDS:
+        return m.group(0)
+    return f"{q}{name}{q}{colon}{vq}{REDACTED}{vq}"
 
 
 def redact_arg(arg: str) -> str:
@@ -382,7 +464,9 @@ def redact_all(value: Any) -> Any:
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {redact(k) if isinstance(k, str) else k: redact_all(v) for k, v in value.items()}
+        return {redact(k) if isinstance(k, str) else k:
+                REDACTED if isinstance(k, str) and isinstance(v, str) and v and secret_name(k) else redact_all(v)
+                for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [redact_all(v) for v in value]
     return value

@@ -235,7 +235,7 @@ class Trust:
             out.append(f"{FLAGGED}: {FLAGGED_WORDS}" + (f" (it would have had {full:g})" if full is not None else "")
                        + (whole if self.flagged[answer_id].get("graded_whole") else ""))
         if self.disagree(answer_id):
-            from knockout.meaning._combine import DISAGREE_WORDS
+            from knockout.grading import DISAGREE_WORDS
 
             rd = self.readings[answer_id]
             out.append(f"{DISAGREE}: {DISAGREE_WORDS} (the judge {rd.get('judge'):.2f}, the meaning "

@@ -89,9 +89,9 @@ def _rows(loaded: Any) -> list[dict[str, Any]]:
 
 
 def _write(path: Path, rows: list[dict[str, Any]]) -> None:
-    import csv
     import json
 
+    from knockout.data._csv import write_dicts
     from knockout.data._output import atomic_output
 
     with atomic_output(path, newline="") as f:
@@ -99,9 +99,7 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> None:
             for r in rows:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
             return
-        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["answer_id"])
-        w.writeheader()
-        w.writerows(rows)
+        write_dicts(f, rows, list(rows[0]) if rows else ["answer_id"])  # the one CSV writer (formulas neutralised)
 
 
 def review(

@@ -125,10 +125,10 @@ def print_summary(summary: dict[str, Any]) -> None:
         rows.append(("images left out", f"{summary['images_dropped']} (text-only judge)"))
     rd = summary.get("readers") or {}
     if rd.get("mode") == "two":
-        rows.append(("readers", f"the judge and the answer's meaning against the reference: {rd['combined']} grades "
-                     f"combined, {rd['judge_only']} the judge's alone"
+        rows.append(("readers", f"the grade model ({rd.get('model') or 'shipped'}): {rd['combined']} grades from "
+                     f"the judge's and the other readings, {rd['judge_only']} the judge's alone"
                      + "".join(f"; {n} {why}" for why, n in (rd.get("why_not") or {}).items())
-                     + f"; {rd['disagree']} where they disagree (marked)"))
+                     + f"; {rd['disagree']} capped where the judge is far above the meaning (marked)"))
     elif rd.get("off"):
         rows.append(("readers", f"the judge alone: {rd['off']}"))
     off = [k.replace("_", " ") for k, v in (summary.get("defences") or {}).items() if v != "on"]
@@ -259,10 +259,10 @@ def grade(
                                          "points and the reference's grade; docs/methods.md#reference-anchors)")
                  ] = "off",
     readers: Annotated[str, typer.Option("--readers", help="the readers of an individual grade: auto (two where the "
-                                         "meaning reader applies: an English answer with its reference shown, "
-                                         "a real judge), two (the judge and the answer's meaning against the "
-                                         "reference, combined so that buying one buys little), judge (the judge "
-                                         "alone; docs/methods.md#two-readers)")] = "auto",
+                                         "sentence encoder is installed and the judge is real), two (the judge's "
+                                         "grade and the answer's other readings made points by the grade model, "
+                                         "one answer at a time), judge (the judge alone; "
+                                         "docs/methods.md#the-grade-model)")] = "auto",
     rubric: Annotated[str, typer.Option("--rubric", help="questions' rubrics: auto (a text rubric shown in the "
                                         "prompt, a criteria rubric graded per criterion), text (every rubric "
                                         "shown, one grade), off (ignored; docs/rubrics.md)")] = "auto",

@@ -286,19 +286,60 @@ def _long_int(digits: str) -> int | float:
 _INT_DIGITS = 4000  # below sys.get_int_max_str_digits()'s default 4,300
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice (``json`` keeps the last value, silently)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r} in a JSON object")
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of every JSON read from the user: a key written twice is :class:`DuplicateKey`."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise DuplicateKey(k)
+            seen.add(k)
+    return obj
+
+
+def unique_header(header: Iterable[Any], *, file: Path | str, record: str = "line 1",
+                  columns_in: str = "the header") -> list[str]:
+    """A table's column names (stripped), refused (:class:`InputError` naming file, record and the column) when
+    one is written twice: a row would keep one of the two cells without a word.  Unnamed columns are not read
+    and may repeat."""
+    first: dict[str, int] = {}
+    names = []
+    for i, h in enumerate((str(h).strip() for h in header), 1):
+        if h and h in first:
+            raise InputError(f"the column {shorten(h)!r} appears twice in {columns_in} (columns {first[h]} and {i}): "
+                             "which one's values count would be a guess; rename or remove one", file=str(file),
+                             record=record, field=h)
+        first.setdefault(h, i)
+        names.append(h)
+    return names
+
+
 def loads(text: str | bytes, *, file: Path | str, record: str | int | None = None) -> Any:
     """``json.loads`` that cannot crash on hostile input: malformed JSON, nesting deeper than the parser's
     recursion bound (``[[[[...``) and NaN/Infinity are one :class:`InputError` naming ``file`` and ``record``
-    (malformed JSON reports its line when ``record`` is not given).  An integer written with more digits than
-    Python converts (4,300) is read as a float, infinite: the record's model then refuses it, naming its field
-    (as it refuses ``1e999``)."""
+    (malformed JSON reports its line when ``record`` is not given); so is a key written twice in one object
+    (naming the key as the field: json would keep the last value without a word).  An integer written with more
+    digits than Python converts (4,300) is read as a float, infinite: the record's model then refuses it, naming its
+    field (as it refuses ``1e999``)."""
     try:
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=unique_keys)
         except ValueError as e:
-            if isinstance(e, json.JSONDecodeError) or "digits" not in str(e):
+            if isinstance(e, (json.JSONDecodeError, DuplicateKey)) or "digits" not in str(e):
                 raise
-            return json.loads(text, parse_int=_long_int)  # read again only when a number was too long
+            return json.loads(text, parse_int=_long_int, object_pairs_hook=unique_keys)  # a number too long
+    except DuplicateKey as e:
+        raise InputError(f"the key {shorten(e.key)!r} appears twice in one JSON object: which value counts would be "
+                         "a guess; remove one", file=str(file), record=record, field=e.key) from None
     except json.JSONDecodeError as e:
         raise InputError(
             f"malformed JSON: {e.msg} (column {e.colno})", file=str(file),

@@ -45,7 +45,8 @@ class RunGroups:
 def embed(texts: Sequence[str], questions: Sequence[str], encoder: str | None = None) -> np.ndarray:
     """The unit embeddings of ``texts`` with their questions' words taken out (an answer that only repeats its
     question embeds as the empty text: such answers fall together)."""
-    from knockout.meaning import DEFAULT_ENCODER, demote, load_encoder
+    from knockout.grading import demote
+    from knockout.meaning import DEFAULT_ENCODER, load_encoder
 
     demoted = [demote(t, q) for t, q in zip(texts, questions, strict=True)]
     return load_encoder(encoder or DEFAULT_ENCODER).encode(demoted)
@@ -88,7 +89,7 @@ def build_groups(items: ItemSet, readings: Mapping[str, tuple[float | None, floa
         mx = float(q.max_points)
         drafts = [readings[answers[i].id][0] for i in idx]
         shares = np.array([np.nan if d is None else d / mx for d in drafts], dtype=float)
-        from knockout.meaning import demote
+        from knockout.grading import demote
 
         texts = [demote(answers[i].text, q.text) for i in idx]
         labels = cluster(texts, vecs[idx], shares)
@@ -150,7 +151,7 @@ def split_group(store: Store, run_id: str, group_id: str) -> list[str]:
     assert items is not None
     answers = [items.answer(a) for a in g.members]
     question = items.question_of(answers[0])
-    from knockout.meaning import demote
+    from knockout.grading import demote
 
     texts = [demote(a.text, question.text) for a in answers]
     vecs = embed([a.text for a in answers], [question.text] * len(answers))

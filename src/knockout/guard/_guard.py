@@ -8,9 +8,9 @@ The guard, for individual grading (docs/injection.md):
    Default_Ignorable_Code_Point: zero-width characters, bidi controls, Unicode tag characters that smuggle
    ASCII): what the judge reads is what a person reading the answer sees.  A clean answer holds none of them.
 2. **Detection.** The answer is split into parts (sentences, lines, code blocks, HTML comments;
-   :func:`split_parts`) and each part is read by :mod:`knockout.guard._detector` (structural rules and a small
-   classifier; no judge call): a part scoring at least :data:`FLAG_AT` is aimed at the grader, and the answer
-   is flagged.
+   :func:`split_parts`, every part alone however long the answer) and each part is read by
+   :mod:`knockout.guard._detector` (structural rules and a small classifier; no judge call): a part scoring at
+   least :data:`FLAG_AT` is aimed at the grader, and the answer is flagged.
 3. **The lower grade.** A flagged answer is graded again without those parts, and its grade is the lower of
    the two, but never lower than the whole answer's grade less the removed share of max points; the grade it
    would have had stays in the details (``grade_full``).  When those parts are most of
@@ -41,8 +41,11 @@ GUARD_MODES = ("auto", "on", "off")
 #: part of bench/persuasion.py and the clean answers of the demo exam, SAF and mohler-dev: docs/injection.md
 FLAG_AT = 0.7
 REMOVE_AT = 0.5
-#: at most this many parts are read (a longer answer's sentences are grouped into this many)
+#: :func:`split_parts`' default: at most this many parts (a longer answer's sentences grouped into this many)
 MAX_PARTS = 40
+#: :func:`detect` reads every part of an answer alone, up to this many (an answer's size is bounded long before:
+#: a plea among 120 sentences was read inside a group of three and diluted below FLAG_AT, issue 60)
+MAX_READ = 20000
 #: a flagged answer whose removed parts are more than this share of it (characters) is graded whole and marked:
 #: a defence never grades an answer on less than its content (issue 48: honest answers whose every part was
 #: removed were graded 0)
@@ -147,7 +150,7 @@ def removed_share(text: str, rest: str) -> float:
 def detect(text: str) -> dict[str, object]:
     """The guard's reading of one answer: ``p_address`` (its parts' largest score), ``flagged``, and for a flagged
     answer every part's score and the parts removed."""
-    parts = split_parts(text)
+    parts = split_parts(text, MAX_READ)  # each sentence alone: a flagged part is found wherever it stands
     sc = scores(parts)
     top = max((x for p, x in zip(parts, sc, strict=True) if x == 1.0 or units(p) >= MIN_UNITS), default=0.0)
     if top < FLAG_AT:

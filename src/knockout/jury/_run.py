@@ -37,8 +37,27 @@ SUMMED = ("judge_calls", "cache_hits", "prompt_tokens", "completion_tokens", "ca
           "resent_after_lost_worker")
 
 
+class JuryGuard(BaseModel):
+    """The persuasion guard's reading of an answer across a jury's members (``details["guard"]`` of a jury's grade,
+    read by the trust marks as a member's is): flagged when any member's guard flagged it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    flagged: bool
+    #: the members whose guard flagged the answer
+    flagged_by: list[str] = []
+    #: the largest score of the answer's parts over the members (how surely some part is aimed at the grader)
+    p_address: float | None = None
+    #: the parts any member removed before its second grade
+    removed: list[str] = []
+    #: the jury's grade had no member's guard acted (the aggregate of each member's whole-answer grade)
+    grade_full: float | None = None
+    graded_whole: bool = False
+
+
 class JuryDetails(BaseModel):
-    """A graded answer's jury result: each member's score (None: invalid) and the spread."""
+    """A graded answer's jury result: each member's score (None: invalid), the spread, and the guard's flag
+    carried from the members (``guard``: None where no member ran the guard)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -46,6 +65,25 @@ class JuryDetails(BaseModel):
     valid_members: int
     spread: float | None
     error: str | None = None
+    guard: JuryGuard | None = None
+
+
+def jury_guard(labels: Sequence[str], guards: Sequence[dict[str, Any] | None], scores: Sequence[float | None],
+               aggregate: Any) -> JuryGuard | None:
+    """The members' guard readings of one answer (each member's ``details["guard"]`` or None) as the jury's: the
+    flag travels (any member's), with who flagged it, the largest address score, the removed parts, and the grade
+    the jury would have given had no guard acted (``aggregate`` over each valid member's ``grade_full``, else its
+    grade)."""
+    if not any(isinstance(g, dict) for g in guards):
+        return None
+    by = [label for label, g in zip(labels, guards, strict=True) if isinstance(g, dict) and g.get("flagged")]
+    p = [float(g["p_address"]) for g in guards if isinstance(g, dict) and g.get("p_address") is not None]
+    removed = list(dict.fromkeys(r for g in guards if isinstance(g, dict) for r in g.get("removed") or []))
+    full = [float(g["grade_full"]) if isinstance(g, dict) and g.get("flagged") and g.get("grade_full") is not None
+            else s for g, s in zip(guards, scores, strict=True) if s is not None]
+    return JuryGuard(flagged=bool(by), flagged_by=by, p_address=max(p) if p else None, removed=removed,
+                     grade_full=aggregate(full) if by and full else None,
+                     graded_whole=any(isinstance(g, dict) and g.get("graded_whole") for g in guards))
 
 
 class JurySbsDetails(BaseModel):
@@ -73,6 +111,8 @@ class JurySummary(RunSummary):
     answers: int | None = None
     valid: int | None = None
     invalid: int | None = None
+    #: answers any member's persuasion guard flagged (their jury grades are flagged too)
+    flagged: int | None = None
     agreement: dict[str, Any] | None = None
     # side-by-side juries
     prompt: str | None = None
@@ -265,14 +305,18 @@ class JuryRun(Run[JuryReport]):
         items: ItemSet = self.members[0].snapshot()  # type: ignore[assignment]
         by_member = [{r.answer_id: (r.score if r.valid else None) for r in rep.results}
                      for rep in report.member_reports]
+        guard_of = [{r.answer_id: r.details.get("guard") for r in rep.results if isinstance(r.details, dict)}
+                    for rep in report.member_reports]
         agg = score_aggregates.get(self.aggregate)
         results: list[AnswerResult] = []
         for a in items:
             scores = {label: got.get(a.id) for label, got in zip(self.labels, by_member, strict=True)}
             valid = [s for s in scores.values() if s is not None]
+            guard = jury_guard(self.labels, [g.get(a.id) for g in guard_of], list(scores.values()),
+                               lambda xs: agg(xs, self.trim))
             details = JuryDetails(members=scores, valid_members=len(valid),
                                   spread=max(valid) - min(valid) if valid else None,
-                                  error=None if valid else "no member graded this answer validly")
+                                  error=None if valid else "no member graded this answer validly", guard=guard)
             results.append(AnswerResult(a.id, a.question_id, agg(valid, self.trim) if valid else None, bool(valid),
                                         details.model_dump(mode="json")))
         ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in results)
@@ -280,6 +324,7 @@ class JuryRun(Run[JuryReport]):
         report.body = {
             "questions": len(items.question_ids()), "answers": len(items),
             "valid": sum(r.valid for r in results), "invalid": sum(not r.valid for r in results),
+            "flagged": sum(bool((r.details.get("guard") or {}).get("flagged")) for r in results),
             "agreement": question_level(items, {r.answer_id: r.score for r in results})
             if items.has_human_scores() else {},
         }

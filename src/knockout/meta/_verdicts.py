@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from knockout._bounds import Selection
 from knockout._verdict import META_SPELLING, Verdict
-from knockout.data._io import CsvRows, iter_json_lines, read_text, to_number
+from knockout.data._io import CsvRows, iter_json_lines, read_text, to_number, unique_header
 from knockout.errors import InputError
 
 Kind = Literal["pairwise", "pointwise"]
@@ -109,7 +109,7 @@ def read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(record name, row) of a JSONL or CSV file."""
     if path.suffix.lower() == ".csv":
         rows = CsvRows(read_text(path), file=path)
-        header = next(rows, [])
+        header = unique_header(next(rows, []), file=path)
         for n, cells in enumerate((r for r in rows if r), 2):
             yield f"line {n}", dict(zip(header, cells, strict=False))
     elif path.suffix.lower() in (".jsonl", ".json"):

@@ -45,9 +45,10 @@ class MethodOptions(PromptOptions):
     #: reference anchors of individual grading (knockout.methods._anchors, docs/methods.md#reference-anchors):
     #: off or on (two judge calls per question: its reference and a null answer graded, each grade read on them)
     anchors: Name = "off"
-    #: the readers of an individual grade (knockout.meaning, docs/methods.md#two-readers): ``auto`` (two where the
-    #: meaning reader applies and the judge is not a simulation), ``two`` (the judge and the answer's meaning
-    #: against the reference, combined), ``judge`` (the judge alone); a run records the mode it used
+    #: the readers of an individual grade (knockout.grading, docs/methods.md#the-grade-model): ``auto`` (two where
+    #: the encoder is installed and the judge is not a simulation), ``two`` (the judge's and the other readings made
+    #: points by the grade model), ``judge`` (the judge alone); a run records the mode it used (and, with two, the
+    #: grade model's name and digest)
     readers: Name = "auto"
 
     def record(self) -> dict[str, Any]:
@@ -61,6 +62,10 @@ class MethodOptions(PromptOptions):
             d.pop("anchors", None)
         if d.get("readers") != "two":
             d.pop("readers", None)
+        else:  # the grades are the model's: another model, another run
+            from knockout.grading import default_model
+
+            d["grade_model"] = f"{default_model().name}@{default_model().digest}"
         if d.get("preference") == "letter":
             d.pop("preference", None)
         return d
@@ -98,14 +103,20 @@ class AnchoredDetails(BaseModel):
 
 
 class ReadersDetails(BaseModel):
-    """The two readers of an individual grade (:mod:`knockout.meaning`): the judge's grade and the answer's meaning
-    against the reference (its similarity, and that put on the judge's scale, points), the grade they make, and
-    whether they disagreed beyond their spread; or why the grade is the judge's alone."""
+    """What an individual grade rests on (:mod:`knockout.grading`): the judge's grade (points), every reading of the
+    answer, the grade model (name, digest) and the pattern of readings it read, the model's grade before the cap
+    (``full``), the meaning side's grade (``meaning``) and the grade (``combined``, points), and whether the cap bound
+    (``disagree``); or why the grade is the judge's alone."""
 
     model_config = ConfigDict(extra="forbid")
 
     judge: float | None = None
     similarity: float | None = None
+    readings: dict[str, float | None] | None = None
+    model: str | None = None
+    model_sha: str | None = None
+    pattern: str | None = None
+    full: float | None = None
     meaning: float | None = None
     combined: float | None = None
     disagree: bool = False
@@ -130,7 +141,7 @@ class IndividualDetails(CallTrace):
     guard: GuardDetails | None = None
     #: reference anchors (``--anchors``): the grade before anchoring and the question's anchors
     anchored: AnchoredDetails | None = None
-    #: the two readers (``--readers two``): both readings and the grade they make
+    #: the grade model (``--readers two``): the readings and the grade they make
     readers: ReadersDetails | None = None
 
     @model_serializer(mode="wrap")

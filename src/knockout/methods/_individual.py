@@ -12,12 +12,14 @@ score, validity and error of each answer; their full details (prompt, every raw 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from knockout.data._records import Answer, Criterion, ItemSet, Question
 from knockout.engine import Outcome, Subject, Task
+from knockout.grading._normalise import normalise
 from knockout.guard import WHOLE_AT, detect, removed_share, visible, without
 from knockout.methods._anchors import Anchors, anchor_answers, anchor_ends
 from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
@@ -79,8 +81,12 @@ class Individual(Method):
         guard = options.guard == "on"
         for start in range(0, n, self.chunk):  # each chunk's answers built from the item set's columns
             part = items.answers[start:start + self.chunk]
-            if guard:  # the judge sees what a person sees: no invisible characters
-                part = [a if (v := visible(a.text)) == a.text else a.model_copy(update={"text": v}) for a in part]
+            # every reader reads the normalised text (NFKC, no format characters); with the guard, the judge sees
+            # what a person sees: no invisible characters
+            part = [a if (v := self._shown(a.text, guard)) == a.text else a.model_copy(update={"text": v})
+                    for a in part]
+            readings = (asyncio.create_task(asyncio.to_thread(self._readings, part, builder))
+                        if options.readers == "two" else None)  # the encoder works while the judge is asked
             tasks: list[Task] = []
             meta: list[tuple[str, list[str], list[Criterion]]] = []
             for a in part:
@@ -111,8 +117,8 @@ class Individual(Method):
             if anchored:
                 self._anchor(done, {q.id: (anchor_outcomes[ends * i], anchor_outcomes[ends * i + 1] if ends > 1
                                            else None, q.max_points) for i, q in enumerate(anchored)})
-            if options.readers == "two":
-                self._read_meaning(part, done, builder)
+            if readings is not None:
+                self._grade(part, done, builder, await readings)
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in done)
             if chunked:  # the details are in the store; keep what a summary needs (the error, the few-shot
                 for r in done:  # answers for the copy rate, the last reply for the sciex parser's fallbacks)
@@ -136,38 +142,46 @@ class Individual(Method):
         return MethodResult(results, written=True)
 
     @staticmethod
-    def _read_meaning(part: Sequence[Answer], done: list[AnswerResult], builder: PromptBuilder) -> None:
-        """The second reader (:mod:`knockout.meaning`): each answer's meaning against its question's reference, and
-        the grade the two readers make (``details["readers"]``); where it does not apply, the judge's grade stands
-        and the details say why."""
-        from knockout.meaning import DEFAULT_ENCODER, Reading, combine, read_meaning
+    def _shown(text: str, guard: bool) -> str:
+        return visible(normalise(text)) if guard else normalise(text)
+
+    @staticmethod
+    def _readings(part: Sequence[Answer], builder: PromptBuilder) -> list[Any]:
+        """Every answer's readings but the judge's (:mod:`knockout.grading`): run in a worker thread beside the
+        judge's requests."""
+        from knockout.grading._readings import Readings, default_encoder, read_answers
 
         items = builder.items
         qs = [items.question_of(a) for a in part]
-        rubric = [bool(builder.criteria(q)) for q in qs]  # a criteria verdict is a sum of criteria: not read
-        readings = read_meaning([a.text for a in part], [q.text for q in qs],
-                                [q.reference if builder.options.reference and not c else None
-                                 for q, c in zip(qs, rubric, strict=True)], [q.language for q in qs])
-        readings = [Reading(None, "a criteria rubric grades it (the grade is a sum of per-criterion verdicts)")
-                    if c else rd for c, rd in zip(rubric, readings, strict=True)]
-        judge = [r.score / q.max_points if r.valid and r.score is not None else None for r, q in zip(done, qs,
-                                                                                                  strict=True)]
-        both = combine(judge, [rd.similarity if j is not None else None for rd, j in zip(readings, judge,
-                                                                                          strict=True)])
-        for i, (r, q, rd) in enumerate(zip(done, qs, readings, strict=True)):
-            if not r.valid or r.score is None:
+        rubric = [bool(builder.criteria(q)) for q in qs]
+        guard = [float(detect(a.text)["p_address"]) for a in part]  # type: ignore[arg-type]
+        got = read_answers([a.text for a in part], [q.text for q in qs],
+                           [q.reference if builder.options.reference else None for q in qs],
+                           [q.language for q in qs], default_encoder(), guard)
+        return [Readings({}, "a criteria rubric grades it (the grade is a sum of per-criterion verdicts)") if c
+                else rd for c, rd in zip(rubric, got, strict=True)]
+
+    @staticmethod
+    def _grade(part: Sequence[Answer], done: list[AnswerResult], builder: PromptBuilder, readings: list[Any]) -> None:
+        """Each answer's grade from its own readings through the grade model (:mod:`knockout.grading`), stored with
+        what it rests on (``details["readers"]``); a criteria grade stays the sum of its criteria."""
+        from knockout.grading._grade import grade_all
+        from knockout.judges._slot import verdict_spread
+        from knockout.meaning import DEFAULT_ENCODER
+
+        qs = [builder.items.question_of(a) for a in part]
+        ok = [r.valid and r.score is not None and not (rd.why_not or "").startswith("a criteria rubric")
+              for r, rd in zip(done, readings, strict=True)]
+        recs = grade_all(readings, [r.score if k else None for r, k in zip(done, ok, strict=True)],
+                         [verdict_spread(r.details, q.max_points) if k else None
+                          for r, q, k in zip(done, qs, ok, strict=True)],
+                         [q.max_points for q in qs], DEFAULT_ENCODER)
+        for r, rd, rec in zip(done, readings, recs, strict=True):
+            if rec is None:
+                if r.valid and rd.why_not:
+                    r.details["readers"] = {"judge": r.score, "why_not": rd.why_not}
                 continue
-            rec: dict[str, Any] = {"judge": r.score, "similarity": rd.similarity, "encoder": DEFAULT_ENCODER}
-            g = both.grades[i]
-            if rd.why_not:
-                rec["why_not"] = rd.why_not
-            elif g is None:
-                rec["why_not"] = both.why_not
-            else:
-                mg = both.meaning_grades[i]
-                rec.update(meaning=round(float(mg) * q.max_points, 6) if mg is not None else None,
-                           combined=round(g * q.max_points, 6), disagree=both.capped[i])
-                r.score = rec["combined"]
+            r.score = rec["combined"]
             r.details["readers"] = rec
 
     @staticmethod

@@ -343,7 +343,7 @@ def grade_fact(score: float | None, d: dict[str, Any], max_points: float | None)
     verdict = attempts[-1].get("verdict") if attempts and isinstance(attempts[-1], dict) else None
     if isinstance(readers, dict) and readers.get("combined") is not None:
         judge = readers.get("judge")
-        how = ("the judge's and the meaning reader's readings combined (see Readers)" +
+        how = ("the grade model's grade from the judge's grade and the other readings (see Readers)" +
                (f"; the judge's own: {points(judge)}" if isinstance(judge, int | float) else ""))
     elif isinstance(verdict, dict) and verdict.get("mode") == "expected":
         how = "the judge's expected grade over its probabilities for each grade, not the number its reply wrote"
@@ -355,17 +355,23 @@ def grade_fact(score: float | None, d: dict[str, Any], max_points: float | None)
 
 
 def readers_words(rd: dict[str, Any]) -> str:
-    """The two readers of a grade in words (the viewer's answer page)."""
+    """What a grade rests on, in words (the viewer's answer page): the judge's grade, the readings, the grade
+    model (name and digest) and its grade, and whether the cap bound."""
     from knockout.meaning._words import meaning_points
 
     judge = rd.get("judge")
     head = "the judge " + ("–" if judge is None else f"{judge:.2f}")
     if rd.get("combined") is None:
-        return f"{head}; the meaning reader did not apply ({rd.get('why_not') or 'not read'}): the grade is the judge's"
-    words = (f"{head}, the answer's meaning against the reference {meaning_points(rd)} (similarity "
-             f"{rd['similarity']:.3f}, {rd.get('encoder') or 'encoder'}): combined {rd['combined']:.2f}")
+        return f"{head}; the grade model did not apply ({rd.get('why_not') or 'not read'}): the grade is the judge's"
+    readings = rd.get("readings") or {}
+    shown = ", ".join(f"{k} {v:.3f}" for k, v in readings.items() if isinstance(v, int | float) and k != "judge")
+    words = (f"{head}; readings: {shown or 'none'}; the grade model {rd.get('model') or '?'} "
+             f"({rd.get('model_sha') or '?'}, readings {rd.get('pattern') or '?'}): {rd['combined']:.2f}")
+    if rd.get("why_not"):
+        words += f" (the meaning reader did not apply: {rd['why_not']})"
     if rd.get("disagree"):
-        words += "; the readers disagree beyond their spread: the grade leans to the lower, check it"
+        words += (f"; the judge's grade is far above what the meaning side allows ({meaning_points(rd)}): capped "
+                  "there, check it")
     return words
 
 

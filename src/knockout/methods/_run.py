@@ -127,7 +127,9 @@ class RunReport:
         for d in rs:
             if d.get("why_not"):
                 why[d["why_not"]] = why.get(d["why_not"], 0) + 1
-        return {"mode": "two", "combined": sum(d.get("combined") is not None for d in rs),
+        model = next((f"{d['model']}@{d.get('model_sha')}" for d in rs if d.get("model")), None)
+        return {"mode": "two", **({"model": model} if model else {}),
+                "combined": sum(d.get("combined") is not None for d in rs),
                 "judge_only": sum(d.get("combined") is None for d in rs),
                 "disagree": sum(bool(d.get("disagree")) for d in rs), **({"why_not": why} if why else {})}
 
@@ -202,7 +204,7 @@ class GradeRun(Run[RunReport]):
         verdict = resolve_verdict(cfg.options.verdict, judge)  # the mode this judge gives: recorded with the run
         guard = resolve_guard(cfg.options.guard, cfg.method, verdict)  # likewise the guard's
         resolve_anchors(cfg.options.anchors, cfg.method)  # an unknown mode, or anchors without individual grading
-        from knockout.meaning import resolve_readers
+        from knockout.grading import resolve_readers
 
         readers, self.readers_off = resolve_readers(cfg.options.readers, cfg.method, judge.simulated)
         named = cfg.options.verdict_named or cfg.options.verdict in MODES  # a slot mode asked for by name

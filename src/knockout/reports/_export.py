@@ -8,15 +8,14 @@ the run's ``matches`` and joined here).
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from knockout.data._csv import Writer, dicts_text
 from knockout.errors import ConfigError
-from knockout.reports._gradebook import neutralise
 from knockout.reports._replies import expand, replies_in
 from knockout.storage._store import RunRecord, Store
 
@@ -44,17 +43,13 @@ def export_rows(store: Store, run: RunRecord) -> list[dict[str, Any]]:
 #: probability-weighted mean of the judge's distribution over the grades, not the number its reply states);
 #: ``judge_replies`` is the judge's text, every reply of the item joined by `` ||| ``; ``flagged`` (1/0; empty where the
 #: persuasion guard did not run) and ``grade_full``: the grade the answer would have had without the guard;
-#: ``grade_judge``, ``grade_meaning`` and ``meaning_similarity``: the two readers' readings of a grade they made
-#: (points; the similarity as read; empty where the grade is the judge's alone), ``readers_disagree`` (1/0)
+#: ``grade_judge``, ``grade_meaning`` and ``meaning_similarity``: the judge's grade, the grade model's meaning side
+#: (points) and the similarity as read, of a grade the model made (empty where the grade is the judge's alone),
+#: ``readers_disagree`` (1/0: the cap bound), ``grade_model`` (the model's name and digest) and ``readings`` (every
+#: reading the model read, JSON)
 CSV_HEADER = ["run_id", "kind", "method", "judge", "status", "simulated_judge", "item_id", "question_id", "grade",
               "valid", "error", "judge_replies", "flagged", "grade_full", "grade_judge", "grade_meaning",
-              "meaning_similarity", "readers_disagree"]
-
-
-def _text_cells(row: list[Any]) -> list[Any]:
-    """A CSV row with every text cell that a spreadsheet would read as a formula neutralised (the gradebook's
-    :func:`~knockout.reports._gradebook.neutralise`); numbers as they are."""
-    return [neutralise(c) if isinstance(c, str) else c for c in row]
+              "meaning_similarity", "readers_disagree", "grade_model", "readings"]
 
 
 def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
@@ -65,7 +60,7 @@ def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
             yield json.dumps(r, ensure_ascii=False) + "\n"
         return
     buf = io.StringIO()
-    w = csv.writer(buf)
+    w = Writer(buf)  # the one CSV writer: text cells a spreadsheet would read as a formula neutralised
     w.writerow(CSV_HEADER)
     for r in iter_export_rows(store, run):
         d = r["details"]
@@ -73,13 +68,15 @@ def export_lines(store: Store, run: RunRecord, fmt: str) -> Iterator[str]:
         full = g.get("grade_full") if g else None
         rd = d.get("readers") if isinstance(d.get("readers"), dict) and d["readers"].get("combined") is not None \
             else {}
-        w.writerow(_text_cells([
+        w.writerow([
             run.id, run.kind, run.method, run.judge, run.status, int(run.simulated), r["item_id"], r["question_id"],
             "" if r["score"] is None else r["score"], int(r["valid"]), d.get("error") or "",
             " ||| ".join(r["replies"]), "" if g is None else int(bool(g.get("flagged"))), "" if full is None else full,
             *("" if rd.get(k) is None else rd[k] for k in ("judge", "meaning", "similarity")),
             "" if not rd else int(bool(rd.get("disagree"))),
-        ]))
+            "" if not rd.get("model") else f"{rd['model']}@{rd.get('model_sha')}",
+            "" if not rd.get("readings") else json.dumps(rd["readings"], sort_keys=True),
+        ])
         yield buf.getvalue()
         buf.seek(0)
         buf.truncate()
@@ -132,10 +129,4 @@ def export_tidy(db: Path, run_id: str | None, fmt: str, table: str | None, outpu
         return run, len(rows), None
     if fmt == "jsonl":
         return run, len(rows), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    buf = io.StringIO()
-    if rows:
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows({k: "" if v is None else neutralise(v) if isinstance(v, str) else v for k, v in r.items()}
-                    for r in rows)
-    return run, len(rows), buf.getvalue()
+    return run, len(rows), dicts_text(rows)

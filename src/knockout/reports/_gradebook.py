@@ -30,14 +30,17 @@ assignment, and a "Points Possible" row).  See docs/teacher.md.
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, TextIO
 
+from knockout.data._csv import FORMULA_LEAD, Number, blank, write_rows
+from knockout.data._csv import formula_lead as formula_lead  # re-exported: the gradebook's tests and callers
+from knockout.data._csv import neutralise as neutralise
 from knockout.data._records import Question
 from knockout.errors import ConfigError, InputError
 from knockout.storage._store import RunRecord
@@ -196,7 +199,7 @@ def gradebook(store: Any, run_id: str | None = None, *, id_column: str = "examin
 
 
 def _num(x: float | None) -> str:
-    return "" if x is None else f"{x:g}"
+    return "" if x is None else Number(x)
 
 
 def item_name(q: Question) -> str:
@@ -210,12 +213,13 @@ def item_name(q: Question) -> str:
 #   (lib/csvlib.class.php, ``csv_import_reader::load_csv_content``) turns every ``\r\n`` and lone ``\r`` into
 #   ``\n`` before it parses, and its grade import (grade/import/csv/classes/load_data.php) trims every value: a
 #   bare CR left unquoted in an id starts a new row there, so ``zz\rs_victim`` would add a row for ``s_victim``.
-#   Python's csv writer quotes only the characters of its line terminator, so the rows are written with
-#   ``\r\n`` as the terminator (every CR and LF quoted) and ended with ``\n``.
+#   Python's csv writer quotes only the characters of its line terminator, so the one CSV writer
+#   (:mod:`knockout.data._csv`) quotes as for ``\r\n`` (every CR and LF quoted); the rows end with ``\n``.
 # * Formulas (OWASP, "CSV Injection", https://owasp.org/www-community/attacks/CSV_Injection, and ASVS 1.2.10):
 #   a spreadsheet runs a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a CR (ASVS adds NUL) as a
-#   formula.  The plain layout prefixes such a text cell with a single quote (OWASP's advice: the spreadsheet
-#   then shows it as text); the LMS layouts refuse it, since a changed id would no longer match the LMS's.
+#   formula.  The one CSV writer prefixes such a text cell with a single quote (OWASP's advice: the spreadsheet
+#   then shows it as text; :func:`~knockout.data._csv.neutralise`); the LMS layouts refuse a formula id or
+#   question name first, since a changed id would no longer match the LMS's.
 # * Moodle's grade import (load_data.php): the user column is read only when ``!empty($value)`` after the trim,
 #   so an id ``0`` or an empty one is skipped and that row's grades go to the student of the row before (the
 #   user id is not reset between rows); an empty cell or ``-`` in an existing grade item sets "no grade",
@@ -230,57 +234,16 @@ def item_name(q: Question) -> str:
 #   ``josé``) and invisible format characters (ZWSP, BOM) are all ignored; Canvas (PostgreSQL, ``LOWER``) and
 #   either importer's trimming fold less, but refusing what one of them would merge costs nothing.  Two ids
 #   equal after :func:`lms_key` would be one user there, and are refused, naming both; so are two questions.
-# * A formula look-alike: spreadsheets (and people) skip leading blanks (a space, NBSP, VT, FF, LF, BOM, ZWSP)
-#   and read the fullwidth and small forms of ``= + - @`` (``＝``, ``﹦``, ``⁼``, ``＋``, ``＠``, ``−``) as
-#   those characters when they convert a cell; :func:`formula_lead` looks past the one to the other.
+# * A formula look-alike (:func:`~knockout.data._csv.formula_lead`): leading blanks and the fullwidth and small
+#   forms of ``= + - @``.
 
-#: a cell starting with one of these is read as a formula by spreadsheets (OWASP; ASVS 1.2.10 adds NUL)
-FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r", "\0")
 #: what PHP's trim() removes, as Moodle's importer trims every value
 _PHP_TRIM = " \t\n\r\0\x0b"
 _CANVAS_ID_COLUMN = re.compile(r"\(\d+\)\s*$")
 _CANVAS_TOTALS = re.compile(r"Current Score|Current Points|Final Score|Final Points|Final Grade", re.IGNORECASE)
 _CANVAS_POINTS = re.compile(r"points\s+possible", re.IGNORECASE)
-#: letters drawn as nothing (Hangul and braille fillers): blank to a reader, not to ``str.isspace``
-_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-#: what ``= + - @`` become under NFKC (the fullwidth, small, superscript and subscript forms), and the minus
-#: sign that the superscript and subscript minus become
-_FORMULA_FORMS = frozenset("=+-@\u2212")
 #: the layouts whose LMS folds accents (Moodle on MySQL's utf8mb4_unicode_ci)
 _FOLDS_ACCENTS = frozenset({"moodle"})
-
-
-def _blank(ch: str) -> bool:
-    """A character a reader does not see: a space of any kind, a control or format character (ZWSP, BOM, the
-    directional marks), a filler."""
-    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp") or ch in _FILLERS
-
-
-def formula_lead(cell: str) -> str | None:
-    """The character that makes ``cell`` a formula to a spreadsheet, or None: a formula character first (OWASP,
-    CSV Injection), or, after any blank or invisible characters (:func:`_blank`, combining marks), ``= + - @`` in
-    any of their compatibility forms (``＝``, ``﹦``, ``⁼``, ``＋``, ``＠``, ``−``...)."""
-    if cell.startswith(FORMULA_LEAD):
-        return cell[0]
-    for ch in cell:
-        if _blank(ch) or unicodedata.category(ch) in ("Mn", "Me"):
-            continue
-        return ch if unicodedata.normalize("NFKC", ch) in _FORMULA_FORMS else None
-    return None
-
-
-def neutralise(cell: str) -> str:
-    """``cell`` as a spreadsheet shows it as text: prefixed with a single quote when it is read as a formula
-    (:func:`formula_lead`; OWASP, CSV Injection).  The one neutralisation of every CSV that knockout writes
-    for people (the plain gradebook, ``knockout export``)."""
-    return "'" + cell if formula_lead(cell) is not None else cell
-
-
-def csv_line(cells: Sequence[str]) -> str:
-    """One CSV row ending in ``\n``, every cell holding a CR, LF, quote or comma quoted."""
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\r\n").writerow(cells)
-    return buf.getvalue()[:-2] + "\n"
 
 
 def lms_key(value: str, *, fold_accents: bool = False) -> str:
@@ -293,12 +256,69 @@ def lms_key(value: str, *, fold_accents: bool = False) -> str:
     if fold_accents:
         s = unicodedata.normalize("NFC", "".join(ch for ch in unicodedata.normalize("NFD", s)
                                                  if unicodedata.category(ch) not in ("Mn", "Me")))
+    return _trim(s)
+
+
+def _trim(s: str) -> str:
+    """``s`` without blank characters (:func:`~knockout.data._csv.blank`) at either end."""
     start, end = 0, len(s)
-    while start < end and _blank(s[start]):
+    while start < end and blank(s[start]):
         start += 1
-    while end > start and _blank(s[end - 1]):
+    while end > start and blank(s[end - 1]):
         end -= 1
     return s[start:end]
+
+
+#: the collations each LMS layout compares ids and grade-item names by (name -> how it folds): two ids equal under
+#: any of them are one user there.  Moodle recommends MySQL (utf8mb4_unicode_ci; utf8mb4_0900_ai_ci is MySQL 8's
+#: default); Canvas (PostgreSQL) compares SIS login ids through LOWER() and trims; knockout's own fold (NFKC, case,
+#: invisible characters, and for Moodle accents) is kept under both as the stricter floor.
+COLLATIONS: dict[str, tuple[str, ...]] = {
+    "moodle": ("knockout", "utf8mb4_unicode_ci", "utf8mb4_0900_ai_ci"),
+    "canvas": ("knockout",),
+}
+_COLLATION_WORDS = {
+    "utf8mb4_unicode_ci": "MySQL's utf8mb4_unicode_ci, the UCA at primary strength: case, accents, strokes (ø, ł), "
+                          "ligatures (æ = ae) and invisible characters ignored, every character beyond U+FFFF "
+                          "(an emoji) weighing as one",
+    "utf8mb4_0900_ai_ci": "MySQL 8's utf8mb4_0900_ai_ci, the UCA 9.0.0 at primary strength: case, accents, strokes "
+                          "(ø, ł), ligatures (æ = ae) and invisible characters ignored",
+}
+
+
+@cache
+def _collator(version: str) -> Any:
+    """pyuca's collator of the DUCET of that UCA version (``5.2.0`` or ``9.0.0``), loaded once (about a second)."""
+    from pyuca.collator import Collator_5_2_0, Collator_9_0_0
+
+    return {"5.2.0": Collator_5_2_0, "9.0.0": Collator_9_0_0}[version]()
+
+
+def _primary(version: str, text: str) -> tuple[int, ...]:
+    """The UCA sort key of ``text`` at primary strength (non-ignorable variable weighting, as MySQL's)."""
+    key = _collator(version).sort_key(text)
+    return tuple(key[:key.index(0)] if 0 in key else key)
+
+
+def collation_key(value: str, collation: str, *, fold_accents: bool = False) -> Any:
+    """``value`` as the collation ``collation`` (:data:`COLLATIONS`) compares it, after the importer's trim: equal
+    keys are one user (or one grade item) to the LMS.
+
+    * ``utf8mb4_unicode_ci`` (MySQL, UCA 4.0.0): the UCA at primary strength over the DUCET of UCA 5.2.0, the
+      oldest table a UCA library ships (pyuca; 4.0.0's is not published in a package: the two differ by the
+      characters added in between, which 4.0.0 weighs by code point), with MySQL's quirk for characters beyond
+      the BMP: all of them weigh as U+FFFD (``kim🍣`` = ``kim🍺``).
+    * ``utf8mb4_0900_ai_ci`` (MySQL 8, UCA 9.0.0): the UCA at primary strength over the DUCET of 9.0.0.
+    * ``knockout``: :func:`lms_key` (NFKC, case folded, invisible characters out, trimmed; accents with
+      ``fold_accents``)."""
+    if collation == "knockout":
+        return lms_key(value, fold_accents=fold_accents)
+    trimmed = _trim(value)
+    if collation == "utf8mb4_unicode_ci":
+        return _primary("5.2.0", "".join("\ufffd" if ord(ch) > 0xFFFF else ch for ch in trimmed))
+    if collation == "utf8mb4_0900_ai_ci":
+        return _primary("9.0.0", trimmed)
+    raise ConfigError(f"unknown collation '{collation}' ({', '.join(_COLLATION_WORDS)}, knockout)")
 
 
 def _shown(value: str) -> str:
@@ -329,10 +349,14 @@ def check(book: Gradebook, fmt: str, *, write_empty: bool = False) -> None:
     if fmt == "csv":
         return
     folds = fmt in _FOLDS_ACCENTS
-    how = ("it trims spaces and invisible characters and ignores case, Unicode compatibility forms"
+    collations = COLLATIONS[fmt]
+    own = ("it trims spaces and invisible characters and ignores case, Unicode compatibility forms"
            + (" and accents" if folds else ""))
+
+    def how(collation: str) -> str:
+        return _COLLATION_WORDS.get(collation, own)
     field_name = book.id_column if book.id_column == "examinee" else f"meta.{book.id_column}"
-    names: dict[str, Question] = {}
+    names: dict[tuple[str, Any], Question] = {}
     for q in book.questions:
         name = item_name(q)
         if (lead := formula_lead(name)) is not None:
@@ -344,12 +368,13 @@ def check(book: Gradebook, fmt: str, *, write_empty: bool = False) -> None:
         if fmt == "canvas" and _CANVAS_TOTALS.search(name):
             _refuse(book, fmt, f"question {name!r} looks like one of Canvas's total columns, which its import "
                     "drops (rename the question)", record=q.id, field="id")
-        key = lms_key(name, fold_accents=folds)
-        if key in names:
-            _refuse(book, fmt, f"questions {_shown(item_name(names[key]))} and {_shown(name)} are the same grade "
-                    f"item to the LMS ({how}): rename one", record=q.id, field="id")
-        names[key] = q
-    seen: dict[str, Student] = {}
+        for c in collations:
+            key = (c, collation_key(name, c, fold_accents=folds))
+            if key in names:
+                _refuse(book, fmt, f"questions {_shown(item_name(names[key]))} and {_shown(name)} are the same grade "
+                        f"item to the LMS ({how(c)}): rename one", record=q.id, field="id")
+            names[key] = q
+    seen: dict[tuple[str, Any], Student] = {}
     for s in book.students:
         if (lead := formula_lead(s.id)) is not None:
             _refuse(book, fmt, f"student id {_shown(s.id)} {_lead_words(s.id, lead)}, which a spreadsheet reads as "
@@ -361,11 +386,12 @@ def check(book: Gradebook, fmt: str, *, write_empty: bool = False) -> None:
         if fmt == "canvas" and _CANVAS_POINTS.search(s.id):
             _refuse(book, fmt, f"student {s.id!r}: Canvas reads a row whose first cell holds 'Points Possible' "
                     "as the points row, not a student", record=s.examinee, field=field_name)
-        key = lms_key(s.id, fold_accents=folds)
-        if key in seen:
-            _refuse(book, fmt, f"student ids {_shown(seen[key].id)} and {_shown(s.id)} are the same to the LMS "
-                    f"({how}): it would give both rows to one student", record=s.examinee, field=field_name)
-        seen[key] = s
+        for c in collations:
+            key = (c, collation_key(s.id, c, fold_accents=folds))
+            if key in seen:
+                _refuse(book, fmt, f"student ids {_shown(seen[key].id)} and {_shown(s.id)} are the same to the LMS "
+                        f"({how(c)}): it would give both rows to one student", record=s.examinee, field=field_name)
+            seen[key] = s
     if fmt == "moodle" and not write_empty and (none := book.ungraded()):
         _refuse(book, fmt, f"{len(none)} answer(s) without a grade ({_some(none)}): Moodle clears the grade "
                 "already there for an empty cell; grade them, or pass --write-empty to clear those grades")
@@ -411,14 +437,14 @@ def write(book: Gradebook, fmt: str, out: TextIO, *, write_empty: bool = False) 
         for q in qs:
             head += [item_name(q), f"{item_name(q)} source", f"{item_name(q)} error",
                      f"{item_name(q)} would have had"]
-        rows.append([neutralise(c) for c in [*head, "total", "max_total", "calibration"]])
+        rows.append([*head, "total", "max_total", "calibration"])
         label = (book.calibration or {}).get("label", "") if (book.calibration or {}).get("used") else ""
         for s in book.students:
-            row: list[str] = [neutralise(s.id)]
+            row: list[str] = [s.id]
             for q in qs:
                 g = s.grades.get(q.id, Grade(None, "none"))
                 row += [_num(g.grade), g.source, _num(g.error), _num(g.full)]
-            rows.append([*row, _num(s.total), _num(book.max_total), neutralise(label)])
+            rows.append([*row, _num(s.total), _num(book.max_total), label])
     elif fmt == "moodle":
         rows.append([MOODLE_ID.get(book.id_column.lower(), "ID number"), *(item_name(q) for q in qs)])
         for s in book.students:
@@ -432,7 +458,7 @@ def write(book: Gradebook, fmt: str, out: TextIO, *, write_empty: bool = False) 
         for s in book.students:
             rows.append([s.id, "", "" if login else s.id, s.id if login else "", "",
                          *(_num(s.grades.get(q.id, Grade(None, "none")).grade) for q in qs)])
-    out.writelines(csv_line(r) for r in rows)
+    write_rows(out, rows, lineterminator="\n")  # the one CSV writer: cells quoted and neutralised (data._csv)
 
 
 def text(book: Gradebook, fmt: str, *, write_empty: bool = False) -> str:

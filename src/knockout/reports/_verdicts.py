@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from knockout._verdict import META_SPELLING, Verdict
-from knockout.data._io import iter_json_lines, natural_key, read_text
+from knockout.data._io import iter_json_lines, natural_key, read_text, unique_header
 from knockout.errors import ConfigError, InputError
 from knockout.metrics._analysis import ci_pair, correlations_np, finite_or_none
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES, Interval, bootstrap
@@ -52,6 +52,7 @@ def iter_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(record reference, record) for a JSONL or CSV file."""
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(read_text(path)))
+        unique_header(reader.fieldnames or [], file=path)
         for n, row in enumerate(reader, 2):
             yield f"line {n}", dict(row)
     else:

@@ -21,13 +21,13 @@ for examinees without expert grades.  Exam results are defined in :mod:`knockout
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from knockout.data._csv import Writer
 from knockout.data._records import Answer, ItemSet, Question
 from knockout.errors import ConfigError
 from knockout.metrics._bootstrap import DEFAULT_RESAMPLES
@@ -497,7 +497,7 @@ def leaderboard_csv(board: dict[str, Any]) -> str:
         return [res.get("percent"), ci[0], ci[1], res.get("german")]
 
     buf = io.StringIO()
-    w = csv.writer(buf)
+    w = Writer(buf)  # the one CSV writer: an examinee or label read as a formula is neutralised
     w.writerow(cols)
     labels = [j["label"] for j in judges]
     for r in board["examinees"]:

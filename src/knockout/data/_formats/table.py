@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from knockout._bounds import is_name, is_text
-from knockout.data._io import build, shorten, to_number
+from knockout.data._io import build, shorten, to_number, unique_header, unique_keys
 from knockout.data._records import Answer, AnswerFields, ItemSet, Question
 from knockout.errors import ConfigError, InputError
 
@@ -149,7 +149,7 @@ def as_rubric(value: Any, *, file: Path, record: str, field: str) -> Any:
     text = as_text(value, file=file, record=record, field=field)
     if text is not None and text.startswith("["):
         try:
-            parsed = json.loads(text)
+            parsed = json.loads(text, object_pairs_hook=unique_keys)
         except ValueError:
             return text  # a text rubric that happens to start with a bracket
         if isinstance(parsed, list):
@@ -196,7 +196,8 @@ def load_rows(rows: Iterable[Row], header: Iterable[str], *, columns: Mapping[st
     Errors name ``path`` (or ``source``, for data that is not a file), the row's ``where`` (a missing
     column: ``header_where``) and the source's column."""
     mapping = column_map(columns)
-    names = list(dict.fromkeys(str(h).strip() for h in header))
+    file = Path(source) if source else path
+    names = list(dict.fromkeys(unique_header(header, file=file, record=header_where, columns_in=columns_in)))
     index = set(names)
     col = {f: mapping.get(f, f) for f in (*FIELDS, SCORES_FIELD)}
     graders = {f[len(GRADER_PREFIX):]: c for f, c in mapping.items() if f.startswith(GRADER_PREFIX)}
@@ -206,7 +207,6 @@ def load_rows(rows: Iterable[Row], header: Iterable[str], *, columns: Mapping[st
             graders.setdefault(h[len(GRADER_PREFIX):], h)
     if col["human_score"] in index:
         graders.setdefault("human", col["human_score"])
-    file = Path(source) if source else path
     for f in (*REQUIRED, *mapping):
         c = mapping.get(f, f)
         if c not in index:
