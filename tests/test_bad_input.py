@@ -194,6 +194,7 @@ OUTPUT_COMMANDS: dict[str, list[str]] = {
     "report-html": ["report", "{d}/s.db", "--resamples", "0", "--html", "{out}"],
     "compare-html": ["compare", "{d}/s.db", "{d}/s.db", "--resamples", "0", "--html", "{out}"],
     "calibrate": ["calibrate", "{d}/s.db", "--resamples", "0", "-O", "{out}"],
+    "groups-sheet": ["groups", "{d}/s.db", "--sheet", "{out}"],
     "annotations-export": ["annotations", "export", "--db", "{d}/s.db", "-O", "{out}"],
     "leaderboard-csv": ["leaderboard", "{d}/s.db", "--resamples", "0", "--csv", "{out}"],
     "leaderboard-html": ["leaderboard", "{d}/s.db", "--resamples", "0", "--html", "{out}"],

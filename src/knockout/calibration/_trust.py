@@ -348,6 +348,7 @@ def trust_rows(trust: Trust, rows: list[dict[str, Any]], id_key: str = "answer_i
 
 def trust_tables(section: Mapping[str, Any]) -> list[Any]:
     """The report's tables of the ``trust`` section: each question's reliability, the flagged answers."""
+    from knockout.meaning._words import meaning_points
     from knockout.reports._tables import Table
 
     qs = sorted(section["questions"].values(), key=lambda r: (r["reliable"], r["estimate"], r["question_id"]))
@@ -386,7 +387,7 @@ def trust_tables(section: Mapping[str, Any]) -> list[Any]:
         both = [(aid, r) for aid, r in sorted(readings.items()) if r.get("disagree")]
         out.append(Table(f"two readers: {n} answers graded by the judge and the meaning reader, {len(both)} where "
                          f"they disagree ({DISAGREE})", ["answer", "judge", "meaning", "similarity"],
-                         [[aid, f"{r['judge']:.2f}", f"{r['meaning']:.2f}", f"{r['similarity']:.3f}"]
+                         [[aid, f"{r['judge']:.2f}", meaning_points(r), f"{r['similarity']:.3f}"]
                           for aid, r in both],
                          "judge and meaning in points (the meaning reader on the judge's scale over the run); where "
                          "they disagree beyond twice their measured spread the grade leans to the lower: check these"))

@@ -17,6 +17,7 @@ EXTENSIONS: list[str] = [
     "knockout.cli._experiment",
     "knockout.cli._calibrate",
     "knockout.cli._gradebook",
+    "knockout.cli._groups",
 ]
 
 

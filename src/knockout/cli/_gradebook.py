@@ -36,7 +36,7 @@ def gradebook(
     the answer (flagged: the persuasion defence flagged it, with the grade it would have had; needs expert: the
     judge cannot grade its question reliably)."""
     from knockout.data._output import atomic_output
-    from knockout.reports._gradebook import FORMATS, check, left_out_line, write
+    from knockout.reports._gradebook import FORMATS, check, left_out_line, unanchored_line, write
     from knockout.reports._gradebook import gradebook as build
     from knockout.reports._runs import parse_ref
 
@@ -76,6 +76,8 @@ def gradebook(
     err.print(f"gradebook of run {book.run.id}: {len(book.students)} students x {len(book.questions)} questions; "
               f"grades: {src}; {how}" + (f"; written to {output}" if output is not None else ""),
               highlight=False, soft_wrap=True, markup=False)
+    if (line := unanchored_line(book)) is not None:
+        err.print(f"[bold yellow]warning:[/] {one_line(line)}", highlight=False, soft_wrap=True)
     if (line := left_out_line(book)) is not None:
         err.print(f"[bold yellow]warning:[/] {one_line(line)}", highlight=False, soft_wrap=True)
     if book.trust.get("needs_expert_questions") or book.trust.get("flagged"):

@@ -161,6 +161,8 @@ def run_trust(items: Any, results: list[Any]) -> Any:
 
 
 def answers_table(items: Any, results: list[Any], title: str, trust: Any = None) -> Table:
+    from knockout.meaning._words import meaning_points
+
     t = Table(title=title)
     two = any((r.details or {}).get("readers") for r in results)
     cols = ("question", "examinee", "max", "human", *(("grade", "judge", "meaning") if two else ("judge",)), "trust",
@@ -175,7 +177,8 @@ def answers_table(items: Any, results: list[Any], title: str, trust: Any = None)
         full = trust.grade_full(a.id)
         marks = ", ".join(trust.marks(a.id)) + (f" (would have had {full:g})" if full is not None else "")
         rd = (r.details or {}).get("readers") or {}
-        readings = (fmt(rd.get("judge"), 2), fmt(rd.get("meaning"), 2)) if two else ()
+        readings = (fmt(rd.get("judge"), 2), meaning_points(rd) if rd.get("meaning") is not None else "-") \
+            if two else ()
         t.add_row(q.id, a.examinee or a.id, f"{q.max_points:g}", fmt(a.human_score, 2),
                   fmt(r.score, 2), *readings, marks, note)
     if trust.unreliable() or trust.flagged:
@@ -443,6 +446,8 @@ def demo(
 
         store = out_db or cache_dir() / "demo.db"
         cfg = RunConfig(options=MethodOptions(reference=True), params=GenParams(max_tokens=384))  # as grade does
+        if not as_json:
+            err.print(demo_expected_time(judge, len(items)), markup=False, highlight=False, soft_wrap=True)
         report = execute_in_store(store, GradeRun(items, j, cfg), quiet=quiet)
     except KnockoutError as exc:
         fail(exc)
@@ -453,6 +458,22 @@ def demo(
     out.print(answers_table(items, report.results, "demo exam: human vs judge (individual grading)"))
     print_summary(report.summary())
     out.print(demo_next_steps(store, report.run_id), markup=False, highlight=False, soft_wrap=True)
+
+
+#: minutes per answer of the embedded 1.5B judge on two CPU cores, idle and under load (``make demo`` took 63
+#: minutes for 24 answers on a loaded 2-core machine, issue 61)
+DEMO_MINUTES_PER_ANSWER = (0.5, 2.6)
+
+
+def demo_expected_time(judge: str, answers: int) -> str:
+    """The line the demo prints first: how long it is expected to take (stored replies make a rerun quick)."""
+    if not judge.startswith("llamacpp"):
+        return f"the demo grades {answers} answers with {judge}: one judge call each (stored replies are reused)"
+    lo, hi = (round(answers * m) for m in DEMO_MINUTES_PER_ANSWER)
+    return (f"the demo grades {answers} answers with the embedded judge on this machine's CPU: expect about {lo} "
+            f"to {hi} minutes on 2 cores (the more the machine is loaded, the longer; 63 minutes measured under "
+            "load); a rerun reuses the stored replies. Faster for plumbing: knockout demo --judge "
+            "llamacpp:qwen2.5-coder-0.5b")
 
 
 def demo_next_steps(store: Path, run_id: str) -> str:

@@ -100,9 +100,15 @@ class EtaColumn(ProgressColumn):
         return Text(f"ETA {timedelta(seconds=round(eta))}", style="progress.remaining")
 
 
+#: when stderr is not a terminal (piped, a log file), a plain progress line at most this often (seconds)
+LINE_EVERY_S = 30.0
+
+
 class ProgressBar:
     """Requests done of requests known (planned, or queued so far), invalid replies, tokens, ETA; and one
-    line of advice when the judge's calls are slow (``slow_hint``)."""
+    line of advice when the judge's calls are slow (``slow_hint``).  When the console is not a terminal, where
+    rich draws no live bar, a plain line says the same at most every :data:`LINE_EVERY_S` seconds and at the
+    end (a piped ``make demo`` printed nothing for 50 minutes)."""
 
     def __init__(self, description: str, console: Console | None = None, slow_hint: str | None = None) -> None:
         self.progress = Progress(
@@ -123,6 +129,9 @@ class ProgressBar:
         self.queued = 0
         self.slow_hint = slow_hint
         self.hinted = False
+        self.description = description
+        self.plain = not self.progress.console.is_terminal
+        self.last_line: float | None = None
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, Planned):
@@ -138,8 +147,27 @@ class ProgressBar:
             self.pace.done(event.cached, now)
             self.progress.update(self.task, advance=1, invalid=event.invalid_total, tokens=event.tokens_total)
             self._maybe_hint(now)
+            self._maybe_line(now)
         elif isinstance(event, Info):  # the executor's news (a Ray worker lost, a replacement up): one line
             self.progress.console.print(event.text, markup=False, highlight=False, soft_wrap=True)
+
+    def _maybe_line(self, now: float) -> None:
+        """Where no live bar is drawn: the first request done, then a line every :data:`LINE_EVERY_S` seconds,
+        and the last."""
+        if not self.plain:
+            return
+        task = self.progress.tasks[0]
+        last = task.total is not None and task.completed >= task.total
+        if not last and self.last_line is not None and now - self.last_line < LINE_EVERY_S:
+            return
+        self.last_line = now
+        eta = self.pace.eta((task.total or 0) - task.completed, now)
+        elapsed = timedelta(seconds=round(task.elapsed or 0.0))
+        self.progress.console.print(
+            f"{Text.from_markup(self.description).plain}: {task.completed:g}/{task.total or 0:g} requests, invalid "
+            f"{task.fields['invalid']}, elapsed {elapsed}" + ("" if eta is None or last else
+                                                              f", ETA {timedelta(seconds=round(eta))}"),
+            markup=False, highlight=False, soft_wrap=True)
 
     def _maybe_hint(self, now: float) -> None:
         if self.hinted or self.slow_hint is None or self.pace.live < SLOW_AFTER:

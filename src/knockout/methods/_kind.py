@@ -152,8 +152,7 @@ class GradeKind(RunKind):
         view["step"] = "round" if record.method == "knockout" else "step"
         q = view["question"]
         if row["valid"]:
-            score = "–" if row["score"] is None else f"{row['score']:g}"
-            view["facts"].append(("Parsed grade", score + (f" of {q.max_points:g}" if q is not None else "")))
+            view["facts"].append(grade_fact(row["score"], d, q.max_points if q is not None else None))
         if a is not None:
             human = ", ".join(f"{g} {s:g}" for g, s in a.human_scores.items())
             view["facts"].append(("Human", f"{human} (mean {a.human_score:g})" if a.human_scores and
@@ -332,9 +331,34 @@ def bracket(store: Store, run: RunRecord, question_id: str, items: ItemSet | Non
             "champion": champion, "knockout": knockout}
 
 
+def grade_fact(score: float | None, d: dict[str, Any], max_points: float | None) -> tuple[str, str]:
+    """The viewer's line of a grade: the grade (2 decimals) and where it comes from, so that a grade that is not
+    the number the reply wrote (combined readers, the expected grade of a verdict slot) is not called parsed
+    (issue 61: "Parsed grade 2.77812" beside a raw "4/4")."""
+    from knockout.reports._tables import points
+
+    text = points(score) + (f" of {max_points:g}" if max_points is not None else "")
+    readers = d.get("readers")
+    attempts = d.get("attempts") or []
+    verdict = attempts[-1].get("verdict") if attempts and isinstance(attempts[-1], dict) else None
+    if isinstance(readers, dict) and readers.get("combined") is not None:
+        judge = readers.get("judge")
+        how = ("the grade model's grade from the judge's grade and the other readings (see Readers)" +
+               (f"; the judge's own: {points(judge)}" if isinstance(judge, int | float) else ""))
+    elif isinstance(verdict, dict) and verdict.get("mode") == "expected":
+        how = "the judge's expected grade over its probabilities for each grade, not the number its reply wrote"
+    elif isinstance(d.get("anchored"), dict):
+        how = "the judge's grade read on its question's anchors (see Anchors)"
+    else:
+        return "Parsed grade", text
+    return "Grade", f"{text} ({how})"
+
+
 def readers_words(rd: dict[str, Any]) -> str:
     """What a grade rests on, in words (the viewer's answer page): the judge's grade, the readings, the grade
     model (name and digest) and its grade, and whether the cap bound."""
+    from knockout.meaning._words import meaning_points
+
     judge = rd.get("judge")
     head = "the judge " + ("–" if judge is None else f"{judge:.2f}")
     if rd.get("combined") is None:
@@ -346,7 +370,7 @@ def readers_words(rd: dict[str, Any]) -> str:
     if rd.get("why_not"):
         words += f" (the meaning reader did not apply: {rd['why_not']})"
     if rd.get("disagree"):
-        words += (f"; the judge's grade is far above what the meaning side allows ({rd.get('meaning'):.2f}): capped "
+        words += (f"; the judge's grade is far above what the meaning side allows ({meaning_points(rd)}): capped "
                   "there, check it")
     return words
 

@@ -400,6 +400,24 @@ def _some(names: Sequence[str], n: int = 5) -> str:
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
+#: the sources of a grade that rests on no teacher grade (neither the teacher's own nor calibrated on theirs)
+UNANCHORED = ("judge", "judge+meaning", "readers disagree", "needs expert", "flagged")
+
+
+def unanchored_line(book: Gradebook) -> str | None:
+    """One line saying how many of the gradebook's grades rest on no teacher grade (the judge's as they are:
+    the Moodle and Canvas files cannot say so), and on which questions; None when every grade does."""
+    n = sum(1 for s in book.students for g in s.grades.values() if g.source in UNANCHORED and g.grade is not None)
+    if not n:
+        return None
+    total = sum(1 for s in book.students for g in s.grades.values() if g.grade is not None)
+    qs = sorted({q for s in book.students for q, g in s.grades.items() if g.source in UNANCHORED
+                 and g.grade is not None})
+    return (f"{n} of {total} grades rest on no teacher grade (the judge's, not calibrated; questions "
+            f"{_some(qs)}): the file does not say so; grade some answers or groups (knockout groups, "
+            "knockout review) or calibrate before importing it")
+
+
 def left_out_line(book: Gradebook) -> str | None:
     """One line counting every grade the gradebook leaves out, by reason, with the first of each; None when
     none is left out."""

@@ -7,7 +7,10 @@ Tables (schema in :mod:`knockout.storage._migrations`; what they mean: :mod:`kno
 ``web_exams``        exam id -> fingerprint of the item-set snapshot that holds it.
 ``web_images``       the question figures copied at import.
 ``question_info``    the question information an organizer set.
-``human_grades``     one row per (answer, grader), versioned; ``grade_history`` every accepted save.
+``human_grades``     one row per (answer, grader), versioned; ``grade_history`` every accepted save; both say
+                     the answer group a grade was given through (``via_group``) and its action (``action``:
+                     one group grade, import or override, what undo reverts).
+``answer_groups``    each answer's group in a grade run (:mod:`knockout.groups`).
 ``pairsets``, ``pairs``, ``pair_views``, ``pair_verdicts``  side-by-side sets, their pairs, each annotator's
                      queue and their versioned verdicts.
 
@@ -53,7 +56,7 @@ def dict_rows(cur: sqlite3.Cursor) -> list[dict[str, Any]]:
     return [dict(zip(cols, r, strict=True)) for r in cur]
 
 
-_GRADE_COLS = "answer_id, grader, question_id, exam_id, score, comment, version, created, updated"
+_GRADE_COLS = "answer_id, grader, question_id, exam_id, score, comment, version, created, updated, via_group"
 _VERDICT_COLS = "pairset, pair_id, annotator, shown, swapped, verdict, comment, version, created, updated"
 
 
@@ -168,24 +171,98 @@ class AnnotationTables:
         return found[0] if found else None
 
     def save_grade(self, *, answer_id: str, grader: str, question_id: str, exam_id: str, score: float,
-                   comment: str, base_version: int, now: float) -> int:
+                   comment: str, base_version: int, now: float, via_group: str | None = None,
+                   action: str | None = None) -> int:
         """Write a grade (the first: version 1; a later one: the row that still has ``base_version``) and its
         history row, in one transaction; returns the new version.  :class:`StaleWrite` with the stored row,
-        and nothing written, when the row has another version."""
+        and nothing written, when the row has another version.  ``via_group``: the answer group the grade was
+        given through; ``action``: the action it belongs to (what :meth:`undo_action` reverts)."""
         with self.transaction():
             version = self._versioned(
                 base_version,
-                (f"INSERT OR IGNORE INTO human_grades ({_GRADE_COLS}) VALUES (?,?,?,?,?,?,1,?,?)",
-                 (answer_id, grader, question_id, exam_id, score, comment, now, now)),
-                ("UPDATE human_grades SET score = ?, comment = ?, version = version + 1, updated = ? "
-                 "WHERE answer_id = ? AND grader = ? AND version = ?",
-                 (score, comment, now, answer_id, grader, base_version)))
+                (f"INSERT OR IGNORE INTO human_grades ({_GRADE_COLS}, action) VALUES (?,?,?,?,?,?,1,?,?,?,?)",
+                 (answer_id, grader, question_id, exam_id, score, comment, now, now, via_group, action)),
+                ("UPDATE human_grades SET score = ?, comment = ?, version = version + 1, updated = ?, via_group = ?, "
+                 "action = ? WHERE answer_id = ? AND grader = ? AND version = ?",
+                 (score, comment, now, via_group, action, answer_id, grader, base_version)))
             if not version:
                 raise StaleWrite(self.grade(answer_id, grader))
             self.db.execute(
-                "INSERT INTO grade_history (answer_id, grader, score, comment, version, time) VALUES (?,?,?,?,?,?)",
-                (answer_id, grader, score, comment, version, now))
+                "INSERT INTO grade_history (answer_id, grader, score, comment, version, time, via_group, action) "
+                "VALUES (?,?,?,?,?,?,?,?)", (answer_id, grader, score, comment, version, now, via_group, action))
         return version
+
+    def last_action(self, grader: str) -> str | None:
+        """The grader's latest action (group grade, import, override) not undone yet; None when there is none."""
+        row = self.db.execute(
+            "SELECT action FROM grade_history h WHERE grader = ? AND action IS NOT NULL AND action NOT LIKE 'undo:%' "
+            "AND NOT EXISTS (SELECT 1 FROM grade_history u WHERE u.action = 'undo:' || h.action) "
+            "ORDER BY id DESC LIMIT 1", (grader,)).fetchone()
+        return str(row[0]) if row else None
+
+    def undo_action(self, action: str, now: float) -> tuple[int, int]:
+        """Revert every grade ``action`` wrote, in one transaction: each answer gets back the grade it had before
+        (a new version, recorded as the action ``undo:<action>``), or none when it had none.  An answer whose grade
+        changed since the action is left as it is.  Returns (reverted, left as they are)."""
+        reverted = kept = 0
+        with self.transaction():
+            rows = self.db.execute("SELECT id, answer_id, grader, version FROM grade_history WHERE action = ? "
+                                   "ORDER BY id", (action,)).fetchall()
+            for hid, answer_id, grader, _version in rows:
+                now_row = self.db.execute("SELECT action FROM human_grades WHERE answer_id = ? AND grader = ?",
+                                          (answer_id, grader)).fetchone()
+                if now_row is None or now_row[0] != action:  # saved again since (or removed): left as it is
+                    kept += 1
+                    continue
+                current = self.grade(answer_id, grader)
+                assert current is not None
+                # the state before the action: the answer's history row just before it (version 0: removed)
+                prev = self.db.execute(
+                    "SELECT score, comment, via_group, action, version FROM grade_history WHERE answer_id = ? "
+                    "AND grader = ? AND id < ? ORDER BY id DESC LIMIT 1", (answer_id, grader, hid)).fetchone()
+                if prev is not None and prev[4] == 0:
+                    prev = None
+                if prev is None:
+                    # the answer had no grade: the row goes; its history row (version 0) keeps the grade removed
+                    self.db.execute("DELETE FROM human_grades WHERE answer_id = ? AND grader = ?", (answer_id, grader))
+                    self.db.execute("INSERT INTO grade_history (answer_id, grader, score, comment, version, time, "
+                                    "via_group, action) VALUES (?,?,?,?,?,?,?,?)",
+                                    (answer_id, grader, current["score"], "(undone: grade removed)", 0, now, None,
+                                     "undo:" + action))
+                else:
+                    # the row is again what the action before wrote (its action too: undo goes on back)
+                    self.db.execute("UPDATE human_grades SET score = ?, comment = ?, via_group = ?, action = ?, "
+                                    "version = version + 1, updated = ? WHERE answer_id = ? AND grader = ?",
+                                    (prev[0], prev[1], prev[2], prev[3], now, answer_id, grader))
+                    self.db.execute("INSERT INTO grade_history (answer_id, grader, score, comment, version, time, "
+                                    "via_group, action) VALUES (?,?,?,?,?,?,?,?)",
+                                    (answer_id, grader, prev[0], prev[1], current["version"] + 1, now, prev[2],
+                                     "undo:" + action))
+                reverted += 1
+        return reverted, kept
+
+    # -- answer groups -----------------------------------------------------------------
+    def save_groups(self, run_id: str, rows: list[tuple[str, str, str, bool]], now: float) -> None:
+        """Replace the answer groups of ``run_id`` by ``rows`` (answer id, question id, group id, representative),
+        in one transaction."""
+        with self.transaction():
+            self.db.execute("DELETE FROM answer_groups WHERE run_id = ?", (run_id,))
+            self.db.executemany(
+                "INSERT INTO answer_groups (run_id, answer_id, question_id, group_id, representative, updated) "
+                "VALUES (?,?,?,?,?,?)", [(run_id, a, q, g, int(r), now) for a, q, g, r in rows])
+
+    def groups(self, run_id: str) -> list[tuple[str, str, str, bool]]:
+        """(answer id, question id, group id, representative) of each answer of ``run_id``'s groups."""
+        return [(r[0], r[1], r[2], bool(r[3])) for r in self.db.execute(
+            "SELECT answer_id, question_id, group_id, representative FROM answer_groups WHERE run_id = ? "
+            "ORDER BY question_id, group_id, answer_id", (run_id,))]
+
+    def regroup(self, run_id: str, moves: list[tuple[str, str, bool]], now: float) -> None:
+        """Move answers to groups: (answer id, group id, representative), in one transaction."""
+        with self.transaction():
+            self.db.executemany(
+                "UPDATE answer_groups SET group_id = ?, representative = ?, updated = ? WHERE run_id = ? "
+                "AND answer_id = ?", [(g, int(r), now, run_id, a) for a, g, r in moves])
 
     def grades(self, *, exam_id: str | None = None, grader: str | None = None) -> list[dict[str, Any]]:
         """Every current grade (of one exam, of one grader), by exam, question, answer and grader."""
@@ -214,7 +291,8 @@ class AnnotationTables:
     def grade_history(self) -> list[dict[str, Any]]:
         """Every accepted save, oldest first."""
         return dict_rows(self.db.execute(
-            "SELECT answer_id, grader, score, comment, version, time FROM grade_history ORDER BY id"))
+            "SELECT answer_id, grader, score, comment, version, time, via_group, action FROM grade_history "
+            "ORDER BY id"))
 
     # -- pair sets ---------------------------------------------------------------------
     def add_pairs(self, pairset: str, pairs: list[tuple[str, str]], *, source: str | None, overlap: int,

@@ -344,6 +344,31 @@ CREATE INDEX IF NOT EXISTS batch_requests_key ON batch_requests(key);
 """
 
 
+V13_GROUPS = """
+CREATE TABLE IF NOT EXISTS answer_groups (
+    run_id TEXT NOT NULL,
+    answer_id TEXT NOT NULL,
+    question_id TEXT NOT NULL,
+    group_id TEXT NOT NULL,
+    representative INTEGER NOT NULL DEFAULT 0,
+    updated REAL NOT NULL,
+    PRIMARY KEY (run_id, answer_id)
+);
+CREATE INDEX IF NOT EXISTS answer_groups_by_group ON answer_groups (run_id, group_id)
+"""
+
+
+def _v13(db: sqlite3.Connection) -> None:
+    """Answer groups (:mod:`knockout.groups`): each answer's group in a grade run (``answer_groups``), and which
+    group a teacher's grade was given through (``via_group``) in which action (``action``: what undo reverts)."""
+    _script(db, V13_GROUPS)
+    for table in ("human_grades", "grade_history"):
+        have = _columns(db, table)
+        for col in ("via_group", "action"):
+            if col not in have:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {col} TEXT")
+
+
 def _v35(db: sqlite3.Connection) -> None:
     """Provider batch jobs (openai-batch, anthropic-batch): each batch's id and request keys, recorded before
     waiting, so that a killed run polls the same batch instead of submitting it again."""
@@ -557,6 +582,8 @@ MIGRATIONS: list[Migration] = [
     Migration(10, "web: server-side sessions and failed logins (web_sessions, web_login_failures)", _v10),
     Migration(11, "web: question figures copied at import (web_images)", _v11),
     Migration(12, "web: side-by-side verdicts both_good/both_bad stored as C/D (knockout.Verdict)", _v12),
+    Migration(13, "answer groups (answer_groups); a teacher's grade says the group and action it came from "
+                  "(human_grades.via_group, .action, and in grade_history)", _v13),
     Migration(35, "provider batch jobs and their request keys (batches, batch_requests)", _v35),
     Migration(36, "requests stored once by content (blobs); compressed item-set snapshots", _v36),
     Migration(40, "indexes of results and matches by (run, question)", _v40),

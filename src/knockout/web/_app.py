@@ -1,7 +1,8 @@
 """The grading and annotation web app (FastAPI, server-rendered Jinja2 pages, no JavaScript).
 
 ``create_app(db, settings)`` serves one store; the routes live in ``_routes_auth`` (login, logout,
-password), ``_routes_exams`` (overview, exams, grading, figures, question info), ``_routes_pairs``
+password), ``_routes_exams`` (overview, exams, grading, figures, question info), ``_routes_groups`` (a
+question's answer groups: grade a group once, split, move out, override, undo), ``_routes_pairs``
 (side-by-side annotation) and ``_routes_runs`` (the read-only transcript viewer of judge runs).  What is
 wired here (see docs/web.md):
 
@@ -26,7 +27,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from knockout.storage._store import Store
-from knockout.web import _routes_auth, _routes_exams, _routes_pairs, _routes_runs
+from knockout.web import _routes_auth, _routes_exams, _routes_groups, _routes_pairs, _routes_runs
 from knockout.web._auth import HashSlots
 from knockout.web._deps import HERE, LoginRequired, Throttled, WebSettings, page, root
 
@@ -171,6 +172,6 @@ def create_app(db: str | Path, settings: WebSettings | None = None) -> FastAPI:
 
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    for module in (_routes_auth, _routes_exams, _routes_pairs, _routes_runs):
+    for module in (_routes_auth, _routes_groups, _routes_exams, _routes_pairs, _routes_runs):
         app.include_router(module.router)
     return app

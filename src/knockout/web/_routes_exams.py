@@ -98,7 +98,9 @@ def grading_context(ctx: Ctx, exam: Exam, n: int, k: int, gold: str = "") -> dic
     examinee = exam.examinees[n - 1]
     question = exam.questions[k - 1]
     answer = examinee.answers.get(question.id)
-    mine = {g["answer_id"] for g in ctx.exams.grades(exam_id=exam.id, grader=ctx.user.name)}
+    # the user's grades: entered here, and the data file's of the grader of the same name (their own, imported)
+    mine = {g["answer_id"] for g in ctx.exams.grades(exam_id=exam.id, grader=ctx.user.name)} | {
+        a.id for e in exam.examinees for a in e.answers.values() if ctx.user.name in a.human_scores}
     total = sum(len(e.answers) for e in exam.examinees)
     # previous / next answer of this examinee, then on to the next examinee
     order = [(i, j) for i, e in enumerate(exam.examinees, 1) for j, q in enumerate(exam.questions, 1)
@@ -106,9 +108,10 @@ def grading_context(ctx: Ctx, exam: Exam, n: int, k: int, gold: str = "") -> dic
     here = order.index((n, k)) if (n, k) in order else -1
     grade = ctx.exams.grade(answer.id, ctx.user.name) if answer else None
     copied = ImageFiles(ctx.store).recorded(exam.fingerprint, question.id)
+    imported = answer.human_scores.get(ctx.user.name) if answer is not None and grade is None else None
     return {
         "user": ctx.user, "exam": exam, "n": n, "k": k, "question": question, "answer": answer,
-        "grade": grade,
+        "grade": grade, "imported": imported, "draft": draft_of(ctx, answer.id) if answer is not None else None,
         "out_of_range": grade is not None and exam.out_of_range([grade]) != [],
         "prev": order[here - 1] if here > 0 else None,
         "next": order[here + 1] if 0 <= here < len(order) - 1 else None,
@@ -124,6 +127,43 @@ def grading_context(ctx: Ctx, exam: Exam, n: int, k: int, gold: str = "") -> dic
         "gq": f"?gold={gold}" if gold.isascii() and gold.isalpha() else "",
         **gold_choice(question, gold),
     }
+
+
+def draft_of(ctx: Ctx, answer_id: str) -> dict[str, Any] | None:
+    """The draft grade of an answer: the latest complete grading run's result, with its readers in words."""
+    from knockout.groups import run_for_answers
+    from knockout.methods._kind import readers_words
+
+    run_id = run_for_answers(ctx.store, {answer_id})
+    if run_id is None:
+        return None
+    found = ctx.store.results(run_id, item_id=answer_id)
+    if not found:
+        return None
+    r = found[-1]
+    record = ctx.store.get_run(run_id)
+    readers = (r.get("details") or {}).get("readers")
+    return {"run_id": run_id, "score": r.get("score") if r.get("valid") else None,
+            "judge": record.judge if record is not None else "",
+            "simulated": bool(record.simulated) if record is not None else False,
+            "readers": readers_words(readers) if isinstance(readers, dict) else None}
+
+
+def judge_means(ctx: Ctx, exam: Exam) -> dict[str, str]:
+    """Question id -> the judge's mean grade over its answers in the latest complete grading run, in words."""
+    from knockout.groups import run_for_answers
+
+    ids = {a.id for e in exam.examinees for a in e.answers.values()}
+    run_id = run_for_answers(ctx.store, ids)
+    if run_id is None:
+        return {}
+    out = {}
+    for q in exam.questions:
+        got = [float(r["score"]) for r in ctx.store.results(run_id, question_id=q.id, details=False)
+               if r["item_id"] in ids and r.get("valid") and r.get("score") is not None]
+        if got:
+            out[q.id] = f"mean {sum(got) / len(got):.2f} / {q.max_points:g} over {len(got)} answers"
+    return out
 
 
 @router.post("/exam/{exam_id:path}/examinee/{n}/q/{k}", response_class=HTMLResponse)
@@ -235,7 +275,7 @@ def exam_page(request: Request, exam_id: str, ctx: Auth) -> HTMLResponse:
     return page(request, "exam.html", user=ctx.user, exam=exam, rows=rows, flagged=flagged, counts=counts,
                 totals=totals_view(ctx, exam, ctx.user.name),
                 all_totals=totals_view(ctx, exam, None) if ctx.user.is_organizer else None,
-                grade_next=grade_next(ctx, exam, done))
+                grade_next=grade_next(ctx, exam, done), judge_means=judge_means(ctx, exam))
 
 
 def grade_next(ctx: Ctx, exam: Exam, done: set[str], n: int = 5) -> dict[str, Any] | None:

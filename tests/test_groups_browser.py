@@ -1,0 +1,157 @@
+"""Grading an exam through answer groups in a real browser (issue 61): Playwright driving Debian's headless
+chromium against a real uvicorn server; the draft grades come from the scripted SIMULATION judge, not an LLM.
+The teacher grades the 3-question teacher exam group by group (with a split, a move out, an override and an
+undo), and the gradebook export carries every grade."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip("needs Debian's chromium (/usr/bin/chromium)", allow_module_level=True)
+pytest.importorskip("playwright.sync_api")
+pytest.importorskip("uvicorn")
+
+from playwright.sync_api import Page, sync_playwright  # noqa: E402
+
+from knockout.annotations import Assignments, ExamGrades  # noqa: E402
+from knockout.data import load_items  # noqa: E402
+from knockout.storage._store import Store  # noqa: E402
+from knockout.web._auth import Accounts  # noqa: E402
+from tests.test_groups import LENIENT, TEACHER, cli  # noqa: E402
+from tests.test_web_app import PASSWORD  # noqa: E402
+from tests.test_web_browser import log_in, serve  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    db = tmp_path_factory.mktemp("groups-browser") / "store.db"
+    store = Store(db)
+    ExamGrades(store).import_items(load_items(TEACHER))
+    Accounts(store).add_user("teacher", PASSWORD)
+    Assignments(store).assign("teacher", "exam", "teach")
+    store.close()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sys, "argv", ["knockout", "grade"])
+        cli("grade", str(TEACHER), "--judge", LENIENT, "--reference", "--out", str(db), "--json", "--quiet")
+    with serve(db) as url:
+        yield url, db
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM),
+                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser: Any) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(30000)
+    yield pg
+    context.close()
+
+
+def grades(db: Path) -> dict[str, dict[str, Any]]:
+    store = Store(db)
+    try:
+        return {g["answer_id"]: g for g in ExamGrades(store).grades(exam_id="teach", grader="teacher")}
+    finally:
+        store.close()
+
+
+def test_the_grading_page_shows_the_draft_the_readers_and_the_imported_grade(server: tuple[str, Path],
+                                                                             page: Page) -> None:
+    """Issue 61 item 6: the grading page showed neither the draft grade nor the readers; an answer graded in the
+    data file showed an empty box and "0 / 3 graded"; the exam page's judge column was "-" for every question."""
+    base, db = server
+    store = Store(db)
+    try:
+        exam = ExamGrades(store).exam("teach")
+        assert exam is not None
+        file_graded = [(e.number, k) for e in exam.examinees for k, q in enumerate(exam.questions, 1)
+                       if q.id in e.answers and "teacher" in e.answers[q.id].human_scores
+                       and ExamGrades(store).grade(e.answers[q.id].id, "teacher") is None]
+    finally:
+        store.close()
+    log_in(page, base, "teacher")
+    page.goto(base + "/exam/teach")
+    means = page.locator(".judge-mean, .needs-expert-mark").all_inner_texts()
+    assert len(page.locator("td .judge-mean").all()) + len(page.locator(".needs-expert-mark").all()) == 3, means
+    assert all("over 6 answers" in m for m in page.locator(".judge-mean").all_inner_texts())
+    assert file_graded  # this test runs before the one that grades every answer through groups
+    n, k = file_graded[0]
+    page.goto(f"{base}/exam/teach/examinee/{n}/q/{k}")
+    assert "/ " in page.inner_text("#draft-grade") and "simulation" in page.inner_text("#draft-grade")
+    assert "Graded in the data file" in page.inner_text("#imported-grade")
+    assert page.input_value("#score") != ""
+    assert "0 / 3 graded" not in page.inner_text("nav.side")
+
+
+def test_grade_an_exam_through_groups(server: tuple[str, Path], page: Page, tmp_path: Path) -> None:
+    base, db = server
+    log_in(page, base, "teacher")
+    page.goto(base + "/exam/teach")
+    page.click("#by-groups >> text=question 1")
+    assert page.url.endswith("/groups/teach/q/1")
+    first = page.locator("section.group").first
+    assert first.locator("blockquote.representative").inner_text().strip()
+    assert "draft" in first.locator("h2").inner_text()
+    assert not first.locator("details.members").get_attribute("open")  # members collapsed
+    # a split (when the largest group has two answers or more), a move out, an override, an undo
+    if first.locator("button.split-group").count():
+        n_before = page.locator("section.group").count()
+        first.locator("button.split-group").click()
+        assert "split into" in page.inner_text("#done")
+        assert page.locator("section.group").count() == n_before + 1
+    first = page.locator("section.group").first
+    if first.locator("button.move-out").count():
+        first.locator("summary").click()
+        first.locator("button.move-out").first.click()
+        assert "moved out into" in page.inner_text("#done")
+    first = page.locator("section.group").first
+    first.locator("input.group-score").fill("2")
+    first.locator("button.grade-group").click()
+    assert "graded" in page.inner_text("#done")
+    gid = page.locator("section.group").first.get_attribute("data-group")
+    got = grades(db)
+    assert got and {g["via_group"] for g in got.values()} == {gid} and {g["score"] for g in got.values()} == {2.0}
+    page.click("#undo")
+    assert "undone" in page.inner_text("#done")
+    assert grades(db) == {}
+    # every group of every question, one grade each (1 point, the override below aside)
+    for k in (1, 2, 3):
+        page.goto(f"{base}/groups/teach/q/{k}")
+        for i in range(page.locator("section.group").count()):
+            sec = page.locator("section.group").nth(i)
+            sec.locator("input.group-score").fill("1")
+            sec.locator("button.grade-group").click()
+            assert "graded" in page.inner_text("#done")
+    sec = page.locator("section.group").first
+    sec.locator("summary").click()
+    member = sec.locator("li.member").first
+    aid = member.get_attribute("data-answer")
+    member.locator("input.member-score").fill("3.5")
+    member.locator("button.override").click()
+    assert "graded one answer" in page.inner_text("#done")
+    got = grades(db)
+    assert len(got) == 18 and got[str(aid)]["score"] == 3.5 and got[str(aid)]["via_group"] is None
+    assert all(g["via_group"] for a, g in got.items() if a != aid)
+    page.screenshot(path="/tmp/knockout-web-groups.png", full_page=True)
+    # the gradebook export carries the grades given through groups
+    book = tmp_path / "book.csv"
+    out, _ = cli("gradebook", str(db), "--output", str(book), "--json")
+    summary = json.loads(out)
+    assert {k: n for k, n in summary["sources"].items() if n} == {"expert": 18}, summary["sources"]
+

@@ -1,0 +1,68 @@
+"""The teacher's path as a new teacher met it (issue 61 item 6): each friction fixed, tested here."""
+
+from __future__ import annotations
+
+
+def test_a_similarity_of_zero_is_not_shown_as_a_grade_on_the_scale() -> None:
+    """An answer saying nothing beyond its question (similarity 0.000) was shown as "meaning 2.19/4"."""
+    from knockout.calibration._trust import trust_tables
+    from knockout.methods._kind import readers_words
+
+    nothing = {"judge": 3.0, "meaning": 2.19, "similarity": 0.0, "combined": 2.5, "encoder": "all-minilm-l6-v2",
+               "disagree": True, "readings": {"judge": 3.0, "similarity": 0.0}}
+    words = readers_words(nothing)
+    assert "allows (nothing beyond the question)" in words and "2.19" not in words
+    some = {**nothing, "similarity": 0.42, "readings": {"judge": 3.0, "similarity": 0.42}}
+    assert "allows (2.19)" in readers_words(some)
+    section = {"questions": {}, "flagged": {}, "readings": {"a1": nothing},
+               "counts": {"needs_expert_questions": 0, "questions": 0}}
+    rows = next(t for t in trust_tables(section) if t.title.startswith("two readers")).rows
+    assert rows == [["a1", "3.00", "nothing beyond the question", "0.000"]]
+
+
+def test_a_progress_bar_on_a_pipe_prints_plain_lines() -> None:
+    """``make demo`` piped printed no progress for 50 minutes: rich draws no live bar where stderr is no terminal."""
+    import io
+
+    from rich.console import Console
+
+    from knockout.cli._progress import LINE_EVERY_S, ProgressBar
+    from knockout.engine import Done, Planned
+
+    buf = io.StringIO()
+    bar = ProgressBar("judging (scripted)", console=Console(file=buf, force_terminal=False, width=200))
+    clock = iter(float(t) for t in range(0, 10_000, 7))
+    bar.progress.get_time = lambda: next(clock)
+    bar.progress.start()
+    bar(Planned(24))
+    for i in range(24):
+        bar(Done("x", cached=False, valid=True, failed=False, invalid_total=0, tokens_total=i))
+    bar.progress.stop()
+    lines = [x for x in buf.getvalue().splitlines() if x.startswith("judging (scripted): ")]
+    assert lines[0].startswith("judging (scripted): 1/24 requests, invalid 0")
+    assert lines[-1].startswith("judging (scripted): 24/24 requests")
+    assert 3 <= len(lines) < 24  # one every LINE_EVERY_S seconds of its clock, not one per request
+    assert LINE_EVERY_S == 30.0
+
+
+def test_the_demo_says_its_expected_time_first() -> None:
+    from knockout.cli._main import demo_expected_time
+
+    line = demo_expected_time("llamacpp", 24)
+    assert "24 answers" in line and "expect about 12 to 62 minutes" in line
+    assert "minutes" not in demo_expected_time("openai:gpt-4o-mini", 24)
+
+
+def test_the_viewer_does_not_call_a_combined_or_expected_grade_parsed() -> None:
+    """The viewer showed "Parsed grade 2.77812" beside the reply's raw "4/4"."""
+    from knockout.methods._kind import grade_fact
+
+    combined = {"readers": {"judge": 4.0, "meaning": 1.9, "similarity": 0.3, "combined": 2.77812}}
+    label, text = grade_fact(2.77812, combined, 4.0)
+    assert label == "Grade" and text.startswith("2.78 of 4 (the grade model's grade from the judge's grade")
+    assert "the judge's own: 4" in text and "2.77812" not in text
+    expected = {"attempts": [{"reply": "4/4", "verdict": {"mode": "expected", "chosen": "4"}}]}
+    assert grade_fact(3.61, expected, 4.0) == (
+        "Grade", "3.61 of 4 (the judge's expected grade over its probabilities for each grade, not the number its "
+                 "reply wrote)")
+    assert grade_fact(3.0, {"attempts": [{"reply": "3"}]}, 4.0) == ("Parsed grade", "3 of 4")
