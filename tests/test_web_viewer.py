@@ -266,8 +266,8 @@ def test_an_answer_graded_by_criteria_shows_each_verdict(runs_db: tuple[Path, di
 
 
 def test_answer_page_shows_both_readers_and_the_flag_to_a_viewer(tmp_path: Path) -> None:
-    """Issues 48 and 49: the viewer role's answer page shows the two readings beside the grade, and the persuasion
-    defence's flag (it showed the grade but never the flag)."""
+    """Issues 48, 49 and 58: the viewer role's answer page shows the readings and the grade model beside the grade,
+    and the persuasion defence's flag (it showed the grade but never the flag)."""
     from knockout.meaning import encoder_available
     from tests.test_two_readers import _items as readers_items
 
@@ -286,7 +286,8 @@ def test_answer_page_shows_both_readers_and_the_flag_to_a_viewer(tmp_path: Path)
     c = client_for(db, "vic")
     page = text_of(c.get(f"/runs/{rid}/item/dns/0").text).replace("&#39;", "'")
     rd = rows["dns/0"]["details"]["readers"]
-    assert "Readers" in page and f"the judge {rd['judge']:.2f}" in page and f"combined {rd['combined']:.2f}" in page
+    assert "Readers" in page and f"the judge {rd['judge']:.2f}" in page and f": {rd['combined']:.2f}" in page
+    assert f"the grade model {rd['model']} ({rd['model_sha']}" in page and "similarity" in page  # what it rests on
     assert "Flagged" in page and "the persuasion defence flagged this answer" in page
     clean = text_of(c.get(f"/runs/{rid}/item/dns/1").text)
     assert "Readers" in clean and "Flagged" not in clean
