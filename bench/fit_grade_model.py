@@ -12,7 +12,7 @@ answer's judge reading (its grade as a share of max points and the spread of its
 ``eval`` (the quick accuracy suites: SAF 6 x 8 unseen answers, the demo exam; and SAF's unseen questions 4 x 12),
 ``mohler-0`` (the first 8 answers of every Mohler dev question), ``negatives`` (non-answers made from the training
 questions, ``bench/grade_model/negatives.py``), ``saf-train`` (8 answers per SAF training question, spread over
-the file), ``mohler-1`` .. ``mohler-3`` (the next 8s).
+the file), ``mohler-1`` .. ``mohler-6`` (the next 4 answers of every question each).
 
 ``fit`` reads the other readings (``knockout.grading``: the meaning reader's similarities, the lexical readings,
 the guard's score) for every collected answer, fits every candidate by question-grouped cross-validation (the
@@ -39,7 +39,7 @@ SAF_UA = SHARED / "saf" / "unseen_answers" / "english"
 SAF_UQ = SHARED / "saf" / "unseen_questions" / "english"
 DEMO = ROOT / "src" / "knockout" / "examples" / "demo_exam.jsonl"
 READINGS_FILE = ROOT / "bench" / "grade_model" / "judge_readings.jsonl"
-STAGES = ("eval", "mohler-0", "negatives", "saf-train", "mohler-1", "mohler-2", "mohler-3")
+STAGES = ("eval", "mohler-0", "negatives", "saf-train", *(f"mohler-{b}" for b in range(1, 7)))
 
 
 def spread(items: Any, k: int) -> Any:
@@ -98,9 +98,10 @@ def stage_items(stage: str) -> list[tuple[str, Any]]:
     if stage == "eval":
         ua = load_items(SAF_UA, "saf").subset(limit=6, answers_per_question=8)
         return [("saf-ind", ua), ("demo-ind", load_items(DEMO)), ("saf-uq", spread(load_items(SAF_UQ, "saf"), 12))]
-    if stage.startswith("mohler-"):
+    if stage.startswith("mohler-"):  # mohler-0: the first 8 answers of each question; then 4 more each
         b = int(stage.split("-")[1])
-        return [("mohler", window(load_items(MOHLER), 8 * b, 8 * b + 8))]
+        start = 0 if b == 0 else 8 + 4 * (b - 1)
+        return [("mohler", window(load_items(MOHLER), start, 8 if b == 0 else start + 4))]
     if stage == "negatives":
         return [("negatives", negative_items())]
     if stage == "saf-train":

@@ -193,8 +193,11 @@ def fit_main(args: argparse.Namespace) -> int:
 
     rows = load_rows()
     add_readings(rows)
-    train = [r for r in rows if r["source"] in ("mohler", "saf-train")
-             or (r["source"] == "negatives" and not r["test"])]
+    # the real answers only: fitted with the non-answers (any weight from 0.1 to 0.5 of the real answers', with or
+    # without a learned gate "is this a real answer") the model lost 0.06-0.14 of Mohler's CV Pearson and most of
+    # the demo exam's, while negated, swapped and other questions' answers stayed far above 0.10 of max: the
+    # non-answers are measured (all of them: none is fitted on), not learned from
+    train = [r for r in rows if r["source"] in ("mohler", "saf-train")]
     n_m = sum(r["source"] == "mohler" for r in train)
     print(f"rows: {len(rows)}; training {len(train)} (mohler {n_m}, saf-train "
           f"{sum(r['source'] == 'saf-train' for r in train)}, "
@@ -208,17 +211,19 @@ def fit_main(args: argparse.Namespace) -> int:
     w = weights_of(train)
     cands: dict[str, dict[str, Any]] = {}
     for alpha in args.alphas:
-        for m in MARGINS:
-            cands[f"gam a={alpha} margin={m}"] = {"alpha": alpha, "margin": m}
+        for knots in (3, 5):
+            for m in MARGINS:
+                cands[f"gam a={alpha} knots={knots} margin={m}"] = {"alpha": alpha, "margin": m, "knots": knots}
     oof: dict[str, np.ndarray] = {k: np.full(len(train), np.nan) for k in cands}
     oof["judge, linear"] = np.full(len(train), np.nan)
     oof["meaning side (no judge)"] = np.full(len(train), np.nan)
     j = np.array([r["judge"] for r in train])
     for tr, te in folds:
         for name, c in cands.items():
-            model = GradeModel.fit([train[i] for i in tr], y[tr], w[tr], alpha=c["alpha"], margin=c["margin"])
+            model = GradeModel.fit([train[i] for i in tr], y[tr], w[tr], alpha=c["alpha"], margin=c["margin"],
+                                   n_knots=c["knots"])
             oof[name][te] = [p.share for p in model.predict([train[i] for i in te])]
-            if name == f"gam a={args.alphas[0]} margin=None":
+            if name == f"gam a={args.alphas[0]} knots=3 margin=None":
                 oof["meaning side (no judge)"][te] = [p.meaning if p.meaning is not None else np.nan
                                                       for p in model.predict([train[i] for i in te])]
         real_tr = [i for i in tr if train[i]["kind"] == "real"]
@@ -233,14 +238,16 @@ def fit_main(args: argparse.Namespace) -> int:
           f"{'SAF-tr r':>8s} " + " ".join(f"{k[:8]:>8s}" for k in KINDS))
     for name, pred in {"judge, raw": j, **oof}.items():
         fm = figures(pred[is_m], y[is_m], pts[is_m], qids[is_m])
-        negs = {k: round(float(np.mean(pred[[i for i, r in enumerate(train) if r["kind"] == k]])), 4) for k in KINDS}
+        negs = {k: round(float(np.mean(pred[ix])), 4) if (ix := [i for i, r in enumerate(train) if r["kind"] == k])
+                else float("nan") for k in KINDS}
         table.append({"candidate": name, "mohler": fm, "saf_train_pearson": round(pearson(pred[is_s], y[is_s]), 4),
                       "negatives_cv_mean": negs})
         print(f"{name:40s} {fm['pearson']:8.3f} {fm['pearson_ci']!s:>14s} {fm['rmse']:6.3f} "
               f"{pearson(pred[is_s], y[is_s]):8.3f} " + " ".join(f"{v:8.3f}" for v in negs.values()))
-    pick = args.pick or max(cands, key=lambda k: next(t["mohler"]["pearson"] for t in table if t["candidate"] == k)
-                            - 10 * max(0.0, max(next(t for t in table if t["candidate"] == k)
-                                                ["negatives_cv_mean"].values()) - 0.25))
+    score = {k: next(t["mohler"]["pearson"] for t in table if t["candidate"] == k) for k in cands}
+    top = max(score.values())  # the best CV Pearson; among those within 0.003 of it, the tightest cap
+    pick = args.pick or min((k for k in cands if score[k] >= top - 0.003),
+                            key=lambda k: (cands[k]["margin"] if cands[k]["margin"] is not None else 9.0, -score[k]))
     c = cands[pick]
     print(f"\nchosen: {pick}", file=sys.stderr)
     # teachers simulated on the chosen candidate's cross-validated grades (real answers)
@@ -269,15 +276,15 @@ def fit_main(args: argparse.Namespace) -> int:
           f"prior {prior.to_json()})")
     for exam, v in sim.items():
         print(f"  exam {exam:4s} raw {v['raw']:.3f} adapted {v['adapted']:.3f} worst draw {v['worst_draw']:+.3f}")
-    final = GradeModel.fit(train, y, w, alpha=c["alpha"], margin=c["margin"])
+    final = GradeModel.fit(train, y, w, alpha=c["alpha"], margin=c["margin"], n_knots=c["knots"])
     # the test part of the non-answers (never fitted on) and the evaluation suites, old default vs the model
     held = {}
-    negs_test = [r for r in rows if r["source"] == "negatives" and r["test"]]
+    negs_test = [r for r in rows if r["source"] == "negatives"]  # none fitted on
     for k in KINDS:
         got = [final.predict_one(r).share for r in negs_test if r["kind"] == k]
         held[k] = {"n": len(got), "mean": round(float(np.mean(got)), 4) if got else None,
                    "max": round(float(np.max(got)), 4) if got else None}
-    print("\nnon-answers, test part (never fitted on): mean / largest share of max")
+    print("\nnon-answers (never fitted on; 81 training questions): mean / largest share of max")
     for k, v in held.items():
         print(f"  {k:15s} n={v['n']:3d} mean {v['mean']} max {v['max']}")
     suites = {}
@@ -306,7 +313,7 @@ def fit_main(args: argparse.Namespace) -> int:
              "suites": suites}
     Path("/tmp/grade-model-cv.json").write_text(json.dumps({"table": table, **extra}, indent=1))
     if not args.no_write:
-        model = write_model(train, c["alpha"], c["margin"], table, prior.to_json(), extra)
+        model = write_model(train, c["alpha"], c["margin"], c["knots"], table, prior.to_json(), extra)
         CV_OUT.write_text(json.dumps({"model_sha": model.digest, "folds": "5-fold GroupKFold by exam",
                                       "grades": {f"{r['source']}/{r['answer_id']}": round(float(v), 6)
                                                  for r, v in zip(train, oof[pick], strict=True)
@@ -323,20 +330,19 @@ def data_sha256(rows: list[dict[str, Any]]) -> str:
     return h.hexdigest()
 
 
-def write_model(train: list[dict[str, Any]], alpha: float, margin: float | None, table: list[dict[str, Any]],
+def write_model(train: list[dict[str, Any]], alpha: float, margin: float | None, knots: int,
+                table: list[dict[str, Any]],
                 prior: dict[str, float], extra: dict[str, Any]) -> Any:
     from knockout.grading._model import GradeModel
 
     y = np.array([r["target"] for r in train])
     meta = {"name": f"knockout-grade-{time.strftime('%Y-%m-%d')}", "fitted": time.strftime("%Y-%m-%d"),
             "judge": "llamacpp (Qwen2.5-Coder-1.5B-Instruct, the default prompt, verdict slot)",
-            "encoder": "all-minilm-l6-v2", "alpha": alpha,
+            "encoder": "all-minilm-l6-v2", "alpha": alpha, "knots": knots,
             "data": {"sha256": data_sha256(train), "rows": len(train),
-                     "sources": sorted({r["source"] for r in train}),
-                     "real": sum(r["kind"] == "real" for r in train),
-                     "negatives": sum(r["kind"] != "real" for r in train), "negatives_weight_share": NEG_SHARE},
+                     "sources": sorted({r["source"] for r in train})},
             "adapt": prior, "cv": table, **extra}
-    model = GradeModel.fit(train, y, weights_of(train), alpha=alpha, margin=margin, meta=meta)
+    model = GradeModel.fit(train, y, weights_of(train), alpha=alpha, margin=margin, n_knots=knots, meta=meta)
     MODEL_OUT.write_text(json.dumps(model.to_json(), indent=1, sort_keys=True) + "\n")
     print(f"wrote {MODEL_OUT} ({model.name}, {model.digest})", file=sys.stderr)
     return model
