@@ -1,7 +1,8 @@
 """The meaning reader's sentence encoder: a packaged encoder run with numpy (no torch, no model hub).
 
 The encoder reads an answer's meaning against its reference and its question with no judge call; those readings,
-beside the judge's, are turned into points by the grade model (:mod:`knockout.grading`, docs/methods.md#the-grade-model).
+beside the judge's, are turned into points by the grade model (:mod:`knockout.grading`,
+docs/methods.md#the-grade-model).
 """
 
 from knockout.meaning._encoder import (
