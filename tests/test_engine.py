@@ -119,3 +119,32 @@ def test_resumed_run_without_snapshot_gets_one(tmp_path: Path) -> None:
     assert r2.run_id == r1.run_id and r2.stats["judge_calls"] == 0
     snap = store.items_for_run(r1.run_id)
     assert snap is not None and snap.fingerprint() == items.fingerprint()
+
+
+async def test_compute_runs_off_the_event_loop_with_one_blas_thread(tmp_path: Path) -> None:
+    """Issue 59: ``Engine.compute(fn, *args)`` runs ``fn`` in a worker thread of this process with one BLAS thread,
+    and the event loop keeps turning meanwhile (a ticker advances while the computation sleeps)."""
+    import os
+    import threading
+    import time
+
+    from knockout.engine import Engine
+    from tests._compute import probe
+
+    with Store(tmp_path / "s.db") as store:
+        engine = Engine(make_judge("scripted"), store)
+        pid, thread, blas, square = await engine.compute(probe, 7)
+        assert pid == os.getpid() and square == 49
+        assert thread != threading.current_thread().name and thread.startswith("knockout-compute")
+        assert blas == 1
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 0.6:
+                await asyncio.sleep(0.02)
+                ticks += 1
+
+        await asyncio.gather(engine.compute(time.sleep, 0.8), ticker())
+        assert ticks >= 10  # the loop turned while the computation held its thread

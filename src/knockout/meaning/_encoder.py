@@ -250,6 +250,13 @@ def load_encoder(name: str = DEFAULT_ENCODER) -> Encoder:
         return _load(name)
 
 
+def encode_texts(encoder: str, texts: list[str]) -> np.ndarray:
+    """The L2-normalised float32 embeddings of ``texts`` (one row each) by the packaged encoder ``encoder``, loaded
+    once per process: a module-level function with picklable arguments, for ``Engine.compute`` to run off the event
+    loop (a thread of the compute pool in process, a Ray worker on a cluster)."""
+    return load_encoder(encoder).encode(texts)
+
+
 def encoder_available(name: str = DEFAULT_ENCODER) -> str | None:
     """``None`` when the encoder can be loaded, else why not (one line)."""
     try:
