@@ -148,3 +148,25 @@ async def test_compute_runs_off_the_event_loop_with_one_blas_thread(tmp_path: Pa
 
         await asyncio.gather(engine.compute(time.sleep, 0.8), ticker())
         assert ticks >= 10  # the loop turned while the computation held its thread
+
+
+def test_a_stopped_run_does_not_wait_for_a_computation_in_progress() -> None:
+    """A computation in progress (the second reader's encoding of a chunk) when the run is stopped: the process
+    exits at once, not at the computation's end (a ``concurrent.futures`` pool is joined at exit: issue 59 item 5,
+    Ctrl-C took minutes to stop a grade)."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import asyncio, time\n"
+            "from knockout.engine._executors import compute_here, computations_in_flight\n"
+            "async def main():\n"
+            "    task = asyncio.ensure_future(compute_here(time.sleep, 60))\n"
+            "    await asyncio.sleep(0.5)\n"
+            "    assert computations_in_flight() == 1\n"
+            "    task.cancel()\n"
+            "asyncio.run(main())\n")
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - t0 < 30  # not the computation's 60 s

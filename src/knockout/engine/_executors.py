@@ -17,11 +17,12 @@ after ``?`` (``ray?workers=2&cpus=1``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import queue
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from knockout.engine._events import Info, Observer
@@ -34,8 +35,12 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_POOL: ThreadPoolExecutor | None = None
+_JOBS: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.AbstractEventLoop, asyncio.Future[Any]]] = \
+    queue.SimpleQueue()
+_THREADS: list[threading.Thread] = []
 _POOL_LOCK = threading.Lock()
+#: one entry per computation running in a compute thread
+_RUNNING: list[int] = []
 
 
 def compute_threads() -> int:
@@ -43,12 +48,44 @@ def compute_threads() -> int:
     return max(1, (os.cpu_count() or 1) - 1)
 
 
-def _compute_pool() -> ThreadPoolExecutor:
-    global _POOL
+def computations_in_flight() -> int:
+    """Computations still running in the compute pool (a command stopped by a signal exits at once when there are,
+    as it does with llama.cpp calls: nothing waits for the computation's end)."""
+    return len(_RUNNING)
+
+
+def _settle(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if not fut.done():
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+
+def _serve() -> None:
+    while True:
+        job, loop, fut = _JOBS.get()
+        if fut.cancelled():  # its run stopped before it started
+            continue
+        _RUNNING.append(1)
+        try:
+            value, ok = job(), True
+        except BaseException as exc:  # handed to the awaiting task
+            value, ok = exc, False
+        finally:
+            _RUNNING.pop()
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits for it
+            loop.call_soon_threadsafe(_settle, fut, ok, value)
+
+
+def _start_pool() -> None:
+    """The compute threads, started on first use: daemons, so a run stopped by a signal exits without waiting for
+    a computation in progress (a pool of ``concurrent.futures`` would be joined at exit)."""
     with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=compute_threads(), thread_name_prefix="knockout-compute")
-        return _POOL
+        while len(_THREADS) < compute_threads():
+            t = threading.Thread(target=_serve, name=f"knockout-compute-{len(_THREADS)}", daemon=True)
+            t.start()
+            _THREADS.append(t)
 
 
 def one_blas_thread() -> None:
@@ -68,9 +105,13 @@ def _one_blas_call(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
 
 
 async def compute_here(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` in a thread of this process's compute pool (:func:`compute_threads` threads, one BLAS thread
-    each): the event loop keeps answering meanwhile."""
-    return await asyncio.get_running_loop().run_in_executor(_compute_pool(), _one_blas_call, fn, args)
+    """``fn(*args)`` in a thread of this process's compute pool (:func:`compute_threads` daemon threads, one BLAS
+    thread each): the event loop keeps answering meanwhile."""
+    _start_pool()
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[T] = loop.create_future()
+    _JOBS.put((lambda: _one_blas_call(fn, args), loop, fut))
+    return await fut
 
 
 class Executor(ABC):
