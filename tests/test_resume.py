@@ -203,24 +203,26 @@ def test_a_signal_stops_the_run_resumably(tmp_path: Path, signame: str, code: in
 
 
 @needs_model
-def test_a_signal_stops_the_embedded_judge_within_a_second(tmp_path: Path) -> None:
-    """SIGTERM while the embedded judge is generating a long reply: the run stops at once (the call's thread is
-    a daemon; the process does not wait for the reply's last token), stored interrupted, exit 143."""
+@pytest.mark.parametrize(("signame", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_stops_the_embedded_judge_within_a_second(tmp_path: Path, signame: str, code: int) -> None:
+    """SIGTERM, or SIGINT (Ctrl-C; issue 59 item 5), while the embedded judge is generating a long reply: the run
+    stops at once (the call's thread is a daemon; the process does not wait for the reply's last token), stored
+    interrupted, exit 143 or 130."""
     data = write_data(tmp_path / "exam.jsonl")
     db = tmp_path / "k.db"
     cmd = [sys.executable, "-m", "knockout.cli", "grade", str(data), "--judge", f"llamacpp:{SMALL_MODEL}",
            "--verdict", "text", "--max-tokens", "1500", "--temperature", "1.5", "-o", str(db), "--json", "-q"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     deadline = time.time() + 180
     while time.time() < deadline and not leased(db):  # the first request is being answered
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
     time.sleep(3)  # into the generation: the prompt is evaluated, tokens are coming
     sent = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(getattr(signal, signame))
     proc.communicate(timeout=60)
     took = time.monotonic() - sent
-    assert proc.returncode == 143
+    assert proc.returncode == code
     assert took < 5, f"the run took {took:.1f} s to stop"  # a generous bound for a loaded machine: it is ~0.5 s
     con = sqlite3.connect(db)
     try:

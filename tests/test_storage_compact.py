@@ -182,3 +182,24 @@ def test_individual_details_written_directly_match_the_model() -> None:
     direct = individual_details(o, "p", [], crit)
     model = IndividualDetails(prompt="p", criteria=direct["criteria"], **o.trace().model_dump()).model_dump(mode="json")
     assert json.dumps(direct) == json.dumps(model)
+
+
+def test_the_written_blob_digests_kept_in_memory_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 59 item 7: the digests of the blobs a store object wrote are kept for the latest
+    ``blobs_seen_max`` only (before: a set that grew to 100,000, ~90 bytes an answer); a blob written again and
+    again (a template's shared text, the parameters) stays known and is not written again; one that left is
+    found again, and every blob reads back."""
+    from knockout.storage import Store
+
+    monkeypatch.setattr(Store, "blobs_seen_max", 50)
+    with Store(tmp_path / "s.db") as store:
+        shared = store.put_blob(b"the shared system prompt " * 10)
+        refs = []
+        for i in range(1000):
+            refs.append(store.put_blob(f"answer {i}".encode()))
+            assert store.put_blob(b"the shared system prompt " * 10) == shared
+            assert len(store._blobs_seen) <= 50
+        assert bytes.fromhex(shared) in store._blobs_seen
+        assert [store.get_blob(r) for r in refs[:3]] == [b"answer 0", b"answer 1", b"answer 2"]
+        assert store.put_blob(b"answer 0") == refs[0]  # left memory, written again: the same blob, one row
+        assert store.db.execute("SELECT COUNT(*) FROM blobs").fetchone()[0] == 1001

@@ -291,7 +291,11 @@ def execute_in_store(store_path: Path, run: Run[R], *, quiet: bool = False, labe
         sys.stderr.write(f"knockout: {name}: {what}; resume it with: {resume_command()}\n")
         sys.stderr.flush()
         llama = sys.modules.get("knockout.judges._llamacpp")
-        if llama is not None and llama.calls_in_flight():  # the store is closed and the run stored interrupted:
-            sys.stdout.flush()  # exit now, never tear the interpreter down under a llama.cpp call
+        from knockout.engine._executors import computations_in_flight
+
+        if (llama is not None and llama.calls_in_flight()) or computations_in_flight():
+            # the store is closed and the run stored interrupted: exit now, never tear the interpreter down under
+            # a llama.cpp call or a computation (the second reader's encoding) in progress
+            sys.stdout.flush()
             os._exit(128 + stop.signum)
         raise typer.Exit(128 + stop.signum) from None

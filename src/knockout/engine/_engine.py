@@ -32,7 +32,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -44,6 +44,8 @@ from knockout.errors import JudgeError
 from knockout.judges._base import GenParams, Judge, JudgeRequest, Message, Subject, current_subject
 from knockout.judges._slot import MIN_MASS, Slot
 from knockout.prompts._parsers import Parsed
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -277,6 +279,13 @@ class Engine:
         self._unwritten: list[tuple[str, dict[str, Any], CallRecord, float, asyncio.Future[None]]] = []
         #: leases asked for and not yet taken: taken together at the next turn of the event loop
         self._unclaimed: list[tuple[str, asyncio.Future[bool]]] = []
+
+    async def compute(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` off the event loop, where the judge runs: in process, in a worker thread with one BLAS
+        thread; on Ray, on a worker (an actor holding the judge), not on the driver.  ``fn`` must be a
+        module-level function and ``args`` picklable (the second reader's
+        ``knockout.meaning._encoder.encode_texts(encoder, texts)``).  The requests in flight go on meanwhile."""
+        return await self.executor.compute(fn, *args)
 
     @property
     def stopped(self) -> str | None:

@@ -16,8 +16,14 @@ after ``?`` (``ray?workers=2&cpus=1``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import os
+import queue
+import threading
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from knockout.engine._events import Info, Observer
 from knockout.errors import ConfigError
@@ -26,6 +32,86 @@ from knockout.judges._options import parse_query
 
 if TYPE_CHECKING:
     pass
+
+T = TypeVar("T")
+
+_JOBS: queue.SimpleQueue[tuple[Callable[[], Any], asyncio.AbstractEventLoop, asyncio.Future[Any]]] = \
+    queue.SimpleQueue()
+_THREADS: list[threading.Thread] = []
+_POOL_LOCK = threading.Lock()
+#: one entry per computation running in a compute thread
+_RUNNING: list[int] = []
+
+
+def compute_threads() -> int:
+    """Threads of this process's compute pool: every core but one (the event loop's), at least one."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
+def computations_in_flight() -> int:
+    """Computations still running in the compute pool (a command stopped by a signal exits at once when there are,
+    as it does with llama.cpp calls: nothing waits for the computation's end)."""
+    return len(_RUNNING)
+
+
+def _settle(fut: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if not fut.done():
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+
+
+def _serve() -> None:
+    while True:
+        job, loop, fut = _JOBS.get()
+        if fut.cancelled():  # its run stopped before it started
+            continue
+        _RUNNING.append(1)
+        try:
+            value, ok = job(), True
+        except BaseException as exc:  # handed to the awaiting task
+            value, ok = exc, False
+        finally:
+            _RUNNING.pop()
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits for it
+            loop.call_soon_threadsafe(_settle, fut, ok, value)
+
+
+def _start_pool() -> None:
+    """The compute threads, started on first use: daemons, so a run stopped by a signal exits without waiting for
+    a computation in progress (a pool of ``concurrent.futures`` would be joined at exit)."""
+    with _POOL_LOCK:
+        while len(_THREADS) < compute_threads():
+            t = threading.Thread(target=_serve, name=f"knockout-compute-{len(_THREADS)}", daemon=True)
+            t.start()
+            _THREADS.append(t)
+
+
+def one_blas_thread() -> None:
+    """The BLAS libraries loaded in this process (numpy's, scipy's) limited to one thread each: a compute thread's
+    matrix products do not spread over the cores the judge's requests and the other compute threads need (issue
+    59: the encoder took 29.4 ms of CPU per answer with two BLAS threads, 13.3 ms with one, in the same wall
+    time).  The limit is the process's (BLAS keeps one); set again before each computation, it also reaches a
+    library loaded since."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def _one_blas_call(fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+    one_blas_thread()
+    return fn(*args)
+
+
+async def compute_here(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a thread of this process's compute pool (:func:`compute_threads` daemon threads, one BLAS
+    thread each): the event loop keeps answering meanwhile."""
+    _start_pool()
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[T] = loop.create_future()
+    _JOBS.put((lambda: _one_blas_call(fn, args), loop, fut))
+    return await fut
 
 
 class Executor(ABC):
@@ -39,6 +125,12 @@ class Executor(ABC):
     @abstractmethod
     async def complete(self, key: str, request: JudgeRequest) -> Completion:
         """Send one request.  ``key`` is its cache key (a batch maps its results back by it)."""
+
+    async def compute(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` computed off the event loop, where this executor's judge runs (in process: a thread of
+        the compute pool with one BLAS thread, :func:`compute_here`).  ``fn`` is a module-level function and
+        ``args`` picklable: an executor with remote workers sends both there."""
+        return await compute_here(fn, *args)
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release workers, clients, jobs."""

@@ -26,6 +26,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,13 @@ class _JudgeWorker:
             return await self.judge.complete(request)
         finally:
             current_subject.reset(token)
+
+    async def compute(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """``fn(*args)`` in this worker's compute pool (one BLAS thread; a concurrency group of its own, one at a
+        time: the judge's requests are answered meanwhile)."""
+        from knockout.engine._executors import compute_here
+
+        return await compute_here(fn, *args)
 
     def where(self) -> int:
         """The actor's process id; also its liveness check (a concurrency group of its own: it answers while
@@ -158,8 +166,6 @@ def init_ray(ray: Any, address: str | None, pauses: tuple[float, ...] = RETRY_PA
     """``ray.init`` for the driver; a ``ray://`` start that fails for a transient reason (:data:`TRANSIENT`) is tried
     again after each pause in turn, then reported as ``cannot start or reach Ray`` (a refused token was named before,
     by :func:`check_token`)."""
-    import time
-
     for attempt in range(len(pauses) + 1):
         try:
             with _stdout_to_stderr():
@@ -277,6 +283,40 @@ def _gcs_check(ray: Any) -> Callable[[float], Any]:
     return lambda timeout: ray.cluster_resources()
 
 
+class _HeadWatch:
+    """The GCS's (the head node's) answers, asked for and timed in a daemon thread of its own: one question every
+    ``period`` seconds (each within ``timeout``), the time of each answer read from ``time.monotonic``.  How long
+    the head has been silent is measured by the head's own answers: never by the driver's event loop, which a long
+    computation between two awaits may hold for minutes (issue 59: a run called a live head lost after the second
+    reader held the loop for 311 s).  A question that hangs past its time-out only leaves the silence growing."""
+
+    def __init__(self, check: Callable[[float], Any], period: float, timeout: float) -> None:
+        self._check = check
+        self._period = period
+        self._timeout = timeout
+        #: ``time.monotonic()`` of the last answer (the start counts as one)
+        self.answered = time.monotonic()
+        self._stopped = threading.Event()
+        threading.Thread(target=self._run, daemon=True, name="knockout-gcs-watch").start()
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                self._check(self._timeout)
+            except Exception:  # no answer in time, or an error: the silence grows
+                pass
+            else:
+                self.answered = time.monotonic()
+            self._stopped.wait(self._period)
+
+    def silent_s(self) -> float:
+        """Seconds since the GCS last answered."""
+        return time.monotonic() - self.answered
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+
 def _keep_driver_through_gcs_loss(address: str | None, seconds: float) -> None:
     """Ray's core worker ends its process (exit 1, "Failed to connect to GCS within 60 seconds") once the GCS has
     been gone for ``gcs_rpc_server_reconnect_timeout_s``: this driver's limit raised to ``seconds`` (unless set),
@@ -315,7 +355,8 @@ class RayExecutor(Executor):
     ``max(deadline option, 3 x the p99 of the run's reply times)`` (:attr:`deadline_floor_s`,
     :attr:`deadline_multiple`): 10 s for a judge that answers in seconds, longer for a slower one.
 
-    The cluster's GCS is asked one question every :attr:`gcs_period_s` (in a thread, with a time-out); once it
+    The cluster's GCS is asked one question every :attr:`gcs_period_s` (in a thread of its own, with a time-out,
+    its answers timed there: a driver whose event loop is held is not a silent head); once it
     has answered nothing for ``max(deadline option, 10 s)`` the run stops with :class:`ClusterLost` (stored
     ``interrupted``).  Until then the live actors keep answering.  No synchronous Ray call runs on the event
     loop: starting, killing and the GCS question each run in a thread of their own."""
@@ -370,8 +411,9 @@ class RayExecutor(Executor):
         self.concurrency = self.workers * self.per_worker
         self._recipe = judge_recipe(judge)
         ray.method(concurrency_group="ping")(_JudgeWorker.where)  # the liveness check is never queued
+        ray.method(concurrency_group="compute")(_JudgeWorker.compute)  # nor the judge's requests behind a computation
         self._actor_class = ray.remote(num_cpus=self.cpus, num_gpus=self.gpus, max_concurrency=self.per_worker,
-                                       concurrency_groups={"ping": 1}, max_restarts=0,
+                                       concurrency_groups={"ping": 1, "compute": 1}, max_restarts=0,
                                        max_task_retries=0)(_JudgeWorker)
         self._gcs_check = _gcs_check(ray)
         self._slots = [_Slot(self._actor_class.remote(*self._recipe)) for _ in range(self.workers)]
@@ -385,7 +427,7 @@ class RayExecutor(Executor):
         self._start_error: str | None = None
         #: why the cluster is lost (set by the GCS watch): every request stops with :class:`ClusterLost`
         self._cluster_lost: str | None = None
-        self._gcs_answered: float | None = None  # loop time of the GCS's last answer
+        self._head: _HeadWatch | None = None  # the thread that times the GCS's answers
         self._none_since: float | None = None  # loop time since when no actor has been alive
         self._replies: collections.deque[float] = collections.deque(maxlen=self.reply_sample)
         self._p99_s = 0.0
@@ -549,31 +591,19 @@ class RayExecutor(Executor):
             slot.ready = True
 
     async def _watch_gcs(self) -> None:
-        """Ask the GCS one question every :attr:`gcs_period_s` (one at a time, in a thread, with a time-out); once
-        it has answered nothing for :attr:`gcs_limit`, the cluster is lost: every request stops with
-        :class:`ClusterLost`."""
-        loop = asyncio.get_running_loop()
+        """The head node's watch: a :class:`_HeadWatch` thread asks the GCS one question every :attr:`gcs_period_s`
+        and times its answers by the clock, not by this event loop; once the GCS has answered nothing for
+        :attr:`gcs_limit`, the cluster is lost: every request stops with :class:`ClusterLost`.  A stalled event
+        loop (a long computation on the driver) is no silence of the head's: the thread kept asking meanwhile."""
         timeout = min(self.ray_call_timeout_s, self.gcs_limit / 2)
-        asking: asyncio.Future[Any] | None = None
-        answered = self._gcs_answered = loop.time()
-        while True:
-            if asking is None or asking.done():
-                asking = _in_thread(lambda: self._gcs_check(timeout))
-            left = answered + self.gcs_limit - loop.time()
-            if left <= 0:
-                break
-            try:  # waited for no longer than the limit leaves: the loss is seen at the limit
-                await asyncio.wait_for(asyncio.shield(asking), min(timeout, left))
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # no answer in time (the call, still under way, is waited for again), or an error
-                if asking.done():  # failed at once: asked again after a pause, not in a tight loop
-                    await asyncio.sleep(max(0.0, min(self.gcs_period_s, answered + self.gcs_limit - loop.time())))
-                continue
-            answered = self._gcs_answered = loop.time()
-            await asyncio.sleep(self.gcs_period_s)
+        watch = self._head = _HeadWatch(self._gcs_check, self.gcs_period_s, timeout)
+        try:
+            while (silent := watch.silent_s()) < self.gcs_limit:
+                await asyncio.sleep(min(self.gcs_period_s, self.gcs_limit - silent))
+        finally:
+            watch.stop()
         self._cluster_lost = (f"the Ray cluster {self.address or '(local)'} is lost: its GCS (the head node) has not "
-                              f"answered for {loop.time() - answered:.0f} s; {self._live()} of {self.workers} "
+                              f"answered for {silent:.0f} s; {self._live()} of {self.workers} "
                               f"workers were still answering")
         for s in self._slots:
             s.gone.set()
@@ -595,11 +625,11 @@ class RayExecutor(Executor):
                     while True:  # the wait allowed is read again each second: the actor may be found up meanwhile
                         wait = self.ping_timeout_s if slot.ready else self.window
                         left = started + wait - loop.time()
+                        if where.done():  # answered, perhaps while the event loop was held: no time-out
+                            break
                         if left <= 0:
                             return False
-                        done, _ = await asyncio.wait({where}, timeout=min(left, 1.0))
-                        if done:
-                            break
+                        await asyncio.wait({where}, timeout=min(left, 1.0))
                     where.result()
                 except Exception:
                     return False
@@ -678,6 +708,40 @@ class RayExecutor(Executor):
             if resent:
                 result = dataclasses.replace(result, resent_after_lost_worker=resent)
             return result
+
+    async def compute(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` on the least busy worker (an actor holding the judge: the work goes where the judge runs,
+        not to the driver), in its compute pool; sent again to another worker when its worker is lost (at most
+        :attr:`max_resends` times), :class:`ClusterLost` once the GCS is.  ``fn`` travels by reference (a
+        module-level function the workers import), ``args`` and the result pickled."""
+        self._start_watch()
+        lost_errors: tuple[type[BaseException], ...] = (*_lost_errors(self._ray), _Gone)
+        resent = 0
+        while True:
+            slot = await self._pick()
+            slot.load += 1
+            reply: asyncio.Future[Any] = asyncio.ensure_future(slot.actor.compute.remote(fn, args))
+            gone = asyncio.ensure_future(slot.gone.wait())
+            try:
+                done, _ = await asyncio.wait({reply, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if reply not in done:
+                    raise _Gone()
+                result = reply.result()
+                slot.ready = True
+                return result
+            except lost_errors:
+                if self._cluster_lost is not None:
+                    raise self._lost_cluster(resent) from None
+                self._lose(slot)
+                if resent >= self.max_resends:
+                    raise JudgeError(f"a computation sent {resent + 1} times, each time to a Ray worker that was "
+                                     f"lost") from None
+                resent += 1
+            finally:
+                slot.load -= 1
+                gone.cancel()
+                if not reply.done():
+                    reply.cancel()
 
     def info(self) -> dict[str, Any]:
         return {"workers_over_time": [[t, n] for t, n in self.timeline]} if self.timeline else {}

@@ -33,6 +33,7 @@ or call :meth:`close`.
 
 from __future__ import annotations
 
+import collections
 import copy
 import hashlib
 import json
@@ -240,6 +241,10 @@ class Store:
     """One store file: open it with ``Store(path)`` to write (created when missing), or
     :meth:`open_existing` to read one that must already be there."""
 
+    #: the most blob digests a store object keeps in memory (issue 59 item 7: before, up to 100,000 and then
+    #: none, ~90 bytes an answer in between; 4,096 of them are ~0.5 MiB)
+    blobs_seen_max = 4096
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
@@ -260,7 +265,10 @@ class Store:
         except BaseException:
             self.db.close()
             raise
-        self._blobs_seen: set[bytes] = set()
+        #: the digests of the blobs this store object wrote lately, most recent last (at most
+        #: :attr:`blobs_seen_max`: a template's shared parts and the parameters stay known, an answer's own text
+        #: leaves; a digest that left is written again with INSERT OR IGNORE, which keeps the stored one)
+        self._blobs_seen: collections.OrderedDict[bytes, None] = collections.OrderedDict()
         self._zdict: tuple[bytes, bytes] | None = None  # (hash, content) of this writer's preset dictionary
         self._zdicts: dict[bytes, bytes] = {}  # dictionaries read back, by hash
         #: the web app's tables: what people enter (grades, verdicts, ...) and accounts (users, sessions)
@@ -362,7 +370,9 @@ class Store:
         is the first content of at least :data:`DICT_MIN` bytes this store object writes outside a transaction
         (itself a blob, committed), and is used only where it beats plain compression."""
         digest = hashlib.sha256(data).digest()[:16]
-        if digest not in self._blobs_seen:
+        if digest in self._blobs_seen:
+            self._blobs_seen.move_to_end(digest)
+        else:
             packed, z = data, 0
             if len(data) >= 64:
                 small = zlib.compress(data, 6)
@@ -374,9 +384,9 @@ class Store:
                     if len(framed) < len(packed):
                         packed, z = framed, 2
             self.db.execute("INSERT OR IGNORE INTO blobs (hash, z, data) VALUES (?,?,?)", (digest, z, packed))
-            if len(self._blobs_seen) > 100_000:
-                self._blobs_seen.clear()
-            self._blobs_seen.add(digest)
+            self._blobs_seen[digest] = None
+            if len(self._blobs_seen) > self.blobs_seen_max:
+                self._blobs_seen.popitem(last=False)
             if self._zdict is None and len(data) >= DICT_MIN and z != 2 and not self.db.in_transaction:
                 self._zdict = (digest, data[-ZDICT_MAX:])
         return digest.hex()
