@@ -213,3 +213,13 @@ def default_encoder(name: str | None = None) -> EncoderUse | None:
         return load_encoder(name).token_counts(texts)
 
     return EncoderUse(name, spec.languages, spec.max_tokens, encode, counts)
+
+
+def read_all(texts: list[str], questions: list[str], references: list[str | None],
+             languages: list[str]) -> list[Readings]:
+    """Every reading but the judge's of each answer, with the packaged encoder and the guard (a module-level
+    function of plain values: the engine runs it off the event loop, on a Ray worker with the Ray executor)."""
+    from knockout.guard import detect
+
+    guard = [float(detect(t)["p_address"]) for t in texts]  # type: ignore[arg-type]
+    return read_answers(texts, questions, references, languages, default_encoder(), guard)

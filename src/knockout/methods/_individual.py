@@ -85,7 +85,7 @@ class Individual(Method):
             # what a person sees: no invisible characters
             part = [a if (v := self._shown(a.text, guard)) == a.text else a.model_copy(update={"text": v})
                     for a in part]
-            readings = (asyncio.create_task(asyncio.to_thread(self._readings, part, builder))
+            readings = (asyncio.create_task(self._readings(part, builder, ctx))
                         if options.readers == "two" else None)  # the encoder works while the judge is asked
             tasks: list[Task] = []
             meta: list[tuple[str, list[str], list[Criterion]]] = []
@@ -146,18 +146,17 @@ class Individual(Method):
         return visible(normalise(text)) if guard else normalise(text)
 
     @staticmethod
-    def _readings(part: Sequence[Answer], builder: PromptBuilder) -> list[Any]:
-        """Every answer's readings but the judge's (:mod:`knockout.grading`): run in a worker thread beside the
-        judge's requests."""
-        from knockout.grading._readings import Readings, default_encoder, read_answers
+    async def _readings(part: Sequence[Answer], builder: PromptBuilder, ctx: RunContext) -> list[Any]:
+        """Every answer's readings but the judge's (:mod:`knockout.grading`), computed off the event loop by the
+        engine (a worker thread; a Ray worker with the Ray executor) beside the judge's requests."""
+        from knockout.grading._readings import Readings, read_all
 
         items = builder.items
         qs = [items.question_of(a) for a in part]
         rubric = [bool(builder.criteria(q)) for q in qs]
-        guard = [float(detect(a.text)["p_address"]) for a in part]  # type: ignore[arg-type]
-        got = read_answers([a.text for a in part], [q.text for q in qs],
-                           [q.reference if builder.options.reference else None for q in qs],
-                           [q.language for q in qs], default_encoder(), guard)
+        got = await ctx.engine.compute(read_all, [a.text for a in part], [q.text for q in qs],
+                                       [q.reference if builder.options.reference else None for q in qs],
+                                       [q.language for q in qs])
         return [Readings({}, "a criteria rubric grades it (the grade is a sum of per-criterion verdicts)") if c
                 else rd for c, rd in zip(rubric, got, strict=True)]
 
