@@ -205,7 +205,7 @@ def test_python_function_and_refusals(graded: Path) -> None:
 
     book = knockout.gradebook(graded, id_column="email")
     assert len(book.students) == 6 and book.counts() == {"expert": 6, "calibrated": 12, "judge": 0, "none": 0,
-                                                         "needs expert": 0, "flagged": 0, "judge+meaning": 0,
+                                                         "needs expert": 0, "flagged": 0, "grade model": 0,
                                                          "readers disagree": 0}
     assert book.calibration is not None and book.calibration["map"] == "adapt"
     with Store(graded) as store:

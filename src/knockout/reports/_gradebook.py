@@ -8,8 +8,8 @@ Each answer's final grade is, in this order:
   ``knockout calibrate`` adapts it: the teacher's grades moved it, and its label says on how many), with its
   stated error (the standard deviation over refits), when there are teacher grades to adapt to;
 * ``judge``: the judge's grade;
-* ``judge+meaning``: the grade of the two readers, the judge and the answer's meaning against the reference
-  (:mod:`knockout.meaning`);
+* ``grade model``: the grade model's grade from the answer's readings (:mod:`knockout.grading`: the judge's, the
+  meaning reader's, the lexical ones and the guard's; the model's name and digest are in the run's details);
 * ``none``: no grade (the judge's reply was invalid, or the run has no result for the answer);
 
 and, where there is no expert grade, the trust marks (:mod:`knockout.calibration._trust`) replace the source:
@@ -45,7 +45,7 @@ from knockout.errors import ConfigError, InputError
 from knockout.storage._store import RunRecord
 
 FORMATS = ("csv", "moodle", "canvas")
-SOURCES = ("expert", "calibrated", "judge", "none", "needs expert", "flagged", "judge+meaning", "readers disagree")
+SOURCES = ("expert", "calibrated", "judge", "none", "needs expert", "flagged", "grade model", "readers disagree")
 #: Moodle's identifier column for an ``--id-column`` of that name (else "ID number")
 MOODLE_ID = {"email": "Email address", "useremail": "Email address", "username": "Username",
              "idnumber": "ID number", "useridnumber": "ID number"}
@@ -168,7 +168,7 @@ def build(loaded: Any, *, id_column: str = "examinee", seed: int = 0) -> Gradebo
                 g = Grade(round(min(max(cal, 0.0), q.max_points), 2), "calibrated",
                           round(float(section["sd"].get(a.id, 0.0)), 2))
             else:
-                g = Grade(round(float(r["score"]), 2), "judge+meaning" if a.id in trust.readings else "judge")
+                g = Grade(round(float(r["score"]), 2), "grade model" if a.id in trust.readings else "judge")
             marks = trust.marks(a.id)
             if marks:  # flagged, then needs expert: the grade stays, its source says what to do
                 full = trust.grade_full(a.id)
@@ -401,7 +401,7 @@ def _some(names: Sequence[str], n: int = 5) -> str:
 
 
 #: the sources of a grade that rests on no teacher grade (neither the teacher's own nor calibrated on theirs)
-UNANCHORED = ("judge", "judge+meaning", "readers disagree", "needs expert", "flagged")
+UNANCHORED = ("judge", "grade model", "readers disagree", "needs expert", "flagged")
 
 
 def unanchored_line(book: Gradebook) -> str | None:
