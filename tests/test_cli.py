@@ -52,7 +52,7 @@ def test_grade_json_and_export(tmp_path: Path) -> None:
     assert [r["item_id"] for r in rows] == ["a1", "a2", "a3"] and all(r["valid"] == "1" for r in rows)
     # issue 42: the run's grade and the judge's text are named so that neither is taken for the other
     assert list(rows[0])[8:] == ["grade", "valid", "error", "judge_replies", "flagged", "grade_full", "grade_judge",
-                                 "grade_meaning", "meaning_similarity", "readers_disagree"]
+                                 "grade_meaning", "meaning_similarity", "readers_disagree", "grade_model", "readings"]
     assert "score" not in rows[0]
     assert all(float(r["grade"]) >= 0 and r["judge_replies"] for r in rows)
     out_file = tmp_path / "x.jsonl"

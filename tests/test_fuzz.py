@@ -783,7 +783,8 @@ def test_fuzz_judge_replies(fake_judge: Any, replies: list[tuple[str, str | None
             r = CliRunner().invoke(app, [
                 "grade", str(d / "exam.jsonl"), "--judge", "openai:fake", "--judge-opt", f"base_url={server.url}",
                 "--judge-opt", "timeout=0.5", "--judge-opt", "retries=0", "--judge-opt", "backoff=0",
-                "--format-retries", str(retries), "--concurrency", "4", "-o", str(d / "k.db"), "--json", "-q"])
+                "--format-retries", str(retries), "--concurrency", "4", "-o", str(d / "k.db"), "--json", "-q",
+                "--readers", "judge"])  # the parse is tested: the judge's own grade, not the grade model's
         shown = f"replies: {[(k, (t or '')[:80]) for k, t in replies]}\nexit {r.exit_code}\n{r.stderr[-2000:]}"
         if r.exception is not None and not isinstance(r.exception, SystemExit):
             import traceback

@@ -181,7 +181,8 @@ def _exam(path: Path) -> Path:
 
 def _grade(data: Path, store: Path, spec: str, code: int = 0) -> dict[str, Any]:
     res = knockout("grade", str(data), "--judge", spec, "-o", str(store), "--json", "--quiet",
-                   "--max-tokens", "48", env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+                   "--max-tokens", "48", "--readers", "judge",  # the judges' own grades are compared
+                   env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
     assert res.returncode == code, res.stderr
     summary: dict[str, Any] = json.loads(res.stdout)
     return summary

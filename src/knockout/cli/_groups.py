@@ -113,15 +113,12 @@ def _tables(found: Any, texts: dict[str, str], teacher: dict[str, float], nxt: l
 
 
 def _write_sheet(path: Path, rows: list[dict[str, Any]]) -> None:
-    import csv
-
+    from knockout.data._csv import write_dicts
     from knockout.data._output import atomic_output
     from knockout.groups._files import SHEET_COLUMNS
 
     with atomic_output(path, newline="") as f:
-        w = csv.DictWriter(f, fieldnames=SHEET_COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
+        write_dicts(f, rows, SHEET_COLUMNS)
 
 
 def register(app: typer.Typer) -> None:
