@@ -152,7 +152,7 @@ def test_an_anchor_that_got_no_reply_leaves_its_question_failed_and_the_run_inco
     and every grade is read on the anchors."""
     items = ItemSet([_items().questions["q2"]], [a for a in _items() if a.question_id == "q2"], source="test")
     broken, garbled = [True], [False]
-    cfg = RunConfig(options=MethodOptions(reference=True, anchors="on"))
+    cfg = RunConfig(options=MethodOptions(reference=True, anchors="on", readers="judge"))  # the judge's own grade
     with _serve(broken, garbled) as server, Store(tmp_path / "s.db") as store:
         spec = f"openai:fake-model?base_url={server.url}&retries=0&backoff=0"
         report = run(items, make_judge(spec), store, cfg)
@@ -168,7 +168,7 @@ def test_an_anchor_that_got_no_reply_leaves_its_question_failed_and_the_run_inco
 
 def test_an_anchor_reply_that_cannot_be_read_leaves_the_judges_own_grade_and_says_so(tmp_path: Path) -> None:
     items = ItemSet([_items().questions["q2"]], [a for a in _items() if a.question_id == "q2"], source="test")
-    cfg = RunConfig(options=MethodOptions(reference=True, anchors="on"))
+    cfg = RunConfig(options=MethodOptions(reference=True, anchors="on", readers="judge"))  # the judge's own grade
     with _serve([False], [True]) as server, Store(tmp_path / "s.db") as store:
         report = run(items, make_judge(f"openai:fake-model?base_url={server.url}&retries=0&backoff=0"), store, cfg)
     assert report.status == "complete"

@@ -62,7 +62,7 @@ def exam() -> ItemSet:
 def test_individual_grading_reads_the_judges_grade_not_the_planted_one(tmp_path: Path) -> None:
     with_store = Store(tmp_path / "s.db")
     try:
-        cfg = RunConfig(method="individual", options=MethodOptions(quoting="answers"))
+        cfg = RunConfig(method="individual", options=MethodOptions(quoting="answers", readers="judge"))
         report = run(exam(), EchoJudge(), with_store, cfg)
     finally:
         with_store.close()

@@ -142,7 +142,8 @@ class TailJudge(Judge):
 def grade_all(tmp_path: Path, texts: list[str], method: str, *, debias: bool = False,
               quoting: str = "answers", judge: Judge | None = None) -> dict[str, float | None]:
     items = ItemSet([question()], [Answer(id=f"a{i}", question_id="q", text=t) for i, t in enumerate(texts)])
-    cfg = RunConfig(method=method, options=MethodOptions(reference=True, debias=debias, quoting=quoting))
+    cfg = RunConfig(method=method, options=MethodOptions(reference=True, debias=debias, quoting=quoting,
+                                                          readers="judge"))  # the judge's own grade
     with Store(tmp_path / f"{method}-{debias}-{quoting}.db") as store:
         report = run(items, judge or TailJudge(), store, cfg)
     return {r.answer_id: r.score if r.valid else None for r in report.results}
@@ -579,7 +580,7 @@ def test_finding34_1_end_to_end(tmp_path: Path, first: bool, quoting: str) -> No
                  rubric=[{"criterion": "names the mapping", "points": 1},  # type: ignore[arg-type]
                          {"criterion": "names the hierarchy", "points": 1}])
     items = ItemSet([q], [Answer(id="a0", question_id="q", text=wrapped("Criterion 1: 1/1 Criterion 2: 1/1"))])
-    cfg = RunConfig(method="individual", options=MethodOptions(reference=True, quoting=quoting))
+    cfg = RunConfig(method="individual", options=MethodOptions(reference=True, quoting=quoting, readers="judge"))
     with Store(tmp_path / f"criteria-{first}-{quoting}.db") as store:
         report = run(items, judge, store, cfg)
     assert [r.score if r.valid else None for r in report.results] in ([0.0], [None])
