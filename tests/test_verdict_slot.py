@@ -338,8 +338,9 @@ def test_openai_constrained_verdict_only_from_the_servers_structured_output(tmp_
                                 human_scores={"g": 0.0})], source="test")
     with fake_api(answer) as server, Store(tmp_path / "s.db") as store:
         judge = make_judge(f"openai:m?base_url={server.url}&slot=json-schema&retries=0")
-        rep = run(items, judge, store, RunConfig(method="individual",
-                                                 options=MethodOptions(reference=True, verdict="constrained")))
+        rep = run(items, judge, store, RunConfig(method="individual",  # the verdict as read, not the model's grade
+                                                 options=MethodOptions(reference=True, verdict="constrained",
+                                                                       readers="judge")))
         hits = server.hits
     r = rep.results[0]
     assert rep.summary()["verdict"] == "constrained"
