@@ -514,7 +514,8 @@ def test_no_500_on_any_input(db: Path) -> None:
     routes = post_routes(app)
     assert {p for p, _ in routes} == {
         "/login", "/logout", "/account/password", "/exam/{exam_id:path}/examinee/{n}/q/{k}",
-        "/exam/{exam_id:path}/q/{k}/info", "/pairs/{pairset:path}/item/{pos}", "/pairs/{pairset:path}/overlap"}
+        "/exam/{exam_id:path}/q/{k}/info", "/pairs/{pairset:path}/item/{pos}", "/pairs/{pairset:path}/overlap",
+        "/groups/{exam_id:path}/q/{k}"}  # issue 61's answer groups: fuzzed as every other form
     statuses: dict[int, int] = {}
 
     def check(r: httpx.Response, what: str) -> None:
