@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from knockout.grading._readings import ENCODER_READINGS, READINGS, REFERENCE_READINGS, Readings
+from knockout.grading._readings import ENCODER_READINGS, READINGS, REFERENCE_READINGS
 
 #: the direction each reading's effect on points is known to have: +1 up, -1 down, 0 unknown (both ways)
 DIRECTIONS: dict[str, int] = {"judge": 1, "judge_sd": 0, "similarity": 1, "similarity_plain": 1,
@@ -248,6 +248,3 @@ def default_model() -> GradeModel:
     text = resources.files("knockout.grading").joinpath(MODEL_FILE).read_text(encoding="utf-8")
     return GradeModel.from_json(json.loads(text))
 
-
-def row_of(readings: Readings) -> dict[str, float | None]:
-    return dict(readings.values)

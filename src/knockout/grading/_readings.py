@@ -163,13 +163,16 @@ def read_answers(texts: Sequence[str], questions: Sequence[str], references: Seq
             v["reference_share"] = (sum(w in rset for w in words) / len(words)) if words else 0.0
         else:
             out[i].why_not = "no reference"
-    todo = [i for i in range(n) if encoder is not None and languages[i].split("-")[0].lower() in encoder.languages]
+    if encoder is None:
+        for rd in out:
+            rd.why_not = rd.why_not or "the sentence encoder is not installed"
+        return out
+    todo = [i for i in range(n) if languages[i].split("-")[0].lower() in encoder.languages]
+    read = set(todo)
     for i in range(n):
-        if i not in set(todo) and encoder is None:
-            out[i].why_not = out[i].why_not or "the sentence encoder is not installed"
-        elif encoder is not None and i not in set(todo):
-            out[i].why_not = (f"language '{languages[i]}': the encoder reads {', '.join(encoder.languages)}")
-    if not todo or encoder is None:
+        if i not in read:
+            out[i].why_not = f"language '{languages[i]}': the encoder reads {', '.join(encoder.languages)}"
+    if not todo:
         return out
     demoted = [demote(texts[i], questions[i]) for i in todo]
     has_word = [bool(_WORD.search(d)) for d in demoted]
