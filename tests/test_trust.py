@@ -119,6 +119,34 @@ def test_question_reliability() -> None:
     assert THRESHOLD == 0.3 and "grade it by hand" in NEEDS_EXPERT_WORDS
 
 
+def test_two_teacher_grades_per_question_mark_the_question_the_judge_grades_badly() -> None:
+    """Issue 61 item 6: with 2 teacher grades per question (the documented path) ``needs expert`` could not
+    fire (every question showed the prior 0.50 [-0.27, 0.88], '4 needed'). Pooled over the exam's questions, 2
+    grades the teacher orders against the judge by 3.5 points mark their question; 2 near the judge's do not."""
+    judge = {"e0": [0.5, 4.5, 1.5, 2.5, 3.5, 3.0], "e1": [4.0, 1.0, 2.0, 3.0, 0.5, 4.5],
+             "e2": [1.0, 3.5, 2.0, 4.0, 0.5, 2.5], "e3": [4.0, 1.0, 2.5, 3.5, 0.5, 2.0]}
+    teacher = {"e0": (0.8, 4.2), "e1": (4.3, 0.7), "e2": (1.2, 3.3), "e3": (0.5, 4.5)}  # e3: against the judge
+    qs, answers, results = [], [], []
+    for qid, grades in judge.items():
+        qs.append(Question(id=qid, text=f"{qid}?", reference="ref", max_points=5, exam_id="two"))
+        for i, g in enumerate(grades):
+            answers.append(Answer(id=f"{qid}/a{i}", question_id=qid, text=f"answer {i}", examinee=f"s{i}",
+                                  human_scores={"expert": teacher[qid][i]} if i < 2 else {}))
+            results.append({"item_id": f"{qid}/a{i}", "score": g, "valid": True, "details": {}})
+    trust = trust_marks(ItemSet(qs, answers), results)
+    assert [r.question_id for r in trust.unreliable()] == ["e3"]
+    rel = trust.questions
+    assert rel["e3"].estimate < 0 and rel["e3"].low < rel["e3"].estimate < rel["e3"].high and rel["e3"].experts == 2
+    assert all(rel[q].estimate > 0.6 for q in ("e0", "e1", "e2"))
+    assert all(abs(r.estimate - 0.5) > 0.1 for r in rel.values())  # not the prior 0.50 for every question
+    assert "too few for a correlation of their own" in rel["e0"].why and "slope" in rel["e3"].why
+    # the same 2 grades on the question alone (no exam to pool with) still mark it: the order is against the judge
+    alone = question_reliability(judge["e3"], 5.0, expert=[(4.0, 0.5), (1.0, 4.5)])
+    assert not alone.reliable
+    # and 2 grades as the judge's leave a question reliable
+    assert question_reliability(judge["e0"], 5.0, expert=[(0.5, 0.8), (4.5, 4.2)]).reliable
+
+
 # -- the marks wherever a grade is shown ----------------------------------------------------------------------
 def marked_items() -> ItemSet:
     """4 questions x 6 answers, max 5; q3's human grades are all 2 (the scripted judge gives all one grade)."""

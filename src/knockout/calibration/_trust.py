@@ -27,11 +27,30 @@ trusted.  From what a run has without new judge calls (grades as shares of max p
   question's answers are barely apart;
 * the **prior** estimate ``r0 = PRIOR x sqrt(rel) x squeeze`` (:data:`PRIOR`: a judge's typical within-question
   correlation; the square root: Spearman's attenuation by the judge's own unreliability);
-* the **expert grades** entered: with ``n >= 4`` expert-graded answers whose expert grades differ, their
-  Pearson ``r_e`` with the judge's grades; on Fisher's ``z`` scale the estimate is the weighted mean
-  ``z = (W0 z0 + (n - 3) z_e) / (W0 + n - 3)`` (:data:`PRIOR_WEIGHT` ``W0``), its 90% interval
-  ``tanh(z +- 1.645 / sqrt(W0 + n - 3))``; the experts' own 95% interval ``tanh(z_e +- 1.96 / sqrt(n - 3))``
-  is shown beside (a small count gives a wide one; fewer than 4 give none and leave the prior).
+* the **teacher grades** of the question (``h``, beside the judge's ``j``), read as a regression of the teacher on
+  the judge inside the question, ``h = c_q + beta_q j + e`` (the grade model is fitted to predict the teacher, so
+  its errors are taken as independent of its grades); the judge's within-question correlation with the teacher is
+  then ``r = beta_q s / sqrt(beta_q^2 s^2 + sigma_q^2)``:
+
+  - ``sigma_q^2``, the question's error: ``(ERROR_WEIGHT sigma_0^2 + sum d_i^2) / (ERROR_WEIGHT + n)`` with
+    ``d_i = (h_i - mean h) - beta_0 (j_i - mean j)`` the distance of each teacher grade from the exam's line
+    through the judge's (the means over the exam's teacher-graded answers, ``beta_0`` the slope of the exam's other
+    questions below: the level and slope the adaptation sets), shrunk towards ``sigma_0``, the
+    grade model's own error against a teacher (the shipped model's adaptation prior, ``model.json``:
+    ``adapt.noise_sd``, read at run time) with :data:`ERROR_WEIGHT` pseudo-grades: two grades 3 points from the
+    judge's count, two grades as the judge's barely move it;
+  - ``beta_q``, the question's slope: its teacher grades' within-question regression on the judge's (centred on
+    their question's means, weighed at ``sigma_q``), with a normal prior of SD :data:`SLOPE_SD` around the slope of
+    the **exam's other questions** pooled the same way (which itself starts from 1, the model's scale, weighed at
+    ``sigma_0``): a hierarchical estimate, so that 2 grades per question say something -- two answers the teacher
+    orders against the judge by a point or more pull ``beta_q`` below 0, two it orders as the judge leave it near
+    the exam's;
+  - the 90% interval: ``beta_q`` +- 1.645 posterior SDs, through the same formula.
+
+  With ``n >= 4`` teacher grades that differ, their plain Pearson ``r_e`` with the judge's and its 95% interval
+  ``tanh(z_e +- 1.96 / sqrt(n - 3))`` are shown beside (not used: the regression already reads them).  A question
+  with no teacher grade of its own keeps the prior ``r0``; one whose teacher grades all have the same judge grade
+  has no within-question slope of its own and takes the exam's.
 
 A question is marked ``needs expert`` when its estimate is below :data:`THRESHOLD`.
 """
@@ -51,8 +70,12 @@ from knockout.calibration._fit import answered
 THRESHOLD = 0.3
 #: a judge's within-question correlation with the experts before anything else is known
 PRIOR = 0.5
-#: the prior's weight on Fisher's z scale (as many as ``PRIOR_WEIGHT + 3`` expert-graded answers)
+#: the prior's width: its 90% interval is ``tanh(z0 +- 1.645 / sqrt(PRIOR_WEIGHT))`` on Fisher's z scale
 PRIOR_WEIGHT = 4.0
+#: the grade model's own error against a teacher (``sigma_0``) weighs as this many teacher grades of a question
+ERROR_WEIGHT = 4.0
+#: how far a question's within-question slope of the teacher on the judge may stray from its exam's (prior SD)
+SLOPE_SD = 1.0
 #: a spread of the judge's grades over a question's answers below this share of max points is squeezed
 SQUEEZED = 0.05
 #: the words of the mark, wherever it is shown
@@ -107,14 +130,51 @@ def _z(r: float) -> float:
     return math.atanh(max(-0.999, min(0.999, r)))
 
 
+def model_error() -> float:
+    """``sigma_0``: the grade model's own error against a teacher (share of max points), the shipped model's
+    adaptation prior's noise (``model.json``: ``adapt.noise_sd``), read at run time."""
+    from knockout.calibration._fit import shipped_prior
+
+    return float(shipped_prior().noise_sd)
+
+
+def within(pairs: Sequence[tuple[float, float]], max_points: float) -> tuple[float, float]:
+    """The within-question sums of a question's (judge, teacher) pairs, shares of max centred on their means:
+    ``(sum x*y, sum x*x)``, what the slope of the teacher on the judge is pooled from."""
+    if len(pairs) < 2:
+        return 0.0, 0.0
+    pj, ph = (np.array(pairs, dtype=float) / max_points).T
+    x, y = pj - pj.mean(), ph - ph.mean()
+    return float(x @ y), float(x @ x)
+
+
+@dataclass(frozen=True)
+class ExamEvidence:
+    """What the exam says (:func:`trust_marks`): ``judge_mean`` and ``teacher_mean`` the means of the judge's and
+    the teacher's shares over the exam's teacher-graded answers (None: the question's own), ``sxy`` and ``sxx``
+    the other questions' within-question sums (:func:`within`)."""
+
+    judge_mean: float | None = None
+    teacher_mean: float | None = None
+    sxy: float = 0.0
+    sxx: float = 0.0
+
+
+def _slope_prior(exam: ExamEvidence, sigma0: float) -> float:
+    """The exam's slope of the teacher on the judge from its other questions, starting from 1."""
+    prec = 1.0 / SLOPE_SD ** 2 + exam.sxx / sigma0 ** 2
+    return (1.0 / SLOPE_SD ** 2 + exam.sxy / sigma0 ** 2) / prec
+
+
 def question_reliability(judge: Sequence[float], max_points: float, *, noise: Sequence[float | None] = (),
                          expert: Sequence[tuple[float, float]] = (), question_id: str = "",
-                         own_spread: Sequence[float | None] = ()) -> Reliability:
+                         own_spread: Sequence[float | None] = (), exam: ExamEvidence | None = None) -> Reliability:
     """The reliability of one question: ``judge`` its answers' valid judge grades (points), ``noise`` each
     answer's noise between variants (points: repeated draws' SD, a jury's half range; None where the run has
-    none), ``expert`` the (judge grade, expert grade) pairs of its expert-graded answers, ``own_spread`` each
-    answer's spread of the judge's own distribution over the grades (points; shown, not used).  The formula:
-    the module's docstring and docs/calibration.md."""
+    none), ``expert`` the (judge grade, teacher grade) pairs of its teacher-graded answers, ``own_spread`` each
+    answer's spread of the judge's own distribution over the grades (points; shown, not used), ``exam`` what the
+    exam's other questions' teacher grades say (none: the question alone).  The formula: the module's docstring
+    and docs/calibration.md."""
     own = [float(v) / max_points for v in own_spread if v is not None and math.isfinite(v)]
     own_rms = math.sqrt(float(np.mean(np.square(own)))) if own else None
     x = np.asarray(judge, dtype=float) / max_points
@@ -134,27 +194,46 @@ def question_reliability(judge: Sequence[float], max_points: float, *, noise: Se
     why.append(f"judge's spread {s:.3f} of max points" + (" (squeezed)" if squeeze < 1 else ""))
     if rel is not None:
         why.append(f"noise between its variants {math.sqrt(u2 or 0.0):.3f}, internal reliability {rel:.2f}")
-    z, w = _z(r0), PRIOR_WEIGHT
     expert_r, expert_ci = None, None
     if len(pairs) >= 4:
         pj, ph = np.array(pairs).T
         if float(np.std(ph)) > 1e-12 and float(np.std(pj)) > 1e-12:
             expert_r = float(np.corrcoef(pj, ph)[0, 1])
-            ze, we = _z(expert_r), len(pairs) - 3
-            half = 1.96 / math.sqrt(we)
+            ze, half = _z(expert_r), 1.96 / math.sqrt(len(pairs) - 3)
             expert_ci = (math.tanh(ze - half), math.tanh(ze + half))
-            z = (w * z + we * ze) / (w + we)
-            w += we
-            why.append(f"{len(pairs)} expert grades: r {expert_r:.2f} [{expert_ci[0]:.2f}, {expert_ci[1]:.2f}]")
-        else:
-            why.append(f"{len(pairs)} expert grades, all the same: no correlation")
-    elif pairs:
-        why.append(f"{len(pairs)} expert grade{'s' if len(pairs) != 1 else ''}: too few for a correlation (4 needed)")
-    est = math.tanh(z)
-    half = 1.645 / math.sqrt(w)
-    return Reliability(question_id, len(x), est, math.tanh(z - half), math.tanh(z + half), s,
-                       None if u2 is None else math.sqrt(u2), rel, r0, len(pairs), expert_r, expert_ci,
-                       "; ".join(why), own_rms)
+    if not pairs:
+        half = 1.645 / math.sqrt(PRIOR_WEIGHT)
+        return Reliability(question_id, len(x), r0, math.tanh(_z(r0) - half), math.tanh(_z(r0) + half), s,
+                           None if u2 is None else math.sqrt(u2), rel, r0, 0, why="; ".join(why), own_spread=own_rms)
+    exam = exam or ExamEvidence()
+    sigma0 = model_error()
+    sxy, sxx = within(expert, max_points)
+    prior_slope = _slope_prior(exam, sigma0)
+    pj, ph = np.array(pairs, dtype=float).T
+    mj = float(pj.mean()) if exam.judge_mean is None else exam.judge_mean
+    mh = float(ph.mean()) if exam.teacher_mean is None else exam.teacher_mean
+    d = (ph - mh) - prior_slope * (pj - mj)  # each teacher grade's distance from the exam's line through the judge's
+    sigma2 = (ERROR_WEIGHT * sigma0 ** 2 + float(np.sum(d ** 2))) / (ERROR_WEIGHT + len(pairs))
+    prec = 1.0 / SLOPE_SD ** 2 + sxx / sigma2
+    beta = (prior_slope / SLOPE_SD ** 2 + sxy / sigma2) / prec
+    half = 1.645 / math.sqrt(prec)
+
+    def corr(b: float) -> float:
+        return b * s / math.sqrt(b * b * s * s + sigma2)
+
+    est, low, high = corr(beta), corr(beta - half), corr(beta + half)
+    n = len(pairs)
+    why.append(f"{n} teacher grade{'s' if n != 1 else ''}: {math.sqrt(sigma2):.3f} of max from the exam's line "
+               f"through the judge's (the model's own error {sigma0:.3f}), slope of the teacher on the judge "
+               f"{beta:.2f} (the exam's other questions {prior_slope:.2f})")
+    if n < 4:
+        why.append(f"too few for a correlation of their own ({n} of 4 needed)")
+    elif expert_r is not None and expert_ci is not None:
+        why.append(f"their r {expert_r:.2f} [{expert_ci[0]:.2f}, {expert_ci[1]:.2f}]")
+    else:
+        why.append("their grades all the same: no correlation of their own")
+    return Reliability(question_id, len(x), est, low, high, s, None if u2 is None else math.sqrt(u2), rel, r0, n,
+                       expert_r, expert_ci, "; ".join(why), own_rms)
 
 
 def answer_noise(details: Mapping[str, Any], max_points: float) -> dict[str, float]:
@@ -273,6 +352,7 @@ def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
     trust = Trust()
     per_q: dict[str, dict[str, list[Any]]] = {}
     maxp: dict[str, float] = {}
+    exam_of: dict[str, str] = {}
     for r, a, q, score in answered(items, results):
         d = r.get("details") or {}
         if not isinstance(d, Mapping):
@@ -288,6 +368,7 @@ def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
             continue
         trust.question_of[a.id] = q.id
         maxp[q.id] = float(q.max_points)
+        exam_of[q.id] = str(q.exam_id or "")
         slot = per_q.setdefault(q.id, {"judge": [], "noise": [], "expert": [], "own": []})
         if score is None:
             continue
@@ -299,9 +380,19 @@ def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
         slot["own"].append(signals.get("spread"))
         if a.human_score is not None:
             slot["expert"].append((score, float(a.human_score)))
+    sums = {qid: within(slot["expert"], maxp[qid]) for qid, slot in per_q.items()}
+    shares: dict[str, list[tuple[float, float]]] = {}
     for qid, slot in per_q.items():
+        shares.setdefault(exam_of[qid], []).extend((j / maxp[qid], h / maxp[qid]) for j, h in slot["expert"])
+    for qid, slot in per_q.items():
+        others = [sums[o] for o in per_q if o != qid and exam_of[o] == exam_of[qid]]
+        ex = np.array(shares[exam_of[qid]], dtype=float).reshape(-1, 2)
+        evidence = ExamEvidence(float(ex[:, 0].mean()) if len(ex) else None,
+                                float(ex[:, 1].mean()) if len(ex) else None,
+                                sum(o[0] for o in others), sum(o[1] for o in others))
         trust.questions[qid] = question_reliability(slot["judge"], maxp[qid], noise=slot["noise"],
-                                                    expert=slot["expert"], question_id=qid, own_spread=slot["own"])
+                                                    expert=slot["expert"], question_id=qid, own_spread=slot["own"],
+                                                    exam=evidence)
     return trust
 
 
@@ -370,7 +461,9 @@ def trust_tables(section: Mapping[str, Any]) -> list[Any]:
                  rows,
                  "reliability: the estimated within-question correlation of the judge with the experts, from the "
                  "spread of the judge's grades over the question's answers (share of max points), the noise between "
-                 "its variants (repeated draws, a jury) and the expert grades entered (r with its 95% CI); the "
+                 "its variants (repeated draws, a jury) and the teacher grades entered (their distance from the "
+                 "judge's and their order against it, pooled over the exam's questions; with 4 or more their own r "
+                 "and 95% CI beside); the "
                  "judge's own spread over the grades (verdict slot) is shown, not used (docs/calibration.md); below "
                  f"{THRESHOLD:g} a question is marked {NEEDS_EXPERT}: {NEEDS_EXPERT_WORDS}")]
     if section.get("flagged"):
