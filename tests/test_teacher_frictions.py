@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 
 def test_a_similarity_of_zero_is_not_shown_as_a_grade_on_the_scale() -> None:
     """An answer saying nothing beyond its question (similarity 0.000) was shown as "meaning 2.19/4"."""
@@ -66,3 +69,28 @@ def test_the_viewer_does_not_call_a_combined_or_expected_grade_parsed() -> None:
         "Grade", "3.61 of 4 (the judge's expected grade over its probabilities for each grade, not the number its "
                  "reply wrote)")
     assert grade_fact(3.0, {"attempts": [{"reply": "3"}]}, 4.0) == ("Parsed grade", "3 of 4")
+
+
+def test_the_demos_call_count_is_reports_count_from_the_store(tmp_path: Path) -> None:
+    """The demo said "23 live, 1 from cache" where ``knockout report`` said 24 live calls for the same run: the
+    demo counted its own invocation, report every call the store logged for the run.  Both now print the store's
+    count (a rerun answered from the store says so beside it)."""
+    from tests.test_calibration import knockout
+
+    db = tmp_path / "demo.db"
+    for _ in range(2):  # the second invocation sends nothing: every reply is in the store
+        code, out, err = knockout("demo", "--judge", "scripted?noise=0", "--out", str(db), "--quiet")
+        assert code == 0, err
+    demo = re.search(r"judge requests\s+(\d+) \((\d+) live calls logged; this time 0 sent, 24 answered from the "
+                     r"store\)", flat(out))
+    assert demo is not None, out
+    code, rep, err = knockout("report", str(db), "--resamples", "0")
+    assert code == 0, err
+    report = re.search(r"judge requests (\d+) \((\d+) live calls logged\)", flat(rep))
+    assert report is not None, rep
+    assert demo.groups() == report.groups() == ("24", "24")
+
+
+def flat(text: str) -> str:
+    """A rich table's text on one line, without its borders."""
+    return re.sub(r"[│┃\s]+", " ", text)

@@ -76,7 +76,37 @@ def reuse_words(summary: dict[str, Any]) -> str:
             f"{summary.get('prompt_reuse', 0):.0%} reused from the judge's KV cache")
 
 
-def print_summary(summary: dict[str, Any]) -> None:
+def stored_cost(store_path: Path, run_id: str) -> dict[str, Any] | None:
+    """The run's judge requests and live calls as the store counts them (what ``knockout report`` shows: every
+    call logged for the run over all its invocations), or None where the store cannot be read again."""
+    import sqlite3
+
+    from knockout.reports._runs import run_cost
+    from knockout.storage import Store
+
+    try:
+        with Store.open_existing(store_path) as store:
+            record = store.get_run(run_id)
+            return None if record is None else run_cost(store, record)
+    except (OSError, sqlite3.Error, KnockoutError):
+        return None
+
+
+def calls_row(summary: dict[str, Any], cost: dict[str, Any] | None) -> tuple[str, str]:
+    """The summary's judge-calls row: the store's count, in ``knockout report``'s words (requests, live calls
+    logged for the run over all its invocations), with this invocation's split where it differs (a rerun or a
+    resumed run answers some requests from the store); without the store's count, this invocation's."""
+    sent, reused = int(summary.get("judge_calls", 0)), int(summary.get("cache_hits", 0))
+    if cost is None:
+        return "judge calls", f"{sent} live, {reused} from cache"
+    words = f"{cost['requests']} ({cost['live_calls']} live calls logged"
+    if sent != cost["live_calls"]:
+        words += f"; this time {sent} sent, {reused} answered from the store"
+    return "judge requests", words + ")"
+
+
+def print_summary(summary: dict[str, Any], cost: dict[str, Any] | None = None) -> None:
+    """The run's summary table; ``cost``: the store's count of its calls (:func:`stored_cost`)."""
     t = Table(title=escape(f"run {summary['run_id']} — {summary['method']} — {summary['judge']}"),
               show_header=False)
     t.add_column("what", style="bold")
@@ -85,7 +115,7 @@ def print_summary(summary: dict[str, Any]) -> None:
     rows = [
         ("answers graded", f"{summary['valid']} valid, {summary['invalid']} invalid of {summary['answers']}"),
         ("questions", summary["questions"]),
-        ("judge calls", f"{summary['judge_calls']} live, {summary['cache_hits']} from cache"),
+        calls_row(summary, cost),
         ("waves", summary["waves"]),
         ("tokens", f"{summary['prompt_tokens']} prompt + {summary['completion_tokens']} completion"
                    + reuse_words(summary)),
@@ -380,7 +410,7 @@ def grade(
         else:
             if show_answers:
                 out.print(answers_table(items, report.results, f"{method} grades", trust))
-            print_summary(summary)
+            print_summary(summary, stored_cost(out_db, report.run_id))
             print_after_run(out_db, run.kind, report.run_id)
             if calibrate:
                 from knockout.calibration._run import section_tables
@@ -456,7 +486,7 @@ def demo(
         print_json(report.summary())
         return
     out.print(answers_table(items, report.results, "demo exam: human vs judge (individual grading)"))
-    print_summary(report.summary())
+    print_summary(report.summary(), stored_cost(store, report.run_id))
     out.print(demo_next_steps(store, report.run_id), markup=False, highlight=False, soft_wrap=True)
 
 
