@@ -268,3 +268,39 @@ def test_the_review_queue_proposes_the_group_to_grade_next_once_the_run_is_group
     assert after["groups"] and after["groups"][0]["gain"] >= after["groups"][-1]["gain"]
     text, _ = cli("review", str(graded))
     assert "or grade these answer groups next" in text
+
+
+def test_a_group_grade_counts_as_one_teacher_judgement_in_the_adaptation() -> None:
+    """Issue 61 item 4: a grade given to a 10-member group moves the model as one teacher grade does, not as 10
+    (its members' grades weigh 1/10 each); without the weights the group outweighs the 4 grades given one by one."""
+    from knockout.calibration import Graded, calibrate
+
+    group = [Graded(f"g/a{i}", "g", 5.0, 2.5, 4.0, "e") for i in range(10)]
+    alone = [Graded(f"o/a{i}", "o", 5.0, j, j, "e") for i, j in enumerate((1.0, 2.0, 3.0, 4.0))]
+    weights = {r.id: 0.1 for r in group}
+    weighted = calibrate(group + alone, weights=weights, heldout=False, refits=0)
+    one = calibrate(group[:1] + [Graded(r.id, r.question_id, r.max_points, r.judge, None, r.exam) for r in group[1:]]
+                    + alone, heldout=False, refits=0)
+    assert weighted.grades == pytest.approx(one.grades)
+    flat = calibrate(group + alone, heldout=False, refits=0)
+    assert flat.grades["o/a1"] - 2.0 > 2 * (weighted.grades["o/a1"] - 2.0) > 0  # 10 grades pull the exam up more
+
+
+def test_calibrate_weighs_the_grades_given_through_a_group_as_one(graded: Path) -> None:
+    from knockout.calibration._run import calibrate_loaded, calibration_tables, group_weights
+    from knockout.groups import grade_group, override, run_groups
+    from knockout.reports._runs import read_run
+    from knockout.storage import Store
+
+    with Store.open_existing(graded) as store:
+        run = store.runs()[-1].id
+        g = max((g for gs in run_groups(store, run).questions.values() for g in gs), key=lambda g: len(g.members))
+        grade_group(store, run, g.id, 1.0, "teacher")
+        other = next(a.id for a in store.items_for_run(run) or [] if a.id not in g.members)
+        override(store, run, other, 0.5, "teacher")
+        loaded = read_run(store, store.find_run(run), details=True, web_grades=True)
+    assert group_weights(graded, set(g.members) | {other}) == {a: 1 / len(g.members) for a in g.members}
+    section = calibrate_loaded(loaded, resamples=0)
+    assert section["group_grades"] == {"answers": len(g.members), "judgements": 1.0}
+    words = " ".join(str(c) for t in calibration_tables(section) for row in t.rows for c in row)
+    assert f"{len(g.members)} answers' grades, counted as 1 teacher judgements" in words

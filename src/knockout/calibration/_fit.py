@@ -71,10 +71,11 @@ def _arrays(rows: Sequence[Graded]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return x, y, np.array([r.question_id for r in rows]), np.array([r.exam for r in rows]), mx
 
 
-def _fit(x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, p: Prior | None) -> Adaptation:
+def _fit(x: np.ndarray, y: np.ndarray, q: np.ndarray, e: np.ndarray, p: Prior | None,
+         w: np.ndarray | None = None) -> Adaptation:
     from knockout.grading._adapt import adapt
 
-    return adapt(x, y, [str(v) for v in q], [str(v) for v in e], p)
+    return adapt(x, y, [str(v) for v in q], [str(v) for v in e], p, weights=w)
 
 
 def _predict(a: Adaptation, x: np.ndarray, q: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -213,13 +214,16 @@ def heldout_figures(judge: np.ndarray, cal: np.ndarray, expert: np.ndarray, ques
 
 
 def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, seed: int = 0, resamples: int = 1000,
-              refits: int = 100, heldout: bool = True, prior: Prior | None = None) -> Calibration:
+              refits: int = 100, heldout: bool = True, prior: Prior | None = None,
+              weights: Mapping[str, float] | None = None) -> Calibration:
     """Adapt the model's grades of ``rows`` (one per answer; invalid grades have ``judge`` None) to the teacher's.
 
     ``fit_ids``: the teacher-graded answers the adaptation is given (default: every one); the other
     teacher-graded answers are then the holdout the figures are computed on.  ``heldout=False``: no held-out
     figures (the grades and their spread only: what a review queue needs).  ``prior``: the adaptation's prior
-    (default: the shipped model's, :func:`shipped_prior`).  Raises :class:`ConfigError` when there are too few teacher
+    (default: the shipped model's, :func:`shipped_prior`).  ``weights``: answer id -> how many teacher judgements
+    its grade is worth (default 1; a group's grade is one judgement spread over its members,
+    :func:`knockout.calibration._run.group_weights`).  Raises :class:`ConfigError` when there are too few teacher
     grades (:func:`enough`)."""
     valid = [r for r in rows if r.judge is not None]
     graded = [r for r in valid if r.expert is not None]
@@ -230,7 +234,8 @@ def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, seed: 
                           "give a data file with human grades)")
     p = prior if prior is not None else shipped_prior()
     x, y, q, e, _ = _arrays(fit)
-    final = _fit(x, y, q, e, p)
+    w = np.array([(weights or {}).get(r.id, 1.0) for r in fit], dtype=float)
+    final = _fit(x, y, q, e, p, w)
     ax, _, aq, ae, amx = _arrays(valid)
     grades = _predict(final, ax, aq, ae) * amx
     # each adapted grade's spread over refits on resampled graded answers
@@ -238,7 +243,7 @@ def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, seed: 
     draws = []
     for _ in range(refits):
         idx = rng.integers(0, len(x), len(x))
-        draws.append(_predict(_fit(x[idx], y[idx], q[idx], e[idx], p), ax, aq, ae) * amx)
+        draws.append(_predict(_fit(x[idx], y[idx], q[idx], e[idx], p, w[idx]), ax, aq, ae) * amx)
     sd = np.std(np.array(draws), axis=0) if draws else np.zeros(len(valid))
     move = np.abs(grades - ax * amx)
     moved = {"mean": float(move.mean()) if len(move) else 0.0, "max": float(move.max()) if len(move) else 0.0,
@@ -258,7 +263,7 @@ def calibrate(rows: Sequence[Graded], *, fit_ids: set[str] | None = None, seed: 
         hx, hy, hq, he, hmx = x, y, q, e, _arrays(fit)[4]
         hpred = np.empty(len(fit))
         for tr, te in _folds(len(fit), seed):
-            hpred[te] = _predict(_fit(x[tr], y[tr], q[tr], e[tr], p), x[te], q[te], e[te])
+            hpred[te] = _predict(_fit(x[tr], y[tr], q[tr], e[tr], p, w[tr]), x[te], q[te], e[te])
         out.heldout, ids = "cross-validation", [r.id for r in fit]
     out.figures = heldout_figures(hx * hmx, hpred * hmx, hy * hmx, hq, resamples=resamples, seed=seed,
                                   max_points=hmx)

@@ -5,6 +5,11 @@ The teacher grades are the run's human grades: its data file's and the web app's
 :func:`knockout.reports.load_run` reads them.  Every adapted grade is shown labelled as moved by the teacher's
 grades, with how many (:func:`label`); the table of ``knockout calibrate`` says how far the grades it writes
 moved and which grades its held-out figures measure.
+
+A grade the teacher gave a whole answer group at once (``knockout groups``, the web app's group pages: stored per
+answer, with the group it came through) is one teacher judgement, not one per member: each member's grade weighs
+``1 / k`` in the adaptation, ``k`` the group's members graded by that grade (:func:`group_weights`), so a
+40-member group moves the exam's level as one grade does, not as 40.
 """
 
 from __future__ import annotations
@@ -42,6 +47,27 @@ def difference(f: dict[str, Any], key: str) -> str:
     return f"{a - b:+.3f} (no CI)"
 
 
+def group_weights(store_path: Any, answer_ids: set[str]) -> dict[str, float]:
+    """Answer id -> the weight of its teacher grade in the adaptation: ``1 / k`` for a grade given through an
+    answer group (``k``: the answers among ``answer_ids`` that the same grader graded through the same group),
+    absent (1) for a grade given one by one or read from the data file."""
+    import sqlite3
+
+    from knockout.errors import KnockoutError
+    from knockout.storage._store import Store
+
+    try:
+        with Store.open_existing(store_path) as store:
+            rows = store.annotations.grades()
+    except (OSError, sqlite3.Error, KnockoutError):  # no web grades to read: every grade its own judgement
+        return {}
+    members: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        if r.get("via_group") and r["answer_id"] in answer_ids:
+            members.setdefault((str(r["grader"]), str(r["via_group"])), []).append(str(r["answer_id"]))
+    return {a: 1.0 / len(ids) for ids in members.values() for a in ids}
+
+
 def calibrate_loaded(run: LoadedRun, *, per_question: int | None = None, seed: int = 0,
                      resamples: int = 1000) -> dict[str, Any]:
     """The calibration section of a loaded grading run (raises ConfigError when there are too few teacher
@@ -49,12 +75,15 @@ def calibrate_loaded(run: LoadedRun, *, per_question: int | None = None, seed: i
     compute the figures on the others (what a teacher who graded only these would get)."""
     rows = graded_rows(run.items, run.results)
     fit = first_per_question(rows, per_question, seed) if per_question else None
-    cal: Calibration = calibrate(rows, fit_ids=fit, seed=seed, resamples=resamples)
+    weights = group_weights(run.store_path, {r.id for r in rows if r.expert is not None})
+    cal: Calibration = calibrate(rows, fit_ids=fit, seed=seed, resamples=resamples, weights=weights)
     section = cal.to_dict()
     section["per_question"] = per_question
     section["label"] = label(section)
     section["fit_ids"] = sorted(fit) if fit is not None else None
     section["expert_graded"] = sum(1 for r in rows if r.expert is not None)
+    # grades given through answer groups: how many, and as how many teacher judgements they count
+    section["group_grades"] = {"answers": len(weights), "judgements": round(sum(weights.values()), 6)}
     section["answers"] = len(rows)
     # the web app's grades not used, by reason (not a number, out of range, ...): counted and shown
     section["expert_grades_left_out"] = dict((run.human_grades or {}).get("web_skipped") or {})
@@ -88,6 +117,9 @@ def calibration_tables(section: dict[str, Any]) -> list[Table]:
         ("adapted on", fit),
         ("adaptation", section["description"]),
         ("grades written", moved_words(section)),
+        *([("grades given through answer groups", f"{gg['answers']} answers' grades, counted as "
+            f"{gg['judgements']:g} teacher judgements (a group's grade is one judgement, whatever its size)")]
+          if (gg := section.get("group_grades") or {}).get("answers") else []),
         ("figures computed on", f"{f['n']} held-out answers of {f['questions']} questions: {held}"),
         *([("teacher grades left out (web app)", ", ".join(f"{k} {why}" for why, k in sorted(left.items())))]
           if (left := section.get("expert_grades_left_out")) else []),

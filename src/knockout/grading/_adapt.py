@@ -83,28 +83,32 @@ class Adaptation:
 
 
 def adapt(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, q: Sequence[str], e: Sequence[str],
-          prior: Prior | None = None) -> Adaptation:
-    """The adaptation to the teacher's grades ``y`` of answers whose model grades are ``x`` (shares of max)."""
+          prior: Prior | None = None, weights: Sequence[float] | np.ndarray | None = None) -> Adaptation:
+    """The adaptation to the teacher's grades ``y`` of answers whose model grades are ``x`` (shares of max).
+    ``weights``: how many teacher judgements each grade is worth (default 1 each; a grade given to a group of ``k``
+    answers at once is ``1 / k`` on each member: the group counts as one judgement)."""
     prior = prior or Prior()
     xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ws = np.ones(len(xs)) if weights is None else np.asarray(weights, dtype=float)
     qs, es = np.asarray(q, dtype=object), np.asarray(e, dtype=object)
     out = Adaptation(prior, grades=len(xs))
     s2 = prior.noise_sd ** 2
     for exam in sorted(set(es.tolist())):
         m = es == exam
-        xe, re = xs[m], ys[m] - xs[m]
-        c = float(xe.mean())
+        xe, re, we = xs[m], ys[m] - xs[m], ws[m]
+        c = float(np.average(xe, weights=we))
         design = np.column_stack([np.ones(len(xe)), xe - c])
-        precision = design.T @ design / s2 + np.diag([1 / prior.offset_sd ** 2, 1 / prior.slope_sd ** 2])
-        a, d = np.linalg.solve(precision, design.T @ re / s2)
+        precision = design.T @ (we[:, None] * design) / s2 + np.diag([1 / prior.offset_sd ** 2,
+                                                                     1 / prior.slope_sd ** 2])
+        a, d = np.linalg.solve(precision, design.T @ (we * re) / s2)
         if d < -1.0:  # never reverse the model's order: the best level with the slope held at 0
             d = -1.0
-            a = float(np.sum(re + (xe - c)) / s2) / (len(xe) / s2 + 1 / prior.offset_sd ** 2)
+            a = float(np.sum(we * (re + (xe - c))) / s2) / (we.sum() / s2 + 1 / prior.offset_sd ** 2)
         out.exams[str(exam)] = (float(a), float(d), c)
     k = (prior.noise_sd / prior.question_sd) ** 2
     pred = out.predict(xs, [str(v) for v in qs], [str(v) for v in es])
     for question in sorted(set(qs.tolist())):
         m = qs == question
-        resid = float(np.mean(ys[m] - pred[m]))
-        out.questions[str(question)] = resid * m.sum() / (m.sum() + k)
+        resid = float(np.average(ys[m] - pred[m], weights=ws[m]))
+        out.questions[str(question)] = resid * ws[m].sum() / (ws[m].sum() + k)
     return out
