@@ -3,8 +3,13 @@ answers picked one by one (at random, and in the review queue's order).
 
     python bench/groups.py                          # mohler-dev and SAF, 20 draws, table + figure
     python bench/groups.py --draws 5 --plot docs/teacher-groups.png
+    python bench/groups.py --draft model --draws 20  # the grade model's cross-validated grades as the draft
 
-The draft grade is a similarity to the reference times the maximum: a reading that needs no LLM.  By default
+``--draft model`` (the issue's setting): the draft is the shipped grade model's question-grouped cross-validated
+grade (``bench/grade_model/cv_grades.json``, read at run time and checked against the shipped model's digest: each
+answer graded by the model fitted without its exam's questions), and only the answers that file grades are in the
+exams (mohler-dev: the first 8 of each question; SAF: 8 per training question).  ``--draft similarity`` (the
+default): the draft grade is a similarity to the reference times the maximum, a reading that needs no LLM.  By default
 (``--encoder tfidf``) the answers' vectors and that similarity are TF-IDF's over the demoted texts (seconds);
 ``--encoder minilm`` uses the meaning reader's sentence encoder (:mod:`knockout.meaning`, about 1 s
 per answer on the loaded 2-core machine).  The judge's grade takes its place in a real run.  The teacher's grade
@@ -50,16 +55,22 @@ from knockout.groups._stored import embed  # noqa: E402
 SHARED = ROOT.parent / "shared" / "data"
 SETS = {"mohler-dev": (SHARED / "mohler-dev" / "mohler_dev.csv", None, 20),
         "SAF": (SHARED / "saf" / "training" / "english", "saf", 6)}
+#: the source names of the grade model's cross-validated grades (``bench/grade_model/cv_grades.json``), by set
+CV_SOURCE = {"mohler-dev": "mohler", "SAF": "saf-train"}
+CV_GRADES = ROOT / "bench" / "grade_model" / "cv_grades.json"
 STRATEGIES = ("groups", "random", "queue")
 
 
 class Exam:
     """The answers of one data set with their draft grades, human grades and groups (per question)."""
 
-    def __init__(self, name: str, encoder: str = "tfidf") -> None:
+    def __init__(self, name: str, encoder: str = "tfidf", draft: str = "similarity") -> None:
         path, loader, self.per_exam = SETS[name]
         items = load_items(path, loader) if loader else load_items(path)
         answers = [a for a in items if a.human_score is not None]
+        cv = model_grades(name) if draft == "model" else None
+        if cv is not None:
+            answers = [a for a in answers if a.id in cv]
         qs = [items.question_of(a) for a in answers]
         self.ids = [a.id for a in answers]
         self.qid = np.array([q.id for q in qs])
@@ -78,6 +89,8 @@ class Exam:
             vecs, sim = tfidf([demote(a.text, q.text) for a, q in zip(answers, qs, strict=True)],
                               [demote(q.reference or "", q.text) for q in qs])
         self.draft = np.clip(sim, 0, 1) * self.maxp
+        if cv is not None:
+            self.draft = np.array([cv[a.id] for a in answers]) * self.maxp
 
         self.groups: dict[str, list[Group]] = {}
         for q in dict.fromkeys(self.qid.tolist()):
@@ -89,6 +102,20 @@ class Exam:
                                          [float(self.draft[i]) for i in idx], [None] * len(idx),
                                          float(self.maxp[idx[0]]))
         self.index = {a: i for i, a in enumerate(self.ids)}
+
+
+def model_grades(name: str) -> dict[str, float]:
+    """Answer id -> the shipped grade model's question-grouped cross-validated grade (share of max) of set
+    ``name``'s answers, read from ``bench/grade_model/cv_grades.json`` at run time; refused when that file is not the
+    shipped model's cross-validation."""
+    from knockout.grading import default_model
+
+    cv = json.loads(CV_GRADES.read_text())
+    if cv.get("model_sha") != default_model().digest:
+        raise SystemExit(f"{CV_GRADES} is not the shipped grade model's cross-validation (run bench/fit_grade_model.py "
+                         "fit)")
+    prefix = CV_SOURCE[name] + "/"
+    return {k[len(prefix):]: float(v) for k, v in cv["grades"].items() if k.startswith(prefix)}
 
 
 def tfidf(texts: list[str], references: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -134,7 +161,16 @@ def scores(est: np.ndarray, truth: np.ndarray, others: np.ndarray) -> tuple[floa
     return rmse, r
 
 
-def simulate(ex: Exam, questions: list[str], strategy: str, actions: int, seed: int) -> np.ndarray:
+def member_grade(grade: float, draft: np.ndarray, maxp: np.ndarray, member: int, rep: int, mode: str) -> float:
+    """What a member gets when the teacher grades its group's representative ``grade``: that grade (``one``), or
+    that grade moved by the member's draft offset from the representative's (``offset``), within 0..max."""
+    if mode == "one":
+        return grade
+    return float(np.clip(grade + draft[member] - draft[rep], 0.0, maxp[member]))
+
+
+def simulate(ex: Exam, questions: list[str], strategy: str, actions: int, seed: int,
+             group_grade: str = "one") -> np.ndarray:
     """RMSE and Pearson of the other answers after 0..actions teacher actions (rows), for one exam."""
     rng = np.random.default_rng(seed)
     sel = np.flatnonzero(np.isin(ex.qid, questions))
@@ -164,7 +200,7 @@ def simulate(ex: Exam, questions: list[str], strategy: str, actions: int, seed: 
             direct[rep] = float(truth[rep])
             for a in g.members:
                 if local[a] not in direct:
-                    via[local[a]] = float(truth[rep])
+                    via[local[a]] = member_grade(float(truth[rep]), draft, maxp, local[a], rep, group_grade)
         elif strategy == "random":
             while order and order[0] in direct:
                 order.pop(0)
@@ -186,7 +222,7 @@ def simulate(ex: Exam, questions: list[str], strategy: str, actions: int, seed: 
     return arr
 
 
-def two_groups(ex: Exam, questions: list[str]) -> tuple[float, float, float, float]:
+def two_groups(ex: Exam, questions: list[str], group_grade: str = "one") -> tuple[float, float, float, float]:
     """One teacher action per group on the first two groups of each question (largest first): RMSE of the other
     answers with the group grades (the rest adapted), of the raw drafts, of the adapted drafts alone, and with the
     group grades and the rest raw (no adaptation)."""
@@ -200,7 +236,7 @@ def two_groups(ex: Exam, questions: list[str]) -> tuple[float, float, float, flo
             rep = local[g.representative]
             direct[rep] = float(truth[rep])
             for a in g.members:
-                via.setdefault(local[a], float(truth[rep]))
+                via.setdefault(local[a], member_grade(float(truth[rep]), draft, maxp, local[a], rep, group_grade))
     others = np.array([k not in direct for k in range(len(sel))])
     adapted = adapt(draft, maxp, qid, direct)
     est = adapted.copy()
@@ -235,12 +271,18 @@ def main() -> None:
     p.add_argument("--encoder", choices=("tfidf", "minilm"), default="tfidf",
                    help="the answers' vectors and draft similarity: TF-IDF (seconds) or the meaning reader's "
                         "sentence encoder (about 1 s per answer on the loaded 2-core machine)")
+    p.add_argument("--draft", choices=("similarity", "model"), default="similarity",
+                   help="the draft grade: the similarity to the reference (every answer), or the grade model's "
+                        "cross-validated grade (the answers it graded: bench/grade_model/cv_grades.json)")
+    p.add_argument("--group-grade", choices=("one", "offset"), default="one",
+                   help="what a group's members get from the representative's grade: that grade (one, as knockout "
+                        "groups does), or that grade moved by each member's draft offset from the representative's")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
     t0 = time.time()
     report: dict[str, Any] = {}
     for name in args.sets.split(","):
-        ex = Exam(name, args.encoder)
+        ex = Exam(name, args.encoder, args.draft)
         qs = list(ex.groups)
         curves: dict[str, list[np.ndarray]] = {s: [] for s in STRATEGIES}
         sizes, checks = [], []
@@ -251,8 +293,9 @@ def main() -> None:
             sizes.append(n)
             actions = round(args.share * n)
             for s in STRATEGIES:
-                curves[s].append(simulate(ex, questions, s, actions, seed=d)[:actions + 1])
-            checks.append(two_groups(ex, questions))
+                curves[s].append(simulate(ex, questions, s, actions, seed=d, group_grade=args.group_grade)
+                                 [:actions + 1])
+            checks.append(two_groups(ex, questions, args.group_grade))
         n_min = min(len(c) for cs in curves.values() for c in cs)
         human_r = float(np.corrcoef(*ex.pair)[0, 1]) if ex.pair is not None else None
         best = min(float(np.nanmax(np.mean([c[:n_min, 1] for c in curves[s]], 0))) for s in STRATEGIES)
@@ -279,7 +322,9 @@ def main() -> None:
                                           "rest_raw_below_raw_in": f"{int((chk[:, 3] < chk[:, 1]).sum())}/{len(chk)}",
                                           "below_raw_in": f"{int((chk[:, 0] < chk[:, 1]).sum())}/{len(chk)} draws"}
         report[name] = res
-        print(f"== {name}: {res['answers_per_exam']:.0f} answers per exam, {args.draws} draws; target Pearson "
+        print(f"== {name} (draft: {args.draft}, group grade: {args.group_grade}): "
+              f"{res['answers_per_exam']:.0f} answers per exam, {args.draws} draws; "
+              f"target Pearson "
               f"{target:.3f} ({res['target_is']})")
         for s in STRATEGIES:
             r = res["strategies"][s]

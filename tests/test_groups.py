@@ -11,21 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from knockout.cli import register_extensions
-from knockout.cli._main import app
 from knockout.errors import InputError
-
-TEACHER = Path(__file__).resolve().parents[1] / "src" / "knockout" / "examples" / "teacher_exam.jsonl"
-LENIENT = "scripted?inflation=0.2&noise=0.05"
-
-
-def cli(*args: str, code: int = 0) -> tuple[str, str]:
-    register_extensions(app)
-    r = CliRunner().invoke(app, list(args))
-    assert r.exit_code == code, r.output
-    return r.stdout, r.stderr
+from tests.conftest import ROOT, needs_shared
+from tests.test_gradebook import LENIENT, TEACHER, cli  # the teacher's exam, its lenient judge, the CLI in process
 
 
 @pytest.fixture(scope="module")
@@ -304,3 +293,20 @@ def test_calibrate_weighs_the_grades_given_through_a_group_as_one(graded: Path) 
     assert section["group_grades"] == {"answers": len(g.members), "judgements": 1.0}
     words = " ".join(str(c) for t in calibration_tables(section) for row in t.rows for c in row)
     assert f"{len(g.members)} answers' grades, counted as 1 teacher judgements" in words
+
+
+@needs_shared
+@pytest.mark.slow
+def test_the_groups_bench_runs_on_the_grade_models_cross_validated_drafts(tmp_path: Path) -> None:
+    """``bench/groups.py --draft model``: the exams hold the answers ``bench/grade_model/cv_grades.json`` grades (8 per
+    SAF training question), their drafts the grade model's cross-validated grades (with the members' draft offsets
+    kept: ``--group-grade offset``)."""
+    import subprocess
+
+    out = tmp_path / "offset.json"
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "groups.py"), "--sets", "SAF", "--draft", "model",
+                        "--draws", "1", "--share", "0.05", "--group-grade", "offset", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "SAF (draft: model, group grade: offset): 48 answers per exam" in r.stdout
+    assert set(json.loads(out.read_text())["SAF"]["strategies"]) == {"groups", "random", "queue"}
