@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import needs_model
+
 
 def test_a_similarity_of_zero_is_not_shown_as_a_grade_on_the_scale() -> None:
     """An answer saying nothing beyond its question (similarity 0.000) was shown as "meaning 2.19/4"."""
@@ -94,3 +98,35 @@ def test_the_demos_call_count_is_reports_count_from_the_store(tmp_path: Path) ->
 def flat(text: str) -> str:
     """A rich table's text on one line, without its borders."""
     return re.sub(r"[│┃\s]+", " ", text)
+
+
+EXIT_SCRIPT = """
+import asyncio, gc, sys
+from knockout.judges import GenParams, JudgeRequest, Message, make_judge
+gguf = sys.argv[1]
+# the GGUF's chat template for server=llama-cpp-python: a vocabulary-only llama_cpp.Llama
+served = make_judge(f"openai:small?base_url=http://127.0.0.1:9/v1&server=llama-cpp-python&gguf={gguf}")
+assert served.identity()["chat_template"]
+# the embedded judge itself, one short call
+embedded = make_judge(f"llamacpp:{gguf}?threads=1")
+ask = JudgeRequest([Message(role="user", content="Say yes.")], GenParams(max_tokens=2, temperature=0.0))
+print(asyncio.run(embedded.complete(ask)).text)
+gc.collect()
+gc.freeze()  # as a command run in process does (knockout.cli._progress.freeze_heap): the models live to the exit
+"""
+
+
+@needs_model
+@pytest.mark.model
+def test_no_llama_del_traceback_at_the_interpreters_exit(small_gguf: Path) -> None:
+    """``make test`` ended with ``Llama.__del__`` tracebacks (issue 61 item 6): the vocabulary-only model read for
+    server=llama-cpp-python's chat template was never closed, and where a command had frozen the heap it was freed
+    after the interpreter had torn down the llama_cpp modules its ``__del__`` needs ('NoneType' object is not
+    callable in free_model).  Every loaded model is now closed at exit, before that."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, str(small_gguf)], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "__del__" not in r.stderr, r.stderr

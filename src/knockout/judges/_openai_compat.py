@@ -23,6 +23,8 @@ cached reply, whatever they call their model.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import os
 import threading
 import time
@@ -478,6 +480,17 @@ def _completion_text(r: dict[str, Any]) -> tuple[str, bool]:
 #: vocabulary-only models of GGUF files (their chat templates), by path
 _VOCABS: dict[str, Any] = {}
 _VOCAB_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_vocabs() -> None:
+    """Free the vocabulary-only models before the interpreter tears down the modules ``Llama.__del__`` needs (left
+    to the exit, each printed a ``Llama.__del__`` traceback after ``make test``'s summary)."""
+    with _VOCAB_LOCK:
+        for llm in _VOCABS.values():
+            with contextlib.suppress(Exception):  # best effort at exit
+                llm.close()
+        _VOCABS.clear()
 
 
 def _vocab(path: Path) -> Any:
