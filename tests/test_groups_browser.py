@@ -13,21 +13,24 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
+from tests.test_web_browser import CHROMIUM, browser, log_in, page, serve  # noqa: F401  (fixtures)
+
 if not CHROMIUM.exists():
     pytest.skip("needs Debian's chromium (/usr/bin/chromium)", allow_module_level=True)
 pytest.importorskip("playwright.sync_api")
 pytest.importorskip("uvicorn")
 
-from playwright.sync_api import Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Page
 
-from knockout.annotations import Assignments, ExamGrades  # noqa: E402
-from knockout.data import load_items  # noqa: E402
-from knockout.storage._store import Store  # noqa: E402
-from knockout.web._auth import Accounts  # noqa: E402
-from tests.test_groups import LENIENT, TEACHER, cli  # noqa: E402
-from tests.test_web_app import PASSWORD  # noqa: E402
-from tests.test_web_browser import log_in, serve  # noqa: E402
+from knockout.annotations import Assignments, ExamGrades
+from knockout.data import load_items
+from knockout.storage._store import Store
+from knockout.web._auth import Accounts
+from tests.test_gradebook import LENIENT, TEACHER, cli
+from tests.test_web_app import PASSWORD
+
+#: the group pages cluster a question's answers on their first visit: a longer default timeout (the shared page)
+PAGE_TIMEOUT_MS = 30000
 
 
 @pytest.fixture(scope="module")
@@ -45,24 +48,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         yield url, db
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM),
-                              args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        yield b
-        b.close()
-
-
-@pytest.fixture()
-def page(browser: Any) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(30000)
-    yield pg
-    context.close()
-
-
 def grades(db: Path) -> dict[str, dict[str, Any]]:
     store = Store(db)
     try:
@@ -72,7 +57,7 @@ def grades(db: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_the_grading_page_shows_the_draft_the_readers_and_the_imported_grade(server: tuple[str, Path],
-                                                                             page: Page) -> None:
+                                                                             page: Page) -> None:  # noqa: F811
     """Issue 61 item 6: the grading page showed neither the draft grade nor the readers; an answer graded in the
     data file showed an empty box and "0 / 3 graded"; the exam page's judge column was "-" for every question."""
     base, db = server
@@ -99,7 +84,8 @@ def test_the_grading_page_shows_the_draft_the_readers_and_the_imported_grade(ser
     assert "0 / 3 graded" not in page.inner_text("nav.side")
 
 
-def test_grade_an_exam_through_groups(server: tuple[str, Path], page: Page, tmp_path: Path) -> None:
+def test_grade_an_exam_through_groups(server: tuple[str, Path], page: Page,  # noqa: F811
+                                      tmp_path: Path) -> None:
     base, db = server
     log_in(page, base, "teacher")
     page.goto(base + "/exam/teach")

@@ -74,10 +74,12 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture()
-def page(browser: Any) -> Iterator[Page]:
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A fresh browser context's page; its default timeout is the test module's ``PAGE_TIMEOUT_MS`` (15 s unless
+    the module names another: the answer-group pages cluster on their first visit)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     pg = context.new_page()
-    pg.set_default_timeout(15000)
+    pg.set_default_timeout(getattr(request.module, "PAGE_TIMEOUT_MS", 15000))
     yield pg
     context.close()
 
