@@ -48,8 +48,9 @@ class Prior:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | None) -> Prior:
-        return cls(**{k: (None if v is None else float(v)) for k, v in (d or {}).items()
-                      if k in cls.__dataclass_fields__})
+        vals = {k: v for k, v in (d or {}).items() if k in cls.__dataclass_fields__}
+        wide = vals.pop("wide_sd", None)
+        return cls(**{k: float(v) for k, v in vals.items()}, wide_sd=None if wide is None else float(wide))
 
     def to_json(self) -> dict[str, float | None]:
         return {"offset_sd": self.offset_sd, "slope_sd": self.slope_sd, "question_sd": self.question_sd,
