@@ -53,7 +53,7 @@ def biased_rows(n_q: int = 6, per_q: int = 8, seed: int = 0) -> list[Graded]:
 
 def test_a_compressed_model_is_moved_towards_the_teacher() -> None:
     """expert = 2 x model - 6 points: 48 teacher grades move the slope above 1 (the shipped prior keeps it short of
-    2) and cut the held-out RMSE by more than a quarter (plain cross-validation: nothing is chosen, so nothing is
+    2) and cut the held-out RMSE by more than a fifth (plain cross-validation: nothing is chosen, so nothing is
     nested)."""
     rows = biased_rows()
     cal = calibrate(rows, seed=0, resamples=200, refits=50)
@@ -62,7 +62,7 @@ def test_a_compressed_model_is_moved_towards_the_teacher() -> None:
         "adapted to the teacher's level on 48 teacher grades")
     f = cal.figures
     assert cal.heldout == "cross-validation" and f["n"] == len(rows)
-    assert f["rmse_raw"] > 1.4 and f["rmse_calibrated"] < 0.75 * f["rmse_raw"]
+    assert f["rmse_raw"] > 1.4 and f["rmse_calibrated"] < 0.8 * f["rmse_raw"]
     assert f["rmse_difference_ci"][1] < 0  # the improvement's CI excludes 0
     assert f["pearson_calibrated"] > 0.95 and f["kappa_calibrated"] > f["kappa_raw"]
     # every answer with a valid model grade has an adapted grade, on the points scale

@@ -130,6 +130,23 @@ def test_the_teachers_grades_move_the_model_by_what_they_can_carry() -> None:
     assert float(np.mean(strong.predict(x, q, e) - x)) < -0.15  # a weak prior follows the grades
 
 
+def test_the_level_prior_reads_a_little_off_as_noise_and_far_off_as_the_teachers_level() -> None:
+    """The level's scale mixture: 12 grades (6 questions x 2) a little off the model's level barely move it; 12
+    grades far off it move it most of the way; a single Gaussian prior as narrow as the mixture's narrow part does
+    not follow the far teacher."""
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0.2, 0.8, 12)
+    q = [f"q{i // 2}" for i in range(12)]
+    e = ["x"] * 12
+    mix = Prior(offset_sd=0.02, slope_sd=0.1, question_sd=0.04, noise_sd=0.15, wide_sd=0.15, wide_share=0.05)
+    narrow = Prior(offset_sd=0.02, slope_sd=0.1, question_sd=0.04, noise_sd=0.15)
+    near = adapt(x, x - 0.03 + rng.normal(0, 0.1, 12), q, e, mix).exams["x"][0]
+    far = adapt(x, x - 0.25 + rng.normal(0, 0.1, 12), q, e, mix).exams["x"][0]
+    assert abs(near) < 0.02 and far < -0.15
+    assert adapt(x, x - 0.25 + rng.normal(0, 0.1, 12), q, e, narrow).exams["x"][0] > -0.08
+    assert Prior.from_json(mix.to_json()) == mix and Prior.from_json(narrow.to_json()) == narrow
+
+
 # -- the readings ------------------------------------------------------------------------------------------
 def test_question_demoting_and_normalisation() -> None:
     assert demote("What does the DNS do? It maps names.", DNS) == "? It maps names."

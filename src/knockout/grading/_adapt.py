@@ -7,8 +7,12 @@ them (``x``), the adapted grade of any answer of that exam is
 
 * ``a`` (the exam's level) and ``d`` (its slope less one), around ``c`` (the mean model grade of the graded
   answers), are the posterior mean of a Bayesian linear regression of ``y - x`` with the frozen model as prior:
-  ``a ~ N(0, offset_sd^2)``, ``d ~ N(0, slope_sd^2)``, noise ``N(0, noise_sd^2)`` (closed form: ridge towards the
-  model);
+  ``d ~ N(0, slope_sd^2)``, noise ``N(0, noise_sd^2)``, and the level from a *scale mixture*: with probability
+  ``1 - wide_share`` the teacher stands near the model's level, ``a ~ N(0, offset_sd^2)``, else anywhere within
+  ``a ~ N(0, wide_sd^2)``.  Each component's posterior is closed form (ridge towards the model); they are mixed
+  by their evidence (the marginal likelihood of the grades), so a few grades a little off the model's level are
+  read as noise and barely move it, while grades far off it (a strict teacher, another scale) move it as far as
+  they say.  Without ``wide_sd`` the prior is the single Gaussian ``N(0, offset_sd^2)``;
   the slope is never below 0 (the model's order is never reversed: where the posterior mean would, the slope
   is held at 0 and the level is the posterior mean given it);
 * ``b_q`` (a question's own level) is the mean remaining residual of the question's graded answers shrunk towards
@@ -38,14 +42,25 @@ class Prior:
     slope_sd: float = 0.25
     question_sd: float = 0.05
     noise_sd: float = 0.20
+    #: the level's wide component (``None``: one Gaussian) and its prior probability
+    wide_sd: float | None = None
+    wide_share: float = 0.0
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any] | None) -> Prior:
-        return cls(**{k: float(v) for k, v in (d or {}).items() if k in cls.__dataclass_fields__})
+        vals = {k: v for k, v in (d or {}).items() if k in cls.__dataclass_fields__}
+        wide = vals.pop("wide_sd", None)
+        return cls(**{k: float(v) for k, v in vals.items()}, wide_sd=None if wide is None else float(wide))
 
-    def to_json(self) -> dict[str, float]:
+    def to_json(self) -> dict[str, float | None]:
         return {"offset_sd": self.offset_sd, "slope_sd": self.slope_sd, "question_sd": self.question_sd,
-                "noise_sd": self.noise_sd}
+                "noise_sd": self.noise_sd, "wide_sd": self.wide_sd, "wide_share": self.wide_share}
+
+    def components(self) -> list[tuple[float, float]]:
+        """The level's prior components: (prior probability, SD)."""
+        if self.wide_sd is None or self.wide_share <= 0.0:
+            return [(1.0, self.offset_sd)]
+        return [(1.0 - self.wide_share, self.offset_sd), (self.wide_share, self.wide_sd)]
 
 
 @dataclass
@@ -98,13 +113,21 @@ def adapt(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, q: S
         xe, re, we = xs[m], ys[m] - xs[m], ws[m]
         c = float(np.average(xe, weights=we))
         design = np.column_stack([np.ones(len(xe)), xe - c])
-        precision = design.T @ (we[:, None] * design) / s2 + np.diag([1 / prior.offset_sd ** 2,
-                                                                     1 / prior.slope_sd ** 2])
-        a, d = np.linalg.solve(precision, design.T @ (we * re) / s2)
+        comps = prior.components()
+        _, qix = np.unique(qs[m].astype(str), return_inverse=True)
+        # a grade weighing w is as noisy as 1/w grades' mean: a group's k members (1/k each) count as one grade
+        noise = np.diag(s2 / we) + prior.question_sd ** 2 * (qix[:, None] == qix[None, :])
+        fits = [_posterior(design, re, noise, sd, prior.slope_sd) for _, sd in comps]
+        logw = np.array([np.log(pi) + f[2] for (pi, _), f in zip(comps, fits, strict=True)])
+        w = np.exp(logw - logw.max())
+        w /= w.sum()
+        a = float(sum(wk * f[0] for wk, f in zip(w, fits, strict=True)))
+        d = float(sum(wk * f[1] for wk, f in zip(w, fits, strict=True)))
         if d < -1.0:  # never reverse the model's order: the best level with the slope held at 0
             d = -1.0
-            a = float(np.sum(we * (re + (xe - c))) / s2) / (we.sum() / s2 + 1 / prior.offset_sd ** 2)
-        out.exams[str(exam)] = (float(a), float(d), c)
+            a = float(sum(wk * float(np.sum(we * (re + (xe - c))) / s2) / (we.sum() / s2 + 1 / sd ** 2)
+                          for wk, (_, sd) in zip(w, comps, strict=True)))
+        out.exams[str(exam)] = (a, d, c)
     k = (prior.noise_sd / prior.question_sd) ** 2
     pred = out.predict(xs, [str(v) for v in qs], [str(v) for v in es])
     for question in sorted(set(qs.tolist())):
@@ -112,3 +135,19 @@ def adapt(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, q: S
         resid = float(np.average(ys[m] - pred[m], weights=ws[m]))
         out.questions[str(question)] = resid * ws[m].sum() / (ws[m].sum() + k)
     return out
+
+
+def _posterior(design: np.ndarray, r: np.ndarray, noise: np.ndarray, level_sd: float, slope_sd: float
+               ) -> tuple[float, float, float]:
+    """The posterior mean (level, slope less one) of ``r = design @ (a, d) + e``, ``e ~ N(0, noise)`` (the
+    answers' noise and their questions' own levels: grades of one question are correlated), under the Gaussian
+    prior ``N(0, diag(level_sd^2, slope_sd^2))``, and the log marginal likelihood of ``r`` (the component's
+    evidence)."""
+    prior_cov = np.diag([level_sd ** 2, slope_sd ** 2])
+    vi = np.linalg.inv(noise)
+    precision = design.T @ vi @ design + np.linalg.inv(prior_cov)
+    a, d = np.linalg.solve(precision, design.T @ vi @ r)
+    cov = noise + design @ prior_cov @ design.T
+    _, logdet = np.linalg.slogdet(cov)
+    evidence = -0.5 * (float(r @ np.linalg.solve(cov, r)) + logdet + len(r) * np.log(2 * np.pi))
+    return float(a), float(d), evidence
