@@ -271,6 +271,7 @@ def main() -> None:
     if unknown := [f for f in formats if f not in FORMATS] + [s for s in steps if s not in STEPS]:
         raise SystemExit(f"unknown format or step: {', '.join(unknown)}")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    encoder = encoder_figures(a.encoder, a.per_question, a.texts) if a.encoder else None  # first: seconds
     server = None
     judge = "scripted"
     if a.judge == "loopback":
@@ -285,7 +286,6 @@ def main() -> None:
         if server is not None:
             server.terminate()
             server.wait()
-    encoder = encoder_figures(a.encoder, a.per_question, a.texts) if a.encoder else None
     if a.json:
         print(json.dumps((results[0] if len(results) == 1 else results) if encoder is None
                          else {"runs": results, "encoder": encoder}))
