@@ -197,7 +197,9 @@ def run_one(answers: int, fmt: str, steps: list[str], a: argparse.Namespace, env
 def print_one(r: dict[str, Any]) -> None:
     n, scale = r["answers"], r["answers"] / 1_000_000
     bound = 1024 if r["format"] != "typed" else 2048
-    print(f"scripted individual run (a SIMULATION), {n} answers, {r['format']} data ({r['data_mb']} MB)")
+    judge = ("scripted individual run (a SIMULATION)" if r.get("judge", "scripted") == "scripted"
+             else "individual run, loopback judge (a real OpenAI-compatible server)")
+    print(f"{judge}, readers {r.get('readers', 'default')}, {n} answers, {r['format']} data ({r['data_mb']} MB)")
     print(f"{'figure':<28} {'value':>12}  {'target (1M answers)':<22}")
     rows = [("peak RSS (any step)", f"{r['peak_rss_mb']:.0f} MB",
              f"< {bound} MB " + ("met" if r["peak_rss_mb"] < bound else "MISSED"))]
