@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from knockout.data import load_items
-from knockout.meaning import demote
+from knockout.grading import demote
 from knockout.meaning._encoder import layer_norm, linear, mean_pooled, transformer_layer
 from knockout.metrics._bootstrap import bootstrap
 

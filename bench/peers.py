@@ -14,8 +14,12 @@ script from PyPI on first use: ``inspect-ai``, ``alpaca-eval``, ``aiohttp``); th
 peer that cannot be installed or run here is reported as such, with the reason, never left out silently.
 
 What each tool runs:
-* knockout: ``knockout grade DATA --judge openai:loopback?base_url=...`` (individual grading, the default
-  preset, fresh store), CLI as a user runs it;
+* knockout: ``knockout grade DATA --judge openai:loopback?base_url=... --readers judge`` (individual grading, the
+  default preset, fresh store), CLI as a user runs it, with the judge as its one reader: the work every other
+  tool here does (one judge call an answer);
+* knockout-two: the same with the default readers (the judge and the sentence encoder, the grade model): what
+  the second reader adds to the same calls (the encoder's CPU, about 10 ms an answer on one core, is no request
+  overhead; not in the default ``--tools``);
 * bare: ``AsyncOpenAI`` with a semaphore of C, the same messages, no store, no parsing beyond ``.content``;
 * bare-aio: the SDK's floor under knockout's request path: ``AsyncOpenAI`` with its aiohttp client
   (``DefaultAioHttpClient``, the ``aiohttp`` extra) and ``client.post`` of the same body, no request transform
@@ -239,10 +243,12 @@ def _run_tool(tool: str, data: Path, port: int, c: int, work: Path, venv: Path, 
     env = {**os.environ, "OPENAI_API_KEY": "x", "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
            "PYTHONUNBUFFERED": "1"}
     fresh = Path(tempfile.mkdtemp(dir=work))
-    if tool == "knockout":
+    if tool in ("knockout", "knockout-two"):
         spec = f"openai:loopback?base_url=http://127.0.0.1:{port}/v1&api_key=x"
+        readers = ["--readers", "judge"] if tool == "knockout" else []  # the peers' work: one judge call an answer
         wall, cpu, out = timed([sys.executable, "-m", "knockout.cli", "grade", str(data), "--judge", spec,
-                                "--concurrency", str(c), "-o", str(fresh / "k.db"), "--quiet", "--json"], env, fresh)
+                                "--concurrency", str(c), *readers, "-o", str(fresh / "k.db"), "--quiet", "--json"],
+                               env, fresh)
         summary = json.loads(out.strip().splitlines()[-1])
         assert summary["judge_calls"] == n, summary
         return wall, cpu

@@ -3,13 +3,17 @@
     nice -n 10 python bench/scale.py --answers 1000000      # the issue's targets (1M answers)
     python bench/scale.py --answers 10000                   # the smoke-test size (seconds)
     python bench/scale.py --answers 10000,100000 --format flat,csv --steps grade   # RSS per answer
+    python bench/scale.py --answers 10000 --steps grade --judge loopback --latency-ms 1 --references \
+        --readers two,judge --texts distinct --encoder 2000      # the second reader's cost (issue 59)
 
 It writes an exam of ``--answers`` answers (``--per-question`` answers per question, human grades on 0..4;
 texts written here) in each ``--format``: ``typed`` JSONL (question and answer records), ``flat`` JSONL (one
 answer per line with its question's fields, the shape of a CSV) or ``csv``; then runs, each in a fresh process
 (``--steps``: all four by default):
 
-1. ``knockout grade DATA --judge scripted --quiet --json`` (the scripted judge is a SIMULATION, not an LLM);
+1. ``knockout grade DATA --judge scripted --quiet --json`` (the scripted judge is a SIMULATION, not an LLM;
+   ``--judge loopback``: a real OpenAI-compatible server on 127.0.0.1, ``bench/loopback.py``, that answers every
+   request after ``--latency-ms``, so that a grade reads the answers with both readers by default);
 2. the same command again (every request a cache hit);
 3. ``knockout report STORE --json`` (agreement with bootstrap CIs);
 4. ``knockout export STORE --format jsonl``.
@@ -18,7 +22,13 @@ and prints wall time and peak RSS of each, the store's size (and per table), and
 under 2 GB (1 GB for the flat formats), store under 1.5 GB, rerun under 25% of the first run, report under
 60 s (targets are for 1M answers; smaller runs print the same table).  With several sizes or formats it ends
 with one table of peak RSS per step, per answer (peak RSS / answers) and per added answer (the growth from
-the size before).
+the size before).  With several ``--readers`` (``two,judge``) each size is graded with each, one after the other,
+and a table gives each one's CPU per answer, wall and peak RSS against the last's.
+
+The answers' texts: ``--texts bench`` (the default) repeats about 100 distinct texts whatever the size (ten words
+rotated), which flatters anything that reads a text once (the encoder); ``--texts distinct`` gives every answer a
+text of its own (12 to 18 words drawn from an English vocabulary, the same lengths).  ``--references`` gives each
+question a reference answer (the second reader's similarity reads it).
 """
 
 from __future__ import annotations
@@ -40,34 +50,61 @@ ROOT = Path(__file__).resolve().parents[1]
 
 FORMATS = {"typed": "exam.jsonl", "flat": "exam-flat.jsonl", "csv": "exam.csv"}
 FLAT_COLUMNS = ("question_id", "question", "max_points", "answer_id", "examinee", "answer", "human_score:h1")
+WORDS = ("gradient", "entropy", "lemma", "vector", "proof", "kernel", "tensor", "bound", "prior", "graph")
+#: the distinct texts' vocabulary (``--texts distinct``): English words of the exam's subject
+_VOCABULARY = (
+    "the a of to in is it that by for with on as each when its their this so which than more less because error "
+    "model data sample mean variance loss rate step update weight layer input output signal noise estimate "
+    "gradient entropy lemma vector proof kernel tensor bound prior graph matrix norm limit series function "
+    "converges grows shrinks stays depends measures controls reduces increases keeps defines splits joins "
+    "small large stable unstable exact rough linear convex smooth sparse dense random fixed")
+VOCABULARY = tuple(_VOCABULARY.split())
 
 
-def write_exam(path: Path, answers: int, per_question: int, fmt: str = "typed") -> None:
+def answer_text(q: int, j: int, index: int, texts: str) -> str:
+    """Answer ``j`` of question ``q`` (the ``index``-th of the exam): ``bench`` repeats few texts (about 100 distinct
+    texts whatever the size: the words rotate through ten), ``distinct`` draws 12 to 18 words from
+    :data:`VOCABULARY` per answer, seeded by its index (every text its own, the same length range)."""
+    if texts == "distinct":
+        import random
+
+        rng = random.Random(index)
+        return f"Answer {j}: " + " ".join(rng.choice(VOCABULARY) for _ in range(12 + index % 7)) + "."
+    return f"Answer {j}: " + " ".join(WORDS[(q + j + k) % 10] for k in range(12 + j % 7)) + "."
+
+
+def write_exam(path: Path, answers: int, per_question: int, fmt: str = "typed", references: bool = False,
+               texts: str = "bench") -> None:
     """The same exam in any of :data:`FORMATS` (the flat formats: one row per answer, its question's fields
-    repeated; the same questions, answers, grades and ids)."""
-    words = ("gradient", "entropy", "lemma", "vector", "proof", "kernel", "tensor", "bound", "prior", "graph")
+    repeated; the same questions, answers, grades and ids); ``references``: each question with a reference
+    answer; ``texts``: the answers' texts (:func:`answer_text`)."""
+    words = WORDS
+    columns = FLAT_COLUMNS + (("reference",) if references else ())
     with path.open("w", encoding="utf-8", newline="") as f:
         table = csv.writer(f) if fmt == "csv" else None
         if table is not None:
-            table.writerow(FLAT_COLUMNS)
+            table.writerow(columns)
         for q in range(-(-answers // per_question)):
             question = f"Explain the role of the {words[q % 10]} in problem {q}."
+            reference = (f"In problem {q} the {words[q % 10]} bounds the {words[(q + 3) % 10]}, so the "
+                         f"{words[(q + 7) % 10]} converges.")
             if fmt == "typed":
-                f.write(json.dumps({"type": "question", "id": f"q{q}", "max_points": 4, "text": question}) + "\n")
+                f.write(json.dumps({"type": "question", "id": f"q{q}", "max_points": 4, "text": question}
+                                   | ({"reference": reference} if references else {})) + "\n")
             for j in range(per_question):
                 if q * per_question + j >= answers:
                     break
-                text = f"Answer {j}: " + " ".join(words[(q + j + k) % 10] for k in range(12 + j % 7)) + "."
+                text = answer_text(q, j, q * per_question + j, texts)
                 grade = float((q + j) % 5)
                 if fmt == "typed":
                     f.write(json.dumps({"type": "answer", "id": f"q{q}a{j}", "question_id": f"q{q}",
                                         "examinee": f"e{j}", "text": text, "human_scores": {"h1": grade}}) + "\n")
                     continue
-                row = (f"q{q}", question, 4, f"q{q}a{j}", f"e{j}", text, grade)
+                row = (f"q{q}", question, 4, f"q{q}a{j}", f"e{j}", text, grade) + ((reference,) if references else ())
                 if table is not None:
                     table.writerow(row)
                 else:
-                    f.write(json.dumps(dict(zip(FLAT_COLUMNS, row, strict=True))) + "\n")
+                    f.write(json.dumps(dict(zip(columns, row, strict=True))) + "\n")
 
 
 #: CPU seconds (user + system) of the last command :func:`measure` ran
@@ -112,8 +149,10 @@ def table_sizes(db: Path) -> dict[str, float]:
 STEPS = ("grade", "rerun", "report", "export")
 
 
-def run_one(answers: int, fmt: str, steps: list[str], a: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
-    """One size in one format: the steps asked for, each in a fresh process; the figures as a dict."""
+def run_one(answers: int, fmt: str, steps: list[str], a: argparse.Namespace, env: dict[str, str],
+            judge: str = "scripted", readers: str | None = None) -> dict[str, Any]:
+    """One size in one format: the steps asked for, each in a fresh process; the figures as a dict.  ``judge``:
+    the judge's spec; ``readers``: ``--readers`` given to the grade (None: the default)."""
     with tempfile.TemporaryDirectory(prefix="knockout-scale-") as tmp:
         work = a.dir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -121,17 +160,20 @@ def run_one(answers: int, fmt: str, steps: list[str], a: argparse.Namespace, env
         for p in work.glob("scale.db*"):
             p.unlink()
         t0 = time.perf_counter()
-        write_exam(data, answers, a.per_question, fmt)
+        write_exam(data, answers, a.per_question, fmt, a.references, a.texts)
         gen_s = time.perf_counter() - t0
         result: dict[str, Any] = {"answers": answers, "format": fmt, "data_s": round(gen_s, 1),
-                                  "data_mb": round(data.stat().st_size / 1e6, 1)}
-        grade = ["grade", str(data), "--judge", "scripted", "--out", str(db), "--quiet", "--json"]
+                                  "data_mb": round(data.stat().st_size / 1e6, 1), "judge": a.judge,
+                                  "readers": readers or "default", "texts": a.texts, "references": a.references}
+        grade = ["grade", str(data), "--judge", judge, "--out", str(db), "--quiet", "--json",
+                 *(["--readers", readers] if readers else [])]
         if "grade" in steps or "rerun" in steps:
             first_s, first_rss, out1 = measure(grade, env)
+            summary = json.loads(out1)
             result |= {"first_run_s": round(first_s, 1), "first_run_rss_mb": round(first_rss),
                        "first_run_cpu_s": round(LAST_CPU[0], 1),
                        "first_run_cpu_ms_per_answer": round(1000 * LAST_CPU[0] / answers, 3),
-                       "judge_calls": json.loads(out1)["judge_calls"]}
+                       "judge_calls": summary["judge_calls"], "grade_readers": summary.get("readers")}
         if "rerun" in steps:
             again_s, again_rss, out2 = measure(grade, env)
             result |= {"rerun_s": round(again_s, 1), "rerun_rss_mb": round(again_rss),
@@ -155,7 +197,9 @@ def run_one(answers: int, fmt: str, steps: list[str], a: argparse.Namespace, env
 def print_one(r: dict[str, Any]) -> None:
     n, scale = r["answers"], r["answers"] / 1_000_000
     bound = 1024 if r["format"] != "typed" else 2048
-    print(f"scripted individual run (a SIMULATION), {n} answers, {r['format']} data ({r['data_mb']} MB)")
+    judge = ("scripted individual run (a SIMULATION)" if r.get("judge", "scripted") == "scripted"
+             else "individual run, loopback judge (a real OpenAI-compatible server)")
+    print(f"{judge}, readers {r.get('readers', 'default')}, {n} answers, {r['format']} data ({r['data_mb']} MB)")
     print(f"{'figure':<28} {'value':>12}  {'target (1M answers)':<22}")
     rows = [("peak RSS (any step)", f"{r['peak_rss_mb']:.0f} MB",
              f"< {bound} MB " + ("met" if r["peak_rss_mb"] < bound else "MISSED"))]
@@ -208,20 +252,98 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--dir", type=Path, default=None, help="work folder (default: a temporary one)")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON object (a list for several)")
+    ap.add_argument("--judge", choices=("scripted", "loopback"), default="scripted",
+                    help="scripted (a SIMULATION) or loopback: a real OpenAI-compatible server on 127.0.0.1 "
+                         "(bench/loopback.py) that answers every request after --latency-ms")
+    ap.add_argument("--latency-ms", type=float, default=1.0, help="the loopback judge's latency")
+    ap.add_argument("--references", action="store_true", help="each question with a reference answer")
+    ap.add_argument("--texts", choices=("bench", "distinct"), default="bench",
+                    help="bench: the answers repeat about 100 texts; distinct: every answer's text its own")
+    ap.add_argument("--readers", default="",
+                    help="--readers of each grade, one or several, comma-separated (e.g. two,judge: each size run "
+                         "with both, interleaved, and their CPU, wall and RSS ratios printed); default: the CLI's")
+    ap.add_argument("--encoder", type=int, default=0, metavar="N",
+                    help="also measure the encoder on N of the exam's answer texts, in this process (one BLAS "
+                         "thread): CPU ms per answer beside its FLOP limit (bench/encoders.py)")
     a = ap.parse_args()
     sizes = [int(x) for x in a.answers.split(",") if x.strip()]
     formats = [f.strip() for f in a.format.split(",") if f.strip()]
     steps = [s.strip() for s in a.steps.split(",") if s.strip()]
+    readers: list[str | None] = [r.strip() for r in a.readers.split(",") if r.strip()] or [None]
     if unknown := [f for f in formats if f not in FORMATS] + [s for s in steps if s not in STEPS]:
         raise SystemExit(f"unknown format or step: {', '.join(unknown)}")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    results = [run_one(n, fmt, steps, a, env) for fmt in formats for n in sizes]
+    encoder = encoder_figures(a.encoder, a.per_question, a.texts) if a.encoder else None  # first: seconds
+    server = None
+    judge = "scripted"
+    if a.judge == "loopback":
+        server = subprocess.Popen([sys.executable, str(ROOT / "bench/loopback.py"), "--latency-ms",
+                                   str(a.latency_ms), "--reply", "The answer is partly right.\nScore: 3/4"],
+                                  stdout=subprocess.PIPE, text=True)
+        assert server.stdout is not None
+        judge = f"openai:loopback?base_url=http://127.0.0.1:{int(server.stdout.readline())}/v1&api_key=x"
+    try:
+        results = [run_one(n, fmt, steps, a, env, judge, r) for fmt in formats for n in sizes for r in readers]
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait()
     if a.json:
-        print(json.dumps(results[0] if len(results) == 1 else results))
+        print(json.dumps((results[0] if len(results) == 1 else results) if encoder is None
+                         else {"runs": results, "encoder": encoder}))
         return
     for r in results:
         print_one(r)
     print_rss_table(results)
+    if len(readers) > 1:
+        print_readers_table(results, readers)
+    if encoder is not None:
+        print(f"\nencoder ({encoder['texts']} texts, {encoder['n']} answers, {encoder['tokens']:.1f} tokens each, one "
+              f"BLAS thread): {encoder['ms_cpu']:.2f} ms CPU an answer ({encoder['ms_wall']:.2f} ms wall); its FLOP "
+              f"limit {encoder['ms_limit']:.2f} ms ({encoder['gflop']:.3f} GFLOP at {encoder['gemm_gflops']:.0f} "
+              f"GFLOP/s); {encoder['ms_cpu'] / encoder['ms_limit']:.2f}x the limit")
+
+
+def print_readers_table(results: list[dict[str, Any]], readers: list[str | None]) -> None:
+    """Each size and format: every ``--readers`` against the first's (CPU per answer, wall, peak RSS)."""
+    print(f"\n| format | answers | readers | first run s | CPU ms per answer | max RSS MB | CPU ratio | wall ratio "
+          f"(against --readers {readers[-1]}) |")
+    print("| --- " * 8 + "|")
+    for fmt in dict.fromkeys(r["format"] for r in results):
+        for n in dict.fromkeys(r["answers"] for r in results):
+            rows = [r for r in results if r["format"] == fmt and r["answers"] == n and "first_run_s" in r]
+            if not rows:
+                continue
+            base = rows[-1]
+            for r in rows:
+                print(f"| {fmt} | {n:,} | {r['readers']} | {r['first_run_s']:.1f} | "
+                      f"{r['first_run_cpu_ms_per_answer']:.2f} | {r['first_run_rss_mb']} | "
+                      f"{r['first_run_cpu_s'] / max(base['first_run_cpu_s'], 1e-9):.2f} | "
+                      f"{r['first_run_s'] / max(base['first_run_s'], 1e-9):.2f} |")
+
+
+def encoder_figures(n: int, per_question: int, texts: str) -> dict[str, Any]:
+    """The packaged encoder on the exam's first ``n`` answer texts (those the grade reads), one BLAS thread: CPU
+    and wall ms per answer, and the FLOP limit at this machine's matrix product rate (bench/encoders.py)."""
+    from threadpoolctl import threadpool_limits
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import encoders
+
+    answers = [answer_text(i // per_question, i % per_question, i, texts) for i in range(n)]
+    with threadpool_limits(1):
+        gemm = encoders.gemm_gflops()
+        c = encoders.load_minilm()
+        c.encode(answers[:32])  # warm (the fused weights made)
+        t0, c0 = time.perf_counter(), time.process_time()
+        c.encode(answers)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert c.flop_per_token is not None and c.tokens is not None
+    tokens = c.tokens(answers)
+    flop = c.flop_per_token * sum(min(t, 256) for t in tokens) / n
+    return {"texts": texts, "n": n, "distinct": len(set(answers)), "tokens": sum(tokens) / n,
+            "ms_cpu": 1000 * cpu / n, "ms_wall": 1000 * wall / n, "gflop": flop / 1e9, "gemm_gflops": gemm,
+            "ms_limit": 1000 * flop / (gemm * 1e9)}
 
 
 if __name__ == "__main__":
