@@ -464,7 +464,9 @@ def test_a_silent_worker_is_retired_after_the_deadline(cluster: Cluster, tmp_pat
     print(f"SILENT-TEST: {json.dumps(figures)}")
     assert stats["failed"] == 0 and len(got["grades"]) == 120
     assert stats["resent_after_lost_worker"] >= 1
-    assert end - times["stopped"] <= 30.0, figures  # retired (the run's last requests re-sent) within 30 s
+    # retired (the run's last requests re-sent) within 30 s on an idle machine, times the pace under load (a busy
+    # two-core machine took 66-109 s: issue 59's loaded runs)
+    assert end - times["stopped"] <= cluster.limit(30.0), figures
 
 
 @loopback_only
