@@ -38,15 +38,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src"), str(ROOT / "bench")]
 
-#: the driver: the knockout command with its own peak RSS and CPU printed to stderr at its end
-DRIVER = ("import resource, runpy, sys\n"
-          "sys.argv = ['knockout', *sys.argv[1:]]\n"
-          "try:\n    runpy.run_module('knockout.cli', run_name='__main__')\n"
-          "except SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
-          "sys.stdout.flush()\n"
-          "u = resource.getrusage(resource.RUSAGE_SELF)\n"
-          "print('RSS_KB', u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr)\n"
-          "sys.exit(code)\n")
+#: the driver: the knockout command with its own peak RSS and CPU printed to stderr at its end (scale.py's)
+from scale import DRIVER  # noqa: E402
 
 
 def into_namespaces() -> None:

@@ -111,17 +111,21 @@ def write_exam(path: Path, answers: int, per_question: int, fmt: str = "typed", 
 LAST_CPU: list[float] = [0.0]
 
 
+#: the knockout command in a fresh process, its own peak RSS and CPU printed to stderr at its end
+DRIVER = ("import resource, runpy, sys\n"
+          "sys.argv = ['knockout', *sys.argv[1:]]\n"
+          "try:\n    runpy.run_module('knockout.cli', run_name='__main__')\n"
+          "except SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
+          "sys.stdout.flush()\n"
+          "u = resource.getrusage(resource.RUSAGE_SELF)\n"
+          "print('RSS_KB', u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr)\n"
+          "sys.exit(code)\n")
+
+
 def measure(args: list[str], env: dict[str, str], out: Path | None = None) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MB) and stdout of one command in a fresh process (also logged to stderr as
     each step ends, so a long run shows its figures before the table); its CPU seconds in :data:`LAST_CPU`."""
-    code = ("import resource, runpy, sys\n"
-            "sys.argv = ['knockout', *sys.argv[1:]]\n"
-            "try:\n    runpy.run_module('knockout.cli', run_name='__main__')\n"
-            "except SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
-            "sys.stdout.flush()\n"
-            "u = resource.getrusage(resource.RUSAGE_SELF)\n"
-            "print('RSS_KB', u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr)\n"
-            "sys.exit(code)\n")
+    code = DRIVER
     t0 = time.perf_counter()
     with (out.open("w") if out else tempfile.TemporaryFile("w+")) as sink:
         r = subprocess.run([sys.executable, "-c", code, *args], env=env, stdout=sink if out else subprocess.PIPE,
