@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from knockout.engine._executors import Executor, judge_recipe, ray_options
+from knockout.engine._executors import Executor, _settle, judge_recipe, ray_options
 from knockout.errors import ConfigError, JudgeError
 from knockout.judges._base import Completion, Judge, JudgeRequest
 
@@ -250,13 +250,6 @@ def _in_thread(fn: Callable[[], Any]) -> asyncio.Future[Any]:
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[Any] = loop.create_future()
 
-    def settle(ok: bool, value: Any) -> None:
-        if not fut.done():
-            if ok:
-                fut.set_result(value)
-            else:
-                fut.set_exception(value)
-
     def body() -> None:
         try:
             result = fn()
@@ -265,7 +258,7 @@ def _in_thread(fn: Callable[[], Any]) -> asyncio.Future[Any]:
         else:
             ok, value = True, result
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits for it
-            loop.call_soon_threadsafe(settle, ok, value)
+            loop.call_soon_threadsafe(_settle, fut, ok, value)
 
     threading.Thread(target=body, daemon=True, name="knockout-ray-call").start()
     fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no "never retrieved" at exit
