@@ -507,6 +507,19 @@ def held_loop_observer(after: int, seconds: float) -> tuple[list[float], Callabl
     return held, observe
 
 
+def graded_with_a_held_loop(db: Path, exam: ItemSet, concurrency: int, executor: str, after: int,
+                            seconds: float) -> None:
+    """``exam`` graded by the scripted judge through ``executor`` while the driver's event loop is held for
+    ``seconds`` after ``after`` results: the run is stored complete, every answer graded, the loop held as asked."""
+    held, observe = held_loop_observer(after=after, seconds=seconds)
+    with Store(db) as s:
+        rep = run(exam, make_judge("scripted"), s, RunConfig(format_retries=0, concurrency=concurrency),
+                  executor=executor, observer=observe)
+        assert [r.status for r in s.runs()] == ["complete"]
+    assert held and held[0] >= seconds
+    assert rep.stats["failed"] == 0 and rep.stats["judge_calls"] == len(exam)
+
+
 def test_a_held_event_loop_is_not_a_silent_head(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Issue 59 item 1: the driver's event loop held for 3 times the GCS limit while the GCS answers all along
     (the second reader's encoding between two chunks did this for 311 s): the head is not called lost (before:
@@ -517,13 +530,9 @@ def test_a_held_event_loop_is_not_a_silent_head(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(RayExecutor, "gcs_period_s", 0.1)
     fake = FakeRay(doomed=set(), startable=2, delay=0.02)
     monkeypatch.setitem(sys.modules, "ray", fake)
-    held, observe = held_loop_observer(after=3, seconds=3.0)  # the limit is 1 s (deadline=1)
-    with Store(tmp_path / "fake.db") as s:
-        rep = run(items(3, 4), make_judge("scripted"), s, RunConfig(format_retries=0, concurrency=4),
-                  executor="ray?workers=2&cpus=1&per_worker=2&deadline=1", observer=observe)
-        assert [r.status for r in s.runs()] == ["complete"]
-    assert held and held[0] >= 3.0
-    assert rep.stats["failed"] == 0 and rep.stats["judge_calls"] == 12
+    # the limit is 1 s (deadline=1)
+    graded_with_a_held_loop(tmp_path / "fake.db", items(3, 4), 4, "ray?workers=2&cpus=1&per_worker=2&deadline=1",
+                            after=3, seconds=3.0)
 
 
 @loopback_only
@@ -534,13 +543,8 @@ def test_a_held_event_loop_is_not_a_silent_head_on_real_ray(ray_local: None, mon
     from knockout.engine._ray import RayExecutor
 
     monkeypatch.setattr(RayExecutor, "gcs_period_s", 0.5)
-    held, observe = held_loop_observer(after=2, seconds=12.0)
-    with Store(tmp_path / "held.db") as s:
-        rep = run(items(2, 4), make_judge("scripted"), s, RunConfig(format_retries=0, concurrency=2),
-                  executor="ray?workers=2&cpus=0&deadline=4", observer=observe)
-        assert [r.status for r in s.runs()] == ["complete"]
-    assert held and held[0] >= 12.0
-    assert rep.stats["failed"] == 0 and rep.stats["judge_calls"] == 8
+    graded_with_a_held_loop(tmp_path / "held.db", items(2, 4), 2, "ray?workers=2&cpus=0&deadline=4",
+                            after=2, seconds=12.0)
 
 
 @loopback_only
