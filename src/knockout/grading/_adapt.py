@@ -108,16 +108,17 @@ def adapt(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, q: S
     qs, es = np.asarray(q, dtype=object), np.asarray(e, dtype=object)
     out = Adaptation(prior, grades=len(xs))
     s2 = prior.noise_sd ** 2
+    comps = prior.components()
     for exam in sorted(set(es.tolist())):
         m = es == exam
         xe, re, we = xs[m], ys[m] - xs[m], ws[m]
         c = float(np.average(xe, weights=we))
         design = np.column_stack([np.ones(len(xe)), xe - c])
-        comps = prior.components()
         _, qix = np.unique(qs[m].astype(str), return_inverse=True)
         # a grade weighing w is as noisy as 1/w grades' mean: a group's k members (1/k each) count as one grade
         noise = np.diag(s2 / we) + prior.question_sd ** 2 * (qix[:, None] == qix[None, :])
-        fits = [_posterior(design, re, noise, sd, prior.slope_sd) for _, sd in comps]
+        noise_inv = np.linalg.inv(noise)  # one inverse for every component
+        fits = [_posterior(design, re, noise, noise_inv, sd, prior.slope_sd) for _, sd in comps]
         logw = np.array([np.log(pi) + f[2] for (pi, _), f in zip(comps, fits, strict=True)])
         w = np.exp(logw - logw.max())
         w /= w.sum()
@@ -137,16 +138,15 @@ def adapt(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, q: S
     return out
 
 
-def _posterior(design: np.ndarray, r: np.ndarray, noise: np.ndarray, level_sd: float, slope_sd: float
-               ) -> tuple[float, float, float]:
+def _posterior(design: np.ndarray, r: np.ndarray, noise: np.ndarray, noise_inv: np.ndarray, level_sd: float,
+               slope_sd: float) -> tuple[float, float, float]:
     """The posterior mean (level, slope less one) of ``r = design @ (a, d) + e``, ``e ~ N(0, noise)`` (the
     answers' noise and their questions' own levels: grades of one question are correlated), under the Gaussian
     prior ``N(0, diag(level_sd^2, slope_sd^2))``, and the log marginal likelihood of ``r`` (the component's
-    evidence)."""
+    evidence); ``noise_inv`` is ``noise``'s inverse."""
     prior_cov = np.diag([level_sd ** 2, slope_sd ** 2])
-    vi = np.linalg.inv(noise)
-    precision = design.T @ vi @ design + np.linalg.inv(prior_cov)
-    a, d = np.linalg.solve(precision, design.T @ vi @ r)
+    precision = design.T @ noise_inv @ design + np.linalg.inv(prior_cov)
+    a, d = np.linalg.solve(precision, design.T @ noise_inv @ r)
     cov = noise + design @ prior_cov @ design.T
     _, logdet = np.linalg.slogdet(cov)
     evidence = -0.5 * (float(r @ np.linalg.solve(cov, r)) + logdet + len(r) * np.log(2 * np.pi))
