@@ -147,6 +147,24 @@ def test_the_level_prior_reads_a_little_off_as_noise_and_far_off_as_the_teachers
     assert Prior.from_json(mix.to_json()) == mix and Prior.from_json(narrow.to_json()) == narrow
 
 
+
+def test_a_held_slope_keeps_a_questions_grades_correlated() -> None:
+    """Grades that reverse the model's order hold the slope at 0; the level is then the generalised least squares
+    level of the same noise (a question's grades share its own level), as when the slope is free: one question
+    with 9 grades and two with 1 each count as about three questions, not eleven grades."""
+    x = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.5, 0.5])
+    y = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, 0.1])  # backwards, and low on the others
+    q = ["q0"] * 9 + ["q1", "q2"]
+    prior = Prior(offset_sd=0.3, slope_sd=0.5, question_sd=0.2, noise_sd=0.05)
+    a, d, c = adapt(x, y, q, ["x"] * 11, prior).exams["x"]
+    assert d == -1.0
+    held = y - x + (x - c)
+    noise = np.diag(np.full(11, 0.05 ** 2)) + 0.2 ** 2 * (np.array(q)[:, None] == np.array(q)[None, :])
+    inv, ones = np.linalg.inv(noise), np.ones(11)
+    assert a == pytest.approx(ones @ inv @ held / (ones @ inv @ ones + 1 / 0.3 ** 2))
+    # the independent-noise level (every grade its own) would follow q0's nine grades instead
+    assert abs(a - held.sum() / (11 + (0.05 / 0.3) ** 2)) > 0.01
+
 # -- the readings ------------------------------------------------------------------------------------------
 def test_question_demoting_and_normalisation() -> None:
     assert demote("What does the DNS do? It maps names.", DNS) == "? It maps names."

@@ -124,9 +124,10 @@ def adapt(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, q: S
         w /= w.sum()
         a = float(sum(wk * f[0] for wk, f in zip(w, fits, strict=True)))
         d = float(sum(wk * f[1] for wk, f in zip(w, fits, strict=True)))
-        if d < -1.0:  # never reverse the model's order: the best level with the slope held at 0
-            d = -1.0
-            a = float(sum(wk * float(np.sum(we * (re + (xe - c))) / s2) / (we.sum() / s2 + 1 / sd ** 2)
+        if d < -1.0:  # never reverse the model's order: the best level with the slope held at 0 (the same
+            d = -1.0    # generalised least squares: a question's grades stay correlated)
+            ones, held = np.ones(len(xe)), re + (xe - c)
+            a = float(sum(wk * float(ones @ noise_inv @ held) / (float(ones @ noise_inv @ ones) + 1 / sd ** 2)
                           for wk, (_, sd) in zip(w, comps, strict=True)))
         out.exams[str(exam)] = (a, d, c)
     k = (prior.noise_sd / prior.question_sd) ** 2
