@@ -250,7 +250,7 @@ class FakeActor:
                     await asyncio.sleep(0.01)
                 if actor.index in actor.ray.silent and actor.calls > 1:
                     await asyncio.sleep(3600)
-                await asyncio.sleep(actor.ray.delay if name == "complete" else 0.01)
+                await asyncio.sleep(actor.ray.delay if name == "complete" else actor.ray.ping_delay)
                 if actor.dead:
                     raise FakeActorError(f"actor {actor.index} died")
                 return await getattr(actor.body, name)(*args) if name != "where" else actor.index
@@ -259,9 +259,11 @@ class FakeActor:
 
 
 class FakeRay:
-    def __init__(self, doomed: set[int], startable: int, silent: set[int] | None = None, delay: float = 0.01) -> None:
+    def __init__(self, doomed: set[int], startable: int, silent: set[int] | None = None, delay: float = 0.01,
+                 ping_delay: float = 0.01) -> None:
         self.actors: list[FakeActor] = []
         self.delay = delay  # seconds a request takes
+        self.ping_delay = ping_delay  # seconds any other call (a liveness check) takes: a loaded machine's
         self.gcs_down = False  # the GCS answers nothing (the head node lost)
         self.doomed = doomed  # actors (by creation order) that die
         self.startable = startable  # actors that can be started at all (the cluster's room)
@@ -357,6 +359,24 @@ def test_a_silent_actor_is_retired_after_the_deadline(monkeypatch: pytest.Monkey
     assert remote.stats["failed"] == 0 and remote.stats["judge_calls"] == len(data.answers)
     assert remote.stats["resent_after_lost_worker"] >= 1
     assert fake.killed.count(0) == 2  # retired mid-run, and killed again with the others at the end
+
+
+def test_a_loaded_machines_slow_pings_retire_no_actor(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """On a loaded machine every answer to a ping takes 0.5 s, longer than the ping's floor (0.2 s here, 10 s in
+    earnest): the liveness check waits 3 x the slowest answer an actor that is up gave (its second ping, timed at
+    the start), so the actors of a judge slower than the deadline are checked and kept, none retired, nothing sent
+    twice (before: every check timed out and every actor was retired)."""
+    from knockout.engine._ray import RayExecutor
+
+    monkeypatch.setattr(RayExecutor, "ping_timeout_s", 0.2)
+    data = items(2, 3)
+    cfg = RunConfig(method="individual", concurrency=4, format_retries=0)
+    fake = FakeRay(doomed=set(), startable=2, delay=2.5, ping_delay=0.5)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with Store(tmp_path / "slow.db") as s:
+        got = run(data, make_judge("scripted"), s, cfg, executor="ray?workers=2&cpus=1&per_worker=2&deadline=1")
+    assert got.stats["failed"] == 0 and got.stats["judge_calls"] == len(data.answers)
+    assert got.stats["resent_after_lost_worker"] == 0 and fake.killed.count(0) == 1  # killed once: at the end
 
 
 def test_a_run_that_loses_every_worker_prints_its_status_as_json(monkeypatch: pytest.MonkeyPatch,

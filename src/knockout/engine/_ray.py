@@ -341,8 +341,9 @@ class RayExecutor(Executor):
     :attr:`replace_timeout_s`): :class:`WorkersLost`, which stops the run.
 
     A request unanswered after the deadline has its actor checked (a ping in a concurrency group of its own,
-    answered within :attr:`ping_timeout_s`, 10 s, whatever the deadline: a loaded actor is not taken for a
-    silent one; within the window while the actor has not answered anything yet: it may still be loading its
+    answered within :attr:`ping_timeout_s`, 10 s, whatever the deadline, or within :attr:`ping_multiple` times the
+    slowest answer the run's actors gave a ping once up, where longer: a loaded actor, on a loaded machine, is not
+    taken for a silent one; within the window while the actor has not answered anything yet: it may still be loading its
     judge); an actor that does not answer (a hung process, a stopped or cut-off
     node) is retired as if lost, and its requests are sent again.  The deadline is
     ``max(deadline option, 3 x the p99 of the run's reply times)`` (:attr:`deadline_floor_s`,
@@ -358,8 +359,10 @@ class RayExecutor(Executor):
     max_resends = 3
     #: how long a run waits for a replacement actor when none is left (the ``window`` option's default)
     replace_timeout_s = 60.0
-    #: the most seconds an actor's liveness check waits for its answer
+    #: the most seconds an actor's liveness check waits for its answer (its floor), and the multiple of the
+    #: slowest answer to a ping seen once an actor was up (each actor's second ping, sent after its first answer)
     ping_timeout_s = 10.0
+    ping_multiple = 3.0
     #: the deadline's floor (the ``deadline`` option's default) and the multiple of the p99 reply time above it
     deadline_floor_s = 10.0
     deadline_multiple = 3.0
@@ -425,6 +428,7 @@ class RayExecutor(Executor):
         self._replies: collections.deque[float] = collections.deque(maxlen=self.reply_sample)
         self._p99_s = 0.0
         self._since_p99 = 0
+        self._ping_s = 0.0  # the slowest answer to a ping of an actor already up
         self._t0: float | None = None
         #: (seconds since the first request, live actors) at each change: the run's worker count over time
         self.timeline: list[tuple[float, int]] = []
@@ -579,9 +583,21 @@ class RayExecutor(Executor):
                 self._greetings.add(loop.create_task(self._greet(slot)))
 
     async def _greet(self, slot: _Slot) -> None:
+        """The actor's first ping (answered once it is built: it is up), then a second one, timed: how fast an
+        actor that is up answers a ping on this machine now (:attr:`ping_wait`)."""
         with contextlib.suppress(Exception):
             await slot.actor.where.remote()
             slot.ready = True
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            await slot.actor.where.remote()
+            self._ping_s = max(self._ping_s, loop.time() - started)
+
+    @property
+    def ping_wait(self) -> float:
+        """Seconds a liveness check of an actor that is up waits: ``max(ping_timeout_s, ping_multiple x the slowest
+        answer to a ping seen)``."""
+        return max(self.ping_timeout_s, self.ping_multiple * self._ping_s)
 
     async def _watch_gcs(self) -> None:
         """The head node's watch: a :class:`_HeadWatch` thread asks the GCS one question every :attr:`gcs_period_s`
@@ -607,8 +623,7 @@ class RayExecutor(Executor):
     # -- requests ---------------------------------------------------------------------------------------------
     async def _alive(self, slot: _Slot) -> bool:
         """Whether ``slot``'s actor answers its liveness check in time (one check at a time per actor): within
-        :attr:`ping_timeout_s` once it has answered before, within the window while it may still
-        be starting."""
+        :attr:`ping_wait` once it has answered before, within the window while it may still be starting."""
         if slot.ping is None or slot.ping.done():
             async def ping() -> bool:
                 loop = asyncio.get_running_loop()
@@ -616,7 +631,7 @@ class RayExecutor(Executor):
                 where = asyncio.ensure_future(slot.actor.where.remote())
                 try:
                     while True:  # the wait allowed is read again each second: the actor may be found up meanwhile
-                        wait = self.ping_timeout_s if slot.ready else self.window
+                        wait = self.ping_wait if slot.ready else self.window
                         left = started + wait - loop.time()
                         if where.done():  # answered, perhaps while the event loop was held: no time-out
                             break
