@@ -13,7 +13,7 @@ The hook for the grade model: ``expected_error(answer_id) -> squared points`` re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from knockout.groups._build import Group
@@ -36,7 +36,8 @@ def draft_error(groups: Mapping[str, list[Group]], teacher: Mapping[str, float])
 
 
 def propose(groups: Mapping[str, list[Group]], teacher: Mapping[str, float], *,
-            expected_error: Callable[[str], float] | None = None) -> list[dict[str, Any]]:
+            expected_error: Callable[[str], float] | None = None,
+            graded: Collection[str] = ()) -> list[dict[str, Any]]:
     """The groups with ungraded members, by expected gain (squared points), highest first; each with its gain,
     ungraded members and the gain in words."""
     bias = draft_error(groups, teacher)
@@ -44,7 +45,7 @@ def propose(groups: Mapping[str, list[Group]], teacher: Mapping[str, float], *,
     for qid, gs in groups.items():
         for g in gs:
             todo = [a for a in g.members if a not in teacher]
-            if not todo:
+            if not todo or g.id in graded:
                 continue
             drafts = [d for d in g.drafts.values() if d is not None]
             mean = sum(drafts) / len(drafts) if drafts else 0.0
