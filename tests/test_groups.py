@@ -282,6 +282,8 @@ def test_propose_puts_the_group_with_most_expected_error_first() -> None:
     assert [p["group"] for p in propose({"q": [big, small]}, {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0})] == ["q#2"]
     hooked = propose({"q": [big, small]}, {}, expected_error=lambda a: 10.0 if a == "e" else 0.0)
     assert hooked[0]["group"] == "q#2"  # the grade model's expected error replaces the prior
+    # a graded group is not proposed again, though its members other than the representative have no grade
+    assert [p["group"] for p in propose({"q": [big, small]}, {"a": 1.0}, graded={"q#1"})] == ["q#2"]
 
 
 def test_gradebook_says_in_one_line_when_grades_rest_on_no_teacher_grade(tmp_path: Path,
