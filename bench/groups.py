@@ -20,14 +20,20 @@ Each draw is an exam of questions drawn at random (mohler-dev 20 of 63, SAF 6 of
 same number of teacher actions; after each, every answer the teacher did not grade directly gets a grade:
 
 * ``groups``: the teacher grades the representative of the group :func:`knockout.groups.propose` puts first (the
-  largest expected error removed); every member of the group gets that grade;
+  largest expected error; a graded group is not proposed again); with ``--group-grade adapt`` (the product's,
+  :func:`knockout.groups.grade_group`) that grade enters the adaptation as the representative's and only the
+  members near-identical to it (one atom: :func:`knockout.groups._build.atoms`) take it, the others keep their
+  adapted drafts; ``one``: every member takes it (the product's semantics before); ``offset``: every member takes
+  it moved by its draft's offset from the representative's;
 * ``random``: the teacher grades one answer at random;
 * ``queue``: the teacher grades the first answer of today's review queue (:func:`knockout.calibration._review.rank`
   on the draft grades: closeness to a grade boundary, questions with few teacher grades), recomputed after each.
 
 Answers without a teacher grade (or a group grade) get their draft moved to the teacher's level the same way in
-every strategy (:func:`adapt`: an exam-level offset and slope with the identity as prior, per-question offsets
-shrunk to 0: a stand-in for the grade model's adaptation).  RMSE (points) and Pearson are over every answer the
+every strategy (:func:`adapt`): with ``--adapt model`` (the default with ``--draft model``) the grade model's own
+adaptation with the shipped prior, as ``knockout calibrate`` does; with ``--adapt stand-in`` (the default with
+``--draft similarity``, whose drafts are not on the model's scale) an exam-level offset and slope with the
+identity as prior, per-question offsets shrunk to 0.  RMSE (points) and Pearson are over every answer the
 teacher did not grade directly, against the data's human grade.
 """
 
@@ -148,7 +154,7 @@ def adapt(draft: np.ndarray, maxp: np.ndarray, qid: np.ndarray, taught: dict[int
         from knockout.grading._adapt import adapt as model_adapt
 
         w = np.array([(weights or {}).get(int(i), 1.0) for i in idx])
-        fitted = model_adapt(x[idx], y, [str(v) for v in qid[idx]], ["exam"] * len(idx), _PRIOR or shipped_prior(),
+        fitted = model_adapt(x[idx], y, [str(v) for v in qid[idx]], ["exam"] * len(idx), shipped_prior(),
                              weights=w)
         moved: np.ndarray = fitted.predict(x, [str(v) for v in qid], ["exam"] * len(x)) * maxp
         return moved
@@ -165,10 +171,6 @@ def adapt(draft: np.ndarray, maxp: np.ndarray, qid: np.ndarray, taught: dict[int
         out[qid == q] += resid[on].sum() / (on.sum() + shrink)
     clipped: np.ndarray = np.clip(out, 0, 1) * maxp
     return clipped
-
-
-#: the adaptation's prior under ``--adapt model`` (None: the shipped model's)
-_PRIOR = None
 
 
 def scores(est: np.ndarray, truth: np.ndarray, others: np.ndarray) -> tuple[float, float]:

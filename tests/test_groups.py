@@ -359,14 +359,15 @@ def test_calibrate_weighs_the_grades_given_through_a_group_as_one(graded: Path) 
 @pytest.mark.slow
 def test_the_groups_bench_runs_on_the_grade_models_cross_validated_drafts(tmp_path: Path) -> None:
     """``bench/groups.py --draft model``: the exams hold the answers ``bench/grade_model/cv_grades.json`` grades (8 per
-    SAF training question), their drafts the grade model's cross-validated grades (with the members' draft offsets
-    kept: ``--group-grade offset``)."""
+    SAF training question), their drafts the grade model's cross-validated grades, moved by the grade model's
+    adaptation; the group's grade is the representative's, as the product's (``--group-grade adapt``)."""
     import subprocess
 
-    out = tmp_path / "offset.json"
+    out = tmp_path / "adapt.json"
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "groups.py"), "--sets", "SAF", "--draft", "model",
-                        "--draws", "1", "--share", "0.05", "--group-grade", "offset", "--json", str(out)],
+                        "--draws", "1", "--share", "0.05", "--json", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    assert "SAF (draft: model, group grade: offset): 48 answers per exam" in r.stdout
+    assert ("SAF (draft: model, group grade: adapt, adaptation: model, first groups: propose): 48 answers per exam"
+            in r.stdout)
     assert set(json.loads(out.read_text())["SAF"]["strategies"]) == {"groups", "random", "queue"}
