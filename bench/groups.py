@@ -20,14 +20,20 @@ Each draw is an exam of questions drawn at random (mohler-dev 20 of 63, SAF 6 of
 same number of teacher actions; after each, every answer the teacher did not grade directly gets a grade:
 
 * ``groups``: the teacher grades the representative of the group :func:`knockout.groups.propose` puts first (the
-  largest expected error removed); every member of the group gets that grade;
+  largest expected error; a graded group is not proposed again); with ``--group-grade adapt`` (the product's,
+  :func:`knockout.groups.grade_group`) that grade enters the adaptation as the representative's and only the
+  members near-identical to it (one atom: :func:`knockout.groups._build.atoms`) take it, the others keep their
+  adapted drafts; ``one``: every member takes it (the product's semantics before); ``offset``: every member takes
+  it moved by its draft's offset from the representative's;
 * ``random``: the teacher grades one answer at random;
 * ``queue``: the teacher grades the first answer of today's review queue (:func:`knockout.calibration._review.rank`
   on the draft grades: closeness to a grade boundary, questions with few teacher grades), recomputed after each.
 
 Answers without a teacher grade (or a group grade) get their draft moved to the teacher's level the same way in
-every strategy (:func:`adapt`: an exam-level offset and slope with the identity as prior, per-question offsets
-shrunk to 0: a stand-in for the grade model's adaptation).  RMSE (points) and Pearson are over every answer the
+every strategy (:func:`adapt`): with ``--adapt model`` (the default with ``--draft model``) the grade model's own
+adaptation with the shipped prior, as ``knockout calibrate`` does; with ``--adapt stand-in`` (the default with
+``--draft similarity``, whose drafts are not on the model's scale) an exam-level offset and slope with the
+identity as prior, per-question offsets shrunk to 0.  RMSE (points) and Pearson are over every answer the
 teacher did not grade directly, against the data's human grade.
 """
 
@@ -49,7 +55,7 @@ from knockout.calibration import Graded  # noqa: E402
 from knockout.calibration._review import rank  # noqa: E402
 from knockout.data import load_items  # noqa: E402
 from knockout.groups import Group, propose  # noqa: E402
-from knockout.groups._build import cluster, make_groups  # noqa: E402
+from knockout.groups._build import atoms, cluster, make_groups  # noqa: E402
 from knockout.groups._stored import embed  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -93,11 +99,13 @@ class Exam:
             self.draft = np.array([cv[a.id] for a in answers]) * self.maxp
 
         self.groups: dict[str, list[Group]] = {}
+        self.atom = np.zeros(len(answers), dtype=int)  # near-identical answers share an atom (per question)
         for q in dict.fromkeys(self.qid.tolist()):
             idx = np.flatnonzero(self.qid == q)
             shares = self.draft[idx] / self.maxp[idx]
             texts = [demote(answers[i].text, qs[i].text) for i in idx]
             labels = cluster(texts, vecs[idx], shares)
+            self.atom[idx] = atoms(texts, vecs[idx])
             self.groups[q] = make_groups(q, [self.ids[i] for i in idx], [int(x) for x in labels], vecs[idx],
                                          [float(self.draft[i]) for i in idx], [None] * len(idx),
                                          float(self.maxp[idx[0]]))
@@ -130,15 +138,26 @@ def tfidf(texts: list[str], references: list[str]) -> tuple[np.ndarray, np.ndarr
 
 
 def adapt(draft: np.ndarray, maxp: np.ndarray, qid: np.ndarray, taught: dict[int, float], prior: float = 3.0,
-          shrink: float = 3.0) -> np.ndarray:
-    """The drafts moved to the teacher's level: ``y = a + b x`` on shares of the maximum, fitted on the teacher's
-    grades with ``prior`` pseudo-grades holding it to the identity, then per-question offsets shrunk to 0
+          shrink: float = 3.0, how: str = "stand-in", weights: dict[int, float] | None = None) -> np.ndarray:
+    """The drafts moved to the teacher's level.  ``how="model"``: the grade model's own adaptation
+    (:func:`knockout.grading._adapt.adapt` with the shipped prior, one exam; ``weights``: a grade's worth in
+    teacher judgements, default 1).  ``how="stand-in"``: ``y = a + b x`` on shares of the maximum, fitted on the
+    teacher's grades with ``prior`` pseudo-grades holding it to the identity, then per-question offsets shrunk to 0
     (``shrink`` pseudo-grades)."""
     x = draft / maxp
     if not taught:
         return draft.copy()
     idx = np.array(list(taught))
     y = np.array([taught[i] for i in idx]) / maxp[idx]
+    if how == "model":
+        from knockout.calibration._fit import shipped_prior
+        from knockout.grading._adapt import adapt as model_adapt
+
+        w = np.array([(weights or {}).get(int(i), 1.0) for i in idx])
+        fitted = model_adapt(x[idx], y, [str(v) for v in qid[idx]], ["exam"] * len(idx), shipped_prior(),
+                             weights=w)
+        moved: np.ndarray = fitted.predict(x, [str(v) for v in qid], ["exam"] * len(x)) * maxp
+        return moved
     xs = x[idx]
     # ridge towards a = 0, b = 1: minimise sum (y - a - b x)^2 + prior (a^2 + (b - 1)^2)
     a_mat = np.array([[len(xs) + prior, xs.sum()], [xs.sum(), (xs ** 2).sum() + prior]])
@@ -161,28 +180,44 @@ def scores(est: np.ndarray, truth: np.ndarray, others: np.ndarray) -> tuple[floa
     return rmse, r
 
 
-def member_grade(grade: float, draft: np.ndarray, maxp: np.ndarray, member: int, rep: int, mode: str) -> float:
-    """What a member gets when the teacher grades its group's representative ``grade``: that grade (``one``), or
-    that grade moved by the member's draft offset from the representative's (``offset``), within 0..max."""
+def member_grade(grade: float, draft: np.ndarray, maxp: np.ndarray, member: int, rep: int, mode: str,
+                 atom: np.ndarray) -> float | None:
+    """What a member gets when the teacher grades its group's representative ``grade``: that grade (``one``), that
+    grade moved by the member's draft offset from the representative's (``offset``), within 0..max, or (``adapt``)
+    that grade only when the member is near-identical to the representative (same ``atom``), else None: its own
+    draft, moved by the adaptation the representative's grade enters."""
     if mode == "one":
         return grade
+    if mode == "adapt":
+        return grade if atom[member] == atom[rep] else None
     return float(np.clip(grade + draft[member] - draft[rep], 0.0, maxp[member]))
 
 
+def group_order(ex: Exam, q: str, order: str) -> list[Group]:
+    """A question's groups in the order the first-groups check grades them: as listed (``size``: largest first)
+    or as :func:`knockout.groups.propose` ranks them before any teacher grade (``propose``)."""
+    gs = ex.groups[q]
+    if order == "size":
+        return gs
+    ranked = [r["group"] for r in propose({q: gs}, {})]
+    return sorted(gs, key=lambda g: ranked.index(g.id))
+
+
 def simulate(ex: Exam, questions: list[str], strategy: str, actions: int, seed: int,
-             group_grade: str = "one") -> np.ndarray:
+             group_grade: str = "one", how: str = "stand-in") -> np.ndarray:
     """RMSE and Pearson of the other answers after 0..actions teacher actions (rows), for one exam."""
     rng = np.random.default_rng(seed)
     sel = np.flatnonzero(np.isin(ex.qid, questions))
-    draft, maxp, qid, truth = ex.draft[sel], ex.maxp[sel], ex.qid[sel], ex.human[sel]
+    draft, maxp, qid, truth, atom = ex.draft[sel], ex.maxp[sel], ex.qid[sel], ex.human[sel], ex.atom[sel]
     local = {ex.ids[i]: k for k, i in enumerate(sel)}
     direct: dict[int, float] = {}  # graded by the teacher
     via: dict[int, float] = {}  # graded through a group
+    done: set[str] = set()  # the groups graded
     groups = {q: ex.groups[q] for q in questions}
     order = list(rng.permutation(len(sel)))
     out = []
     for step in range(actions + 1):
-        est = adapt(draft, maxp, qid, direct)
+        est = adapt(draft, maxp, qid, direct, how=how)
         for k, v in via.items():
             est[k] = v
         others = np.array([k not in direct for k in range(len(sel))])
@@ -191,16 +226,21 @@ def simulate(ex: Exam, questions: list[str], strategy: str, actions: int, seed: 
             break
         if strategy == "groups":
             known = {ex.ids[sel[k]]: v for k, v in {**via, **direct}.items()}
-            nxt = propose(groups, known)
+            nxt = propose(groups, known, graded=done)
             if not nxt:
                 break
             g = next(x for gs in groups.values() for x in gs if x.id == nxt[0]["group"])
+            done.add(g.id)
             rep = local[g.representative] if local[g.representative] not in direct else \
-                next(local[a] for a in g.members if local[a] not in direct)
+                next((local[a] for a in g.members if local[a] not in direct), None)
+            if rep is None:
+                continue
             direct[rep] = float(truth[rep])
             for a in g.members:
-                if local[a] not in direct:
-                    via[local[a]] = member_grade(float(truth[rep]), draft, maxp, local[a], rep, group_grade)
+                if local[a] not in direct and local[a] not in via:
+                    got = member_grade(float(truth[rep]), draft, maxp, local[a], rep, group_grade, atom)
+                    if got is not None:
+                        via[local[a]] = got
         elif strategy == "random":
             while order and order[0] in direct:
                 order.pop(0)
@@ -222,23 +262,26 @@ def simulate(ex: Exam, questions: list[str], strategy: str, actions: int, seed: 
     return arr
 
 
-def two_groups(ex: Exam, questions: list[str], group_grade: str = "one") -> tuple[float, float, float, float]:
-    """One teacher action per group on the first two groups of each question (largest first): RMSE of the other
-    answers with the group grades (the rest adapted), of the raw drafts, of the adapted drafts alone, and with the
-    group grades and the rest raw (no adaptation)."""
+def two_groups(ex: Exam, questions: list[str], group_grade: str = "one", how: str = "stand-in",
+               order: str = "size") -> tuple[float, float, float, float]:
+    """One teacher action per group on the first two groups of each question (:func:`group_order`): RMSE of the
+    other answers with the group grades (the rest adapted), of the raw drafts, of the adapted drafts alone, and with
+    the group grades and the rest raw (no adaptation)."""
     sel = np.flatnonzero(np.isin(ex.qid, questions))
-    draft, maxp, qid, truth = ex.draft[sel], ex.maxp[sel], ex.qid[sel], ex.human[sel]
+    draft, maxp, qid, truth, atom = ex.draft[sel], ex.maxp[sel], ex.qid[sel], ex.human[sel], ex.atom[sel]
     local = {ex.ids[i]: k for k, i in enumerate(sel)}
     direct: dict[int, float] = {}
     via: dict[int, float] = {}
     for q in questions:
-        for g in ex.groups[q][:2]:
+        for g in group_order(ex, q, order)[:2]:
             rep = local[g.representative]
             direct[rep] = float(truth[rep])
             for a in g.members:
-                via.setdefault(local[a], member_grade(float(truth[rep]), draft, maxp, local[a], rep, group_grade))
+                v = member_grade(float(truth[rep]), draft, maxp, local[a], rep, group_grade, atom)
+                if v is not None:
+                    via.setdefault(local[a], v)
     others = np.array([k not in direct for k in range(len(sel))])
-    adapted = adapt(draft, maxp, qid, direct)
+    adapted = adapt(draft, maxp, qid, direct, how=how)
     est = adapted.copy()
     plain = draft.copy()
     for k, v in via.items():
@@ -274,11 +317,21 @@ def main() -> None:
     p.add_argument("--draft", choices=("similarity", "model"), default="similarity",
                    help="the draft grade: the similarity to the reference (every answer), or the grade model's "
                         "cross-validated grade (the answers it graded: bench/grade_model/cv_grades.json)")
-    p.add_argument("--group-grade", choices=("one", "offset"), default="one",
-                   help="what a group's members get from the representative's grade: that grade (one, as knockout "
-                        "groups does), or that grade moved by each member's draft offset from the representative's")
+    p.add_argument("--group-grade", choices=("adapt", "one", "offset"), default="adapt",
+                   help="what a group's members get from the representative's grade: it enters the adaptation as "
+                        "the representative's grade and only the near-identical members take it (adapt, as knockout "
+                        "groups does), every member takes it (one), or it is moved by each member's draft offset from "
+                        "the representative's (offset)")
+    p.add_argument("--adapt", choices=("model", "stand-in"), default=None,
+                   help="how the answers without a teacher grade are moved: the grade model's adaptation with the "
+                        "shipped prior (model; the default with --draft model) or the bench's ridge stand-in "
+                        "(the default with --draft similarity)")
+    p.add_argument("--order", choices=("propose", "size"), default="propose",
+                   help="the first two groups of each question in the check: as knockout.groups.propose ranks them "
+                        "(the product's next group) or largest first (the listing)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
+    how = args.adapt or ("model" if args.draft == "model" else "stand-in")
     t0 = time.time()
     report: dict[str, Any] = {}
     for name in args.sets.split(","):
@@ -293,9 +346,9 @@ def main() -> None:
             sizes.append(n)
             actions = round(args.share * n)
             for s in STRATEGIES:
-                curves[s].append(simulate(ex, questions, s, actions, seed=d, group_grade=args.group_grade)
+                curves[s].append(simulate(ex, questions, s, actions, seed=d, group_grade=args.group_grade, how=how)
                                  [:actions + 1])
-            checks.append(two_groups(ex, questions, args.group_grade))
+            checks.append(two_groups(ex, questions, args.group_grade, how, args.order))
         n_min = min(len(c) for cs in curves.values() for c in cs)
         human_r = float(np.corrcoef(*ex.pair)[0, 1]) if ex.pair is not None else None
         best = min(float(np.nanmax(np.mean([c[:n_min, 1] for c in curves[s]], 0))) for s in STRATEGIES)
@@ -322,7 +375,8 @@ def main() -> None:
                                           "rest_raw_below_raw_in": f"{int((chk[:, 3] < chk[:, 1]).sum())}/{len(chk)}",
                                           "below_raw_in": f"{int((chk[:, 0] < chk[:, 1]).sum())}/{len(chk)} draws"}
         report[name] = res
-        print(f"== {name} (draft: {args.draft}, group grade: {args.group_grade}): "
+        print(f"== {name} (draft: {args.draft}, group grade: {args.group_grade}, adaptation: {how}, "
+              f"first groups: {args.order}): "
               f"{res['answers_per_exam']:.0f} answers per exam, {args.draws} draws; "
               f"target Pearson "
               f"{target:.3f} ({res['target_is']})")

@@ -90,21 +90,28 @@ def test_groups_of_a_run_have_draft_spread_representative_and_members(graded: Pa
 
 # -- grades through groups, import, undo ----------------------------------------------------------------------------
 
-def test_a_group_grade_is_each_members_teacher_grade_and_undo_reverts_it(graded: Path) -> None:
+def test_a_group_grade_is_its_representatives_teacher_grade_and_undo_reverts_it(graded: Path) -> None:
     from knockout.annotations import add_web_grades
-    from knockout.groups import grade_group, override, run_groups, teacher_grades, undo
+    from knockout.groups import alike, grade_group, override, run_groups, teacher_grades, undo
     from knockout.storage import Store
 
     with Store.open_existing(graded) as store:
         run = store.runs()[-1].id
-        g = max((g for gs in run_groups(store, run).questions.values() for g in gs), key=lambda g: len(g.members))
+        by_size = sorted((g for gs in run_groups(store, run).questions.values() for g in gs),
+                         key=lambda g: -len(g.members))
+        g, h = by_size[0], by_size[1]
         assert len(g.members) >= 2
-        member = g.members[-1]
+        member = g.representative
         override(store, run, member, 0.5, "teacher")  # graded one by one first: the group grade keeps it
-        done = grade_group(store, run, g.id, 1.0, "teacher")
-        assert done.kept == [member] and sorted(done.graded) == sorted(set(g.members) - {member})
+        kept = grade_group(store, run, g.id, 1.0, "teacher")
+        taking = alike(store, run, g)
+        assert kept.kept == [member] and sorted(kept.graded) == sorted(set(taking) - {member})
+        assert sorted(kept.adapted) == sorted(set(g.members) - set(taking))  # left to the adaptation
+        done = grade_group(store, run, h.id, 1.0, "teacher")
+        assert h.representative in done.graded and sorted(done.graded + done.adapted) == sorted(h.members)
         stored = teacher_grades(store, run)
-        assert all(stored[a]["via_group"] == g.id and stored[a]["score"] == 1.0 for a in done.graded)
+        assert all(stored[a]["via_group"] == h.id and stored[a]["score"] == 1.0 for a in done.graded)
+        assert not set(done.adapted) & set(stored)  # the other members keep their drafts
         assert stored[member]["via_group"] is None and stored[member]["score"] == 0.5
         items = store.items_for_run(run)
         assert items is not None
@@ -112,36 +119,85 @@ def test_a_group_grade_is_each_members_teacher_grade_and_undo_reverts_it(graded:
         assert sources["web"] == ["web:teacher"]
         assert with_web.answer(done.graded[0]).human_scores["web:teacher"] == 1.0
         assert undo(store, "teacher") == {"action": done.action, "reverted": len(done.graded), "changed_since": 0}
+        if kept.graded:
+            assert undo(store, "teacher") == {"action": kept.action, "reverted": len(kept.graded),
+                                              "changed_since": 0}
         after = teacher_grades(store, run)
         assert set(after) == {member}  # the group's grades are gone, the override stays
         assert (undone := undo(store, "teacher")) is not None and undone["reverted"] == 1  # then the override
         assert teacher_grades(store, run) == {} and undo(store, "teacher") is None
         history = store.annotations.grade_history()
-        assert [h["via_group"] for h in history if h["action"] == done.action] == [g.id] * len(done.graded)
+        assert [h["via_group"] for h in history if h["action"] == done.action] == [h.id] * len(done.graded)
+
+
+def test_a_group_grade_moves_the_other_members_own_drafts_and_near_identical_ones_take_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 61 (the group grade as adaptation evidence): the teacher's grade of a group's representative is stored
+    on it and on its near-identical copy only; a member that differs keeps its own draft, moved by the adaptation
+    (gradebook source ``calibrated``), not the representative's grade; the group counts as one judgement."""
+    from knockout.calibration._run import calibrate_loaded, group_weights
+    from knockout.groups import grade_group, run_groups, teacher_grades
+    from knockout.reports._runs import read_run
+    from knockout.storage import Store
+
+    lines = [json.loads(x) for x in TEACHER.read_text().splitlines() if x.strip()]
+    ada = next(x for x in lines if x.get("id") == "teach/1/ada")
+    copy = {k: v for k, v in ada.items() if k != "human_scores"}
+    copy.update(id="teach/1/zoe", examinee="zoe", text="  " + ada["text"].upper(), meta={"email": "zoe@x.example"})
+    data = tmp_path / "exam.jsonl"
+    data.write_text("".join(json.dumps(x) + "\n" for x in [*lines, copy]))
+    db = tmp_path / "t.db"
+    monkeypatch.setattr(sys, "argv", ["knockout", "grade"])
+    cli("grade", str(data), "--judge", LENIENT, "--reference", "--out", str(db), "--json", "--quiet")
+    with Store.open_existing(db) as store:
+        run = store.runs()[-1].id
+        found = run_groups(store, run)
+        ours = ["teach/1/ada", "teach/1/zoe", "teach/1/ben"]  # one group of three, ada its representative
+        rest = sorted(a for g in found.questions["teach/1"] for a in g.members if a not in ours)
+        rows = [(a, g.question_id, g.id, a == g.representative) for q, gs in found.questions.items()
+                if q != "teach/1" for g in gs for a in g.members]
+        rows += [(a, "teach/1", "teach/1#1", i == 0) for i, a in enumerate(ours)]
+        rows += [(a, "teach/1", "teach/1#2", i == 0) for i, a in enumerate(rest)]
+        store.annotations.save_groups(run, rows, 0.0)
+        g = run_groups(store, run).group("teach/1#1")
+        assert g is not None and g.representative == "teach/1/ada"
+        draft = g.drafts["teach/1/ben"]
+        assert draft is not None and abs(draft - 2.0) > 0.2
+        done = grade_group(store, run, g.id, 2.0, "teacher")
+        assert sorted(done.graded) == ["teach/1/ada", "teach/1/zoe"] and done.adapted == ["teach/1/ben"]
+        assert {a for a, v in teacher_grades(store, run).items() if v["via_group"]} == {"teach/1/ada", "teach/1/zoe"}
+        loaded = read_run(store, store.find_run(run), details=True, web_grades=True)
+    assert group_weights(db, {"teach/1/ada", "teach/1/zoe", "teach/1/ben"}) == {"teach/1/ada": 0.5,
+                                                                                "teach/1/zoe": 0.5}
+    section = calibrate_loaded(loaded, resamples=0)
+    assert abs(section["grades"]["teach/1/ben"] - draft) < abs(2.0 - draft) / 2  # its own draft, moved a little
+    book = json.loads(cli("gradebook", str(db), "--json", "--output", str(tmp_path / "b.csv"))[0])
+    assert book["sources"]["expert"] >= 2 and book["sources"]["calibrated"] >= 1
 
 
 def test_undo_restores_the_grade_before_and_leaves_a_grade_changed_since(graded: Path) -> None:
-    from knockout.groups import grade_group, run_groups, teacher_grades, undo
+    from knockout.groups import alike, grade_group, run_groups, teacher_grades, undo
     from knockout.storage import Store
 
     with Store.open_existing(graded) as store:
         run = store.runs()[-1].id
         g = max((g for gs in run_groups(store, run).questions.values() for g in gs), key=lambda g: len(g.members))
+        n = len(alike(store, run, g))  # the representative and its near-identical members
         grade_group(store, run, g.id, 1.0, "teacher")
         grade_group(store, run, g.id, 1.5, "teacher")
         assert {v["score"] for v in teacher_grades(store, run).values()} == {1.5}
-        assert (first := undo(store, "teacher")) is not None and first["reverted"] == len(g.members)
+        assert (first := undo(store, "teacher")) is not None and first["reverted"] == n
         assert {v["score"] for v in teacher_grades(store, run).values()} == {1.0}  # the first group grade
-        assert (second := undo(store, "teacher")) is not None and second["reverted"] == len(g.members)
+        assert (second := undo(store, "teacher")) is not None and second["reverted"] == n
         assert teacher_grades(store, run) == {}
         grade_group(store, run, g.id, 2.0, "teacher")
-        cur = store.annotations.grade(g.members[0], "teacher")
+        cur = store.annotations.grade(g.representative, "teacher")
         assert cur is not None
-        store.annotations.save_grade(answer_id=g.members[0], grader="teacher", question_id=g.question_id,
+        store.annotations.save_grade(answer_id=g.representative, grader="teacher", question_id=g.question_id,
                                      exam_id="teach", score=0.5, comment="", base_version=cur["version"], now=0.0)
         third = undo(store, "teacher")  # the answer graded again one by one since keeps that grade
-        assert third is not None and (third["reverted"], third["changed_since"]) == (len(g.members) - 1, 1)
-        assert {a: v["score"] for a, v in teacher_grades(store, run).items()} == {g.members[0]: 0.5}
+        assert third is not None and (third["reverted"], third["changed_since"]) == (n - 1, 1)
+        assert {a: v["score"] for a, v in teacher_grades(store, run).items()} == {g.representative: 0.5}
 
 
 def test_split_and_move_out_change_the_stored_groups(graded: Path) -> None:
@@ -206,7 +262,7 @@ def test_knockout_groups_lists_groups_writes_a_sheet_imports_it_and_undoes(grade
     _, err = cli("groups", str(graded), "--import", str(filled))
     assert "imported 1 group grades" in err
     done = json.loads(cli("groups", str(graded), "--json")[0])
-    assert done["teacher_grades"] == found["next"][0]["size"]
+    assert 1 <= done["teacher_grades"] <= found["next"][0]["size"]  # its representative (and copies of it)
     assert all(n["group"] != first for n in done["next"])  # the graded group is no longer proposed
     book, _ = cli("gradebook", str(graded))
     assert "expert" in book  # the gradebook carries the grades given through the group
@@ -226,6 +282,8 @@ def test_propose_puts_the_group_with_most_expected_error_first() -> None:
     assert [p["group"] for p in propose({"q": [big, small]}, {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0})] == ["q#2"]
     hooked = propose({"q": [big, small]}, {}, expected_error=lambda a: 10.0 if a == "e" else 0.0)
     assert hooked[0]["group"] == "q#2"  # the grade model's expected error replaces the prior
+    # a graded group is not proposed again, though its members other than the representative have no grade
+    assert [p["group"] for p in propose({"q": [big, small]}, {"a": 1.0}, graded={"q#1"})] == ["q#2"]
 
 
 def test_gradebook_says_in_one_line_when_grades_rest_on_no_teacher_grade(tmp_path: Path,
@@ -243,10 +301,12 @@ def test_gradebook_says_in_one_line_when_grades_rest_on_no_teacher_grade(tmp_pat
     assert len(warning) == 1 and "18 of 18 grades" in warning[0], err
     found = json.loads(cli("groups", str(db), "--json")[0])
     sheet = tmp_path / "all.json"
-    sheet.write_text(json.dumps({g["id"]: 1 for gs in found["questions"].values() for g in gs}))
+    # the teacher agrees with the drafts (half points): each group's representative graded, the rest adapted
+    sheet.write_text(json.dumps({g["id"]: round(2 * g["drafts"][g["representative"]]) / 2
+                                 for gs in found["questions"].values() for g in gs}))
     cli("groups", str(db), "--import", str(sheet))
     _, err = cli("gradebook", str(db), "-o", str(tmp_path / "g.csv"))
-    assert "rest on no teacher grade" not in err  # every grade is now the teacher's
+    assert "rest on no teacher grade" not in err, err  # the teacher's, or adapted to the teacher's
 
 
 def test_the_review_queue_proposes_the_group_to_grade_next_once_the_run_is_grouped(graded: Path) -> None:
@@ -284,29 +344,30 @@ def test_calibrate_weighs_the_grades_given_through_a_group_as_one(graded: Path) 
     with Store.open_existing(graded) as store:
         run = store.runs()[-1].id
         g = max((g for gs in run_groups(store, run).questions.values() for g in gs), key=lambda g: len(g.members))
-        grade_group(store, run, g.id, 1.0, "teacher")
+        taking = grade_group(store, run, g.id, 1.0, "teacher").graded
         other = next(a.id for a in store.items_for_run(run) or [] if a.id not in g.members)
         override(store, run, other, 0.5, "teacher")
         loaded = read_run(store, store.find_run(run), details=True, web_grades=True)
-    assert group_weights(graded, set(g.members) | {other}) == {a: 1 / len(g.members) for a in g.members}
+    assert group_weights(graded, set(g.members) | {other}) == {a: 1 / len(taking) for a in taking}
     section = calibrate_loaded(loaded, resamples=0)
-    assert section["group_grades"] == {"answers": len(g.members), "judgements": 1.0}
+    assert section["group_grades"] == {"answers": len(taking), "judgements": 1.0}
     words = " ".join(str(c) for t in calibration_tables(section) for row in t.rows for c in row)
-    assert f"{len(g.members)} answers' grades, counted as 1 teacher judgements" in words
+    assert f"{len(taking)} answers' grades, counted as 1 teacher judgements" in words
 
 
 @needs_shared
 @pytest.mark.slow
 def test_the_groups_bench_runs_on_the_grade_models_cross_validated_drafts(tmp_path: Path) -> None:
     """``bench/groups.py --draft model``: the exams hold the answers ``bench/grade_model/cv_grades.json`` grades (8 per
-    SAF training question), their drafts the grade model's cross-validated grades (with the members' draft offsets
-    kept: ``--group-grade offset``)."""
+    SAF training question), their drafts the grade model's cross-validated grades, moved by the grade model's
+    adaptation; the group's grade is the representative's, as the product's (``--group-grade adapt``)."""
     import subprocess
 
-    out = tmp_path / "offset.json"
+    out = tmp_path / "adapt.json"
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "groups.py"), "--sets", "SAF", "--draft", "model",
-                        "--draws", "1", "--share", "0.05", "--group-grade", "offset", "--json", str(out)],
+                        "--draws", "1", "--share", "0.05", "--json", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    assert "SAF (draft: model, group grade: offset): 48 answers per exam" in r.stdout
+    assert ("SAF (draft: model, group grade: adapt, adaptation: model, first groups: propose): 48 answers per exam"
+            in r.stdout)
     assert set(json.loads(out.read_text())["SAF"]["strategies"]) == {"groups", "random", "queue"}

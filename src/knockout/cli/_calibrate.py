@@ -134,7 +134,7 @@ def review(
     if groups:
         from knockout.reports._tables import Table, points
 
-        print_tables([Table("or grade these answer groups next (knockout groups; one grade for every member)",
+        print_tables([Table("or grade these answer groups next (knockout groups; one grade: its representative's)",
                             ["#", "group", "ungraded", "draft", "gain"],
                             [[str(i), g["group"], str(g["ungraded"]), points(g["draft"]), g["words"]]
                              for i, g in enumerate(groups[:next_n], 1)])])
@@ -144,16 +144,17 @@ def next_groups(ref: str, loaded: Any) -> list[dict[str, Any]]:
     """The review queue's groups: where the run's answers were grouped (``knockout groups``, the web app), the
     groups whose grade would remove the most expected error (:func:`knockout.groups.propose`), the expert grades
     entered so far (the file's and the web app's) as the teacher's; [] where nobody grouped them."""
-    from knockout.groups import propose, stored_groups
+    from knockout.groups import graded_groups, propose, stored_groups, teacher_grades
     from knockout.reports._runs import parse_ref
     from knockout.storage import Store
 
     with Store.open_existing(parse_ref(ref)[0]) as store:
         found = stored_groups(store, loaded.run.id)
+        done = graded_groups(teacher_grades(store, loaded.run.id)) if found is not None else set()
     if found is None:
         return []
     experts = {a.id: float(a.human_score) for a in loaded.items if a.human_score is not None}
-    return propose(found.questions, experts)
+    return propose(found.questions, experts, graded=done)
 
 
 def register(app: typer.Typer) -> None:

@@ -18,7 +18,8 @@ def groups(
     run: Annotated[str, typer.Argument(help="the SQLite store (STORE or STORE:RUN_ID; default: its latest grade run)")],
     import_file: Annotated[Path | None, typer.Option(
         "--import", help="grade groups from a file: CSV with columns group and grade (and comment; the sheet "
-        "--sheet writes, filled in), or JSON {group: grade}; stored per answer as the grader's grades")] = None,
+        "--sheet writes, filled in), or JSON {group: grade}: the grade of each group's representative, stored as "
+        "the grader's on it and the members near-identical to it")] = None,
     sheet: Annotated[Path | None, typer.Option("--sheet", help="write one CSV row per group to fill in (group, "
                                                "question, size, draft, representative and its text, grade)")] = None,
     grader: Annotated[str, typer.Option("--grader", help="whose grades --import and --undo are")] = DEFAULT_GRADER,
@@ -31,10 +32,11 @@ def groups(
 ) -> None:
     """Each question's answer groups (answers alike in meaning and draft grade, near-identical ones always
     together), largest first: the draft grade and its spread, the representative answer, the members; which
-    group to grade next.  A teacher grades a group once (--import, or the web app) and every member gets the
-    grade."""
+    group to grade next.  A teacher grades a group once (--import, or the web app): the grade of its
+    representative, which it and its near-identical members take; the other members keep their own drafts, moved
+    by the adaptation to the teacher (knockout calibrate, gradebook), where the group's grade counts as one."""
     from knockout._bounds import check_name
-    from knockout.groups import import_group_grades, propose, run_groups, sheet_rows, teacher_grades
+    from knockout.groups import graded_groups, import_group_grades, propose, run_groups, sheet_rows, teacher_grades
     from knockout.groups import undo as undo_last
     from knockout.reports._runs import parse_ref, pick_run, refuse_partial
     from knockout.storage import Store
@@ -52,14 +54,15 @@ def groups(
                 graded = import_group_grades(store, record.id, import_file, grader)
                 done["imported"] = {"groups": len(graded), "answers": sum(len(g.graded) for g in graded),
                                     "kept": sum(len(g.kept) for g in graded),
+                                    "adapted": sum(len(g.adapted) for g in graded),
                                     "action": graded[0].action if graded else None}
             found = run_groups(store, record.id, rebuild=rebuild)
             items = store.items_for_run(record.id)
             assert items is not None
             texts = {a.id: a.text for a in items}
-            teacher = {a: g["score"] for a, g in teacher_grades(store, record.id).items()
-                       if g["grader"] == grader}
-            nxt = propose(found.questions, teacher)
+            mine = {a: g for a, g in teacher_grades(store, record.id).items() if g["grader"] == grader}
+            teacher = {a: g["score"] for a, g in mine.items()}
+            nxt = propose(found.questions, teacher, graded=graded_groups(mine))
             if sheet is not None:
                 _write_sheet(sheet, sheet_rows(found, texts))
     except KnockoutError as exc:
@@ -80,6 +83,8 @@ def groups(
         i = done["imported"]
         err.print(f"imported {i['groups']} group grades: {i['answers']} answers graded as {grader}'s" +
                   (f", {i['kept']} kept ({grader} graded them one by one)" if i["kept"] else "") +
+                  (f"; {i['adapted']} other members keep their own drafts, moved by the adaptation to these grades "
+                   "(knockout calibrate, gradebook)" if i["adapted"] else "") +
                   f"; --undo reverts it ({i['action']})", highlight=False, markup=False)
     print_tables(_tables(found, texts, teacher, nxt, members))
     if sheet is not None:

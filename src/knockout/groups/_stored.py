@@ -2,9 +2,14 @@
 
 The groups of a run are built once (:func:`run_groups`) and kept in the store (``answer_groups``), so that the
 groups a teacher saw (``knockout groups``, the web app) are the ones a group-grades file names and that split and
-move change.  A grade given through a group is stored per answer as the teacher's (``human_grades``, the same
-rows as the web app's grades, read by ``report`` and ``gradebook`` as ``web:<grader>``) with the group it came
-through (``via_group``) and the action that wrote it (``action``: what :func:`undo` reverts).
+move change.  A grade given through a group is the teacher's grade of its representative: it is stored as the
+teacher's (``human_grades``, the same rows as the web app's grades, read by ``report`` and ``gradebook`` as
+``web:<grader>``) on the representative and on the members near-identical to it (:func:`alike`), with the group it
+came through (``via_group``) and the action that wrote it (``action``: what :func:`undo` reverts).  The other
+members keep their own draft grades, moved by the grade model's adaptation to the teacher, which the group's grade
+enters as one judgement (:mod:`knockout.calibration._run`): a member's own draft carries its own evidence, which
+another answer's grade would replace (``bench/groups.py --group-grade``: on the grade model's drafts, writing the
+grade onto every member made the other answers worse than no action).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -207,21 +212,49 @@ def exam_of(items: ItemSet, question_id: str) -> str:
 
 @dataclass(frozen=True)
 class GroupGrade:
-    """What one group grade wrote: the action (what undo reverts), the answers graded, those kept (graded one by
-    one by the same grader before: an override stands)."""
+    """What one group grade wrote: the action (what undo reverts), the answers graded (the representative and the
+    members near-identical to it), those kept (graded one by one by the same grader before: an override stands),
+    and the members left to the adaptation (their own drafts, moved by the teacher's grades)."""
 
     action: str
     group: str
     score: float
     graded: list[str]
     kept: list[str]
+    adapted: list[str] = field(default_factory=list)
+
+
+def alike(store: Store, run_id: str, group: Group) -> list[str]:
+    """The members of ``group`` that take the teacher's grade of its representative: the representative and the
+    members near-identical to it (one atom: equal tidied texts, or embeddings within
+    :data:`knockout.groups._build.NEAR` cosine distance; :func:`knockout.groups._build.atoms`)."""
+    if len(group.members) == 1:
+        return list(group.members)
+    items = store.items_for_run(run_id)
+    assert items is not None
+    from knockout.grading import demote
+
+    answers = [items.answer(a) for a in group.members]
+    questions = [items.question_of(a).text for a in answers]
+    atom = atoms([demote(a.text, q) for a, q in zip(answers, questions, strict=True)],
+                 embed([a.text for a in answers], questions))
+    mine = atom[group.members.index(group.representative)]
+    return [a for a, x in zip(group.members, atom, strict=True) if x == mine]
+
+
+def graded_groups(grades: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The ids of the groups graded already, from answer id -> stored grade (``via_group``): a graded group is
+    not proposed again, though most of its members keep their adapted drafts."""
+    return {str(g["via_group"]) for g in grades.values() if g.get("via_group")}
 
 
 def grade_group(store: Store, run_id: str, group_id: str, score: float, grader: str, *, comment: str = "",
                 exam_id: str | None = None, action: str | None = None,
                 groups: RunGroups | None = None) -> GroupGrade:
-    """The teacher's one grade for every answer of a group, stored per answer as ``grader``'s grade given through
-    the group; an answer the same grader graded one by one (an override) keeps that grade."""
+    """The teacher's grade of a group's representative, stored as ``grader``'s grade given through the group on the
+    representative and the members near-identical to it (:func:`alike`); an answer the same grader graded one by
+    one (an override) keeps that grade.  The other members are left to the adaptation (``adapted``): the grade
+    enters it as one judgement and moves their own drafts."""
     from knockout.annotations._common import check_version
     from knockout.annotations._exams import check_half_points
 
@@ -234,7 +267,8 @@ def grade_group(store: Store, run_id: str, group_id: str, score: float, grader: 
     exam = exam_id or exam_of(items, g.question_id)
     graded, kept = [], []
     now = time.time()
-    for aid in g.members:
+    taking = alike(store, run_id, g)
+    for aid in taking:
         current = store.annotations.grade(aid, grader)
         if current is not None and current.get("via_group") is None:
             kept.append(aid)
@@ -243,7 +277,7 @@ def grade_group(store: Store, run_id: str, group_id: str, score: float, grader: 
                                      score=score, comment=comment, now=now, via_group=g.id, action=action,
                                      base_version=check_version(current["version"] if current else 0))
         graded.append(aid)
-    return GroupGrade(action, g.id, score, graded, kept)
+    return GroupGrade(action, g.id, score, graded, kept, [a for a in g.members if a not in taking])
 
 
 def override(store: Store, run_id: str, answer_id: str, score: float, grader: str, *, comment: str = "",

@@ -1,4 +1,5 @@
-"""Answer groups in the web app: a question's groups, largest first; the teacher grades a group once, splits it,
+"""Answer groups in the web app: a question's groups, largest first; the teacher grades a group's representative
+(its near-identical members take the grade, the others keep their drafts moved by the adaptation), splits it,
 moves an answer out, overrides a member, undoes the last action (:mod:`knockout.groups`)."""
 
 # No ``from __future__ import annotations``: FastAPI reads the parameter annotations of the routes.
@@ -22,7 +23,7 @@ def _where(exam: Exam) -> dict[str, tuple[int, int]]:
 
 
 def groups_context(ctx: Ctx, exam: Exam, k: int) -> dict[str, Any]:
-    from knockout.groups import propose, run_for_answers, run_groups
+    from knockout.groups import graded_groups, propose, run_for_answers, run_groups
 
     if not 1 <= k <= len(exam.questions):
         raise HTTPException(404, "No such question.")
@@ -37,14 +38,15 @@ def groups_context(ctx: Ctx, exam: Exam, k: int) -> dict[str, Any]:
     mine = {g["answer_id"]: g for g in ctx.exams.grades(exam_id=exam.id, grader=ctx.user.name)}
     texts = {a.id: a.text for e in exam.examinees for a in e.answers.values()}
     teacher = {a: float(g["score"]) for a, g in mine.items()}
-    proposed = propose({question.id: found.questions.get(question.id, [])}, teacher)
+    done = graded_groups(mine)
+    proposed = propose({question.id: found.questions.get(question.id, [])}, teacher, graded=done)
     c["next"] = proposed[0] if proposed else None
     for g in found.questions.get(question.id, []):
         grades = {mine[a]["score"] for a in g.members if a in mine}
         c["groups"].append({
             "id": g.id, "size": len(g.members), "draft": g.draft, "spread": g.spread, "max": g.max_points,
             "representative": g.representative, "text": texts.get(g.representative, ""),
-            "graded": sum(a in mine for a in g.members),
+            "graded": sum(a in mine for a in g.members), "group_graded": g.id in done,
             "grade": next(iter(grades)) if len(grades) == 1 else None,
             "members": [{"id": a, "n": where.get(a, (0, 0))[0], "text": texts.get(a, ""), "draft": g.drafts.get(a),
                          "grade": mine[a]["score"] if a in mine else None,
@@ -81,7 +83,9 @@ def groups_action(request: Request, exam_id: str, k: int, ctx: Auth, csrf: Csrf,
             raise InputError("no such answer of this question", field="answer")
         if action == "grade":
             r = g.grade_group(ctx.store, run_id, group, number(score, "score"), ctx.user.name, exam_id=exam.id)
-            done = f"graded {len(r.graded)} answers of {group}" + (f", {len(r.kept)} kept" if r.kept else "")
+            done = (f"graded {len(r.graded)} answers of {group} (the representative and those near-identical to it)"
+                    + (f", {len(r.kept)} kept" if r.kept else "") +
+                    (f"; {len(r.adapted)} keep their own drafts, moved by your grades" if r.adapted else ""))
         elif action == "override":
             g.override(ctx.store, run_id, answer, number(score, "score"), ctx.user.name, exam_id=exam.id)
             done = "graded one answer"
