@@ -22,7 +22,14 @@ from knockout.engine import Outcome, Subject, Task
 from knockout.grading._normalise import normalise
 from knockout.guard import WHOLE_AT, detect, removed_share, visible, without
 from knockout.methods._anchors import Anchors, anchor_answers, anchor_ends
-from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
+from knockout.methods._base import (
+    AnswerResult,
+    IndividualDetails,
+    Method,
+    MethodOptions,
+    MethodResult,
+    ResultCounts,
+)
 from knockout.prompts._builder import PromptBuilder, reminder_for
 from knockout.storage._store import ResultRow
 
@@ -58,6 +65,21 @@ def grade_task(builder: PromptBuilder, a: Answer, label: str) -> tuple[Task, str
     return task, t.name, shot_ids, q.criteria if criteria else []
 
 
+#: what a run in chunks keeps of an answer's readers record (``details["readers"]``, the rest is in the store): what
+#: the trust marks and the answers table read (:func:`kept_readers`)
+KEPT_READERS = ("judge", "meaning", "similarity", "combined", "disagree", "why_not")
+
+
+def kept_readers(rd: dict[str, Any]) -> dict[str, Any]:
+    """The part of a readers record a run in chunks keeps with its results (:data:`KEPT_READERS`, and the reading
+    ``nothing_beyond`` where it is 1: the answers table says so); the summary's counts are taken before
+    (:class:`ResultCounts`)."""
+    kept = {k: rd[k] for k in KEPT_READERS if k in rd}
+    if (rd.get("readings") or {}).get("nothing_beyond") == 1:
+        kept["readings"] = {"nothing_beyond": 1}
+    return kept
+
+
 def grade_of(value: Any) -> float:
     """A parsed grade: a number, or the sum of a criteria verdict (``{"grade": ..., "criteria": [...]}``)."""
     return float(value["grade"]) if isinstance(value, dict) else float(value)
@@ -77,6 +99,7 @@ class Individual(Method):
         n = len(items)
         chunked = n > self.chunk
         results: list[AnswerResult] = []
+        counts = ResultCounts()
         prompt_only: dict[str, dict[str, Any]] = {}  # the kept details that hold only a prompt's name, by name
         guard = options.guard == "on"
         for start in range(0, n, self.chunk):  # each chunk's answers built from the item set's columns
@@ -120,7 +143,8 @@ class Individual(Method):
             if readings is not None:
                 self._grade(part, done, builder, await readings)
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in done)
-            if chunked:  # the details are in the store; keep what a summary needs (the error, the few-shot
+            counts.add(done)  # the summary's counts, before the details go
+            if chunked:  # the details are in the store; keep what the trust marks need (the error, the few-shot
                 for r in done:  # answers for the copy rate, the last reply for the sciex parser's fallbacks)
                     kept: dict[str, Any] = {} if r.valid else {"error": r.details.get("error")}
                     kept["prompt"] = r.details.get("prompt")
@@ -128,9 +152,10 @@ class Individual(Method):
                         kept["criteria"] = r.details["criteria"]
                     if r.details.get("guard"):
                         kept["guard"] = r.details["guard"]
-                    for k in ("anchored", "readers"):
-                        if r.details.get(k):
-                            kept[k] = r.details[k]
+                    if r.details.get("anchored"):
+                        kept["anchored"] = r.details["anchored"]
+                    if r.details.get("readers"):
+                        kept["readers"] = kept_readers(r.details["readers"])
                     if r.details.get("shots"):
                         kept["shots"] = r.details["shots"]
                     if options.parser and r.details.get("attempts"):
@@ -139,7 +164,7 @@ class Individual(Method):
                         kept = prompt_only.setdefault(kept["prompt"], kept)  # a prompt's (never changed in place)
                     r.details = kept
             results.extend(done)
-        return MethodResult(results, written=True)
+        return MethodResult(results, written=True, counts=counts)
 
     @staticmethod
     def _shown(text: str, guard: bool) -> str:
