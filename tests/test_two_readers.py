@@ -325,3 +325,39 @@ def test_a_run_in_chunks_counts_its_summary_as_it_goes_and_keeps_no_readers_reco
     for r in parts.results:  # the rest of the record (the readings, the model) is in the store only
         assert set(r.details.get("readers") or {}) <= {*KEPT_READERS, "readings"}
     assert any("model" in (r.details.get("readers") or {}) for r in whole.results)
+
+
+def test_a_run_in_chunks_keeps_its_results_in_columns_of_a_few_dozen_bytes_an_answer() -> None:
+    """Issue 59: what a run in chunks returns of 20,000 two-reader grades costs under 100 bytes an answer beyond
+    their ids (a dict per answer was ~2.7 KB), and reads back as kept."""
+    import tracemalloc
+
+    from knockout.methods._base import AnswerResult
+    from knockout.methods._individual import ChunkedResults, kept_readers
+
+    shared = {"prompt": "knockout-individual-en-ref-score"}
+    records = [{"judge": 3.0 + i % 2, "similarity": 0.5 + i / 1e6, "encoder": "all-minilm-l6-v2",
+                "readings": {"similarity": 0.5, "nothing_beyond": float(i % 3 == 0)}, "model": "m", "model_sha": "s",
+                "pattern": "sd+encoder+reference", "full": 3.5, "meaning": None if i % 5 == 0 else 2.0 + i / 1e6,
+                "combined": 2.5 + i / 1e6, "disagree": i % 7 == 0, **({"why_not": "no reference"} if i % 11 == 0
+                                                                       else {})} for i in range(20_000)]
+    ids = [f"q{i // 10}a{i % 10}" for i in range(20_000)]
+    qids = [f"q{i // 10}" for i in range(20_000)]
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    got = ChunkedResults()
+    for i, rec in enumerate(records):
+        got.add(AnswerResult(ids[i], qids[i], None if i % 13 == 0 else rec["combined"], i % 13 != 0, {}), shared,
+                kept_readers(rec))
+    size = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert size / len(records) < 100, size / len(records)
+    assert len(got) == 20_000 and got[-1].answer_id == ids[-1] and len(got[5:9]) == 4
+    for i, r in enumerate(got):
+        assert (r.answer_id, r.question_id, r.valid) == (ids[i], qids[i], i % 13 != 0)
+        assert r.score == (None if i % 13 == 0 else records[i]["combined"])
+        assert r.details == {**shared, "readers": kept_readers(records[i])}
+        assert list(r.details["readers"]) == list(kept_readers(records[i]))  # in the same order
+    odd = ChunkedResults()  # a record of another shape is kept as it is
+    odd.add(AnswerResult("a", "q", 1.0, True, {}), shared, {"judge": 1.0, "why_not": "a criteria rubric grades it"})
+    assert odd[0].details["readers"] == {"judge": 1.0, "why_not": "a criteria rubric grades it"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -181,7 +181,7 @@ def print_summary(summary: dict[str, Any], cost: dict[str, Any] | None = None) -
     out.print(t)
 
 
-def run_trust(items: Any, results: list[Any]) -> Any:
+def run_trust(items: Any, results: Sequence[Any]) -> Any:
     """The trust marks of a run's results (:mod:`knockout.calibration._trust`), each result read as a stored
     one as it comes (no list of a dict per answer)."""
     from knockout.calibration._trust import trust_marks
@@ -190,7 +190,7 @@ def run_trust(items: Any, results: list[Any]) -> Any:
                                 "details": r.details or {}} for r in results))
 
 
-def answers_table(items: Any, results: list[Any], title: str, trust: Any = None) -> Table:
+def answers_table(items: Any, results: Sequence[Any], title: str, trust: Any = None) -> Table:
     from knockout.meaning._words import meaning_points
 
     t = Table(title=title)

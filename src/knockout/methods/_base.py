@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -293,7 +293,8 @@ class ResultCounts:
 
 @dataclass
 class MethodResult:
-    results: list[AnswerResult]
+    #: one per answer (a run in chunks: :class:`knockout.methods._individual.ChunkedResults`, read-only)
+    results: Sequence[AnswerResult]
     info: dict[str, Any] = field(default_factory=dict)
     #: the method wrote its results itself (in chunks, as they were done)
     written: bool = False

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
+from array import array
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from knockout.data._records import Answer, Criterion, ItemSet, Question
 from knockout.engine import Outcome, Subject, Task
@@ -80,6 +82,94 @@ def kept_readers(rd: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+class ChunkedResults(Sequence[AnswerResult]):
+    """The results a run in chunks returns, in columns (issue 59: a million answers in 1 GB): each answer's id,
+    question, score and validity, the details it keeps (:meth:`Individual.run`: the prompt's name, one dict shared by
+    every answer that keeps only that) and its readers' :func:`kept_readers` record as numbers; an
+    :class:`AnswerResult` is made when read (its ``details`` a new dict where it has a readers record: not to be
+    changed in place).  The full details are in the store."""
+
+    _NONE = math.nan  # None in a column of floats (a grade, a reading: never NaN)
+
+    def __init__(self) -> None:
+        self._answer: list[str] = []
+        self._question: list[str] = []
+        self._score = array("d")
+        self._valid = bytearray()
+        self._details: list[dict[str, Any]] = []
+        #: the readers records (judge, meaning, similarity, combined; disagree, nothing beyond, why_not), by position
+        self._at = array("q")  # each answer's row in the columns below (-1: no readers record)
+        self._floats = array("d")
+        self._flags = bytearray()  # 1: disagree, 2: nothing beyond the question
+        self._why = array("h")  # index into _whys, -1: none
+        self._whys: list[str] = []
+        self._odd: dict[int, dict[str, Any]] = {}  # a record of another shape, kept as it is
+
+    def add(self, r: AnswerResult, details: dict[str, Any], readers: dict[str, Any] | None) -> None:
+        self._answer.append(r.answer_id)
+        self._question.append(r.question_id)
+        self._score.append(self._NONE if r.score is None else r.score)
+        self._valid.append(r.valid)
+        self._details.append(details)
+        if readers is None:
+            self._at.append(-1)
+            return
+        floats = [readers.get(k) for k in READERS_FLOATS]
+        why = readers.get("why_not")
+        shape = {*READERS_FLOATS, "disagree", *(("why_not",) if why else ()),
+                 *(("readings",) if "readings" in readers else ())}
+        if (set(readers) != shape or not all(v is None or type(v) is float for v in floats)
+                or type(readers["disagree"]) is not bool or (why is not None and not isinstance(why, str))):
+            self._at.append(-1)
+            self._odd[len(self._answer) - 1] = readers
+            return
+        self._at.append(len(self._flags))
+        self._floats.extend(self._NONE if v is None else v for v in floats)
+        self._flags.append(readers["disagree"] | (2 if "readings" in readers else 0))
+        if why and why not in self._whys:
+            self._whys.append(why)
+        self._why.append(self._whys.index(why) if why else -1)
+
+    def _readers(self, i: int) -> dict[str, Any] | None:
+        k = self._at[i]
+        if k < 0:
+            return self._odd.get(i)
+        f = self._floats[4 * k:4 * k + 4]
+        out: dict[str, Any] = {n: None if math.isnan(v) else v for n, v in zip(READERS_FLOATS, f, strict=True)}
+        out["disagree"] = bool(self._flags[k] & 1)
+        if self._why[k] >= 0:
+            out["why_not"] = self._whys[self._why[k]]
+        if self._flags[k] & 2:
+            out["readings"] = {"nothing_beyond": 1}
+        return {n: out[n] for n in (*KEPT_READERS, "readings") if n in out}  # kept_readers' order
+
+    def __len__(self) -> int:
+        return len(self._answer)
+
+    @overload
+    def __getitem__(self, i: int) -> AnswerResult: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[AnswerResult]: ...
+
+    def __getitem__(self, i: int | slice) -> AnswerResult | list[AnswerResult]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        score = self._score[i]
+        rd = self._readers(i)
+        details = self._details[i] if rd is None else {**self._details[i], "readers": rd}
+        return AnswerResult(self._answer[i], self._question[i], None if math.isnan(score) else score,
+                            bool(self._valid[i]), details)
+
+
+#: the readings a :class:`ChunkedResults` keeps of a readers record as floats
+READERS_FLOATS = ("judge", "meaning", "similarity", "combined")
+
+
 def grade_of(value: Any) -> float:
     """A parsed grade: a number, or the sum of a criteria verdict (``{"grade": ..., "criteria": [...]}``)."""
     return float(value["grade"]) if isinstance(value, dict) else float(value)
@@ -98,7 +188,8 @@ class Individual(Method):
         builder = PromptBuilder(items, "individual", options)
         n = len(items)
         chunked = n > self.chunk
-        results: list[AnswerResult] = []
+        results: list[AnswerResult] = []  # one chunk: the results with their details
+        kept_results = ChunkedResults()  # several: the results' columns
         counts = ResultCounts()
         prompt_only: dict[str, dict[str, Any]] = {}  # the kept details that hold only a prompt's name, by name
         guard = options.guard == "on"
@@ -154,17 +245,16 @@ class Individual(Method):
                         kept["guard"] = r.details["guard"]
                     if r.details.get("anchored"):
                         kept["anchored"] = r.details["anchored"]
-                    if r.details.get("readers"):
-                        kept["readers"] = kept_readers(r.details["readers"])
                     if r.details.get("shots"):
                         kept["shots"] = r.details["shots"]
                     if options.parser and r.details.get("attempts"):
                         kept["attempts"] = r.details["attempts"][-1:]
                     if len(kept) == 1 and isinstance(kept["prompt"], str):  # the usual case, one shared dict
                         kept = prompt_only.setdefault(kept["prompt"], kept)  # a prompt's (never changed in place)
-                    r.details = kept
-            results.extend(done)
-        return MethodResult(results, written=True, counts=counts)
+                    kept_results.add(r, kept, kept_readers(r.details["readers"]) if r.details.get("readers") else None)
+            else:
+                results.extend(done)
+        return MethodResult(kept_results if chunked else results, written=True, counts=counts)
 
     @staticmethod
     def _shown(text: str, guard: bool) -> str:

@@ -10,7 +10,7 @@ kind of run.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,7 +103,9 @@ class RunReport:
     n_answers: int
     stats: dict[str, Any]
     agreement: dict[str, Any]
-    results: list[AnswerResult]
+    #: one per answer; a run in chunks keeps of each answer's details what the trust marks read (its results are
+    #: read-only columns, :class:`knockout.methods._individual.ChunkedResults`; the full details are in the store)
+    results: Sequence[AnswerResult]
     info: dict[str, Any] = field(default_factory=dict)
     verdict: str = "text"
     verdict_questions: dict[str, int] | None = None
@@ -294,6 +296,7 @@ class GradeRun(Run[RunReport]):
         outcome = await self.grader.run(items, ctx, self.cfg.options)
         counts = outcome.counts or ResultCounts.of(outcome.results)  # before the draws: the first draw's details
         if self.cfg.samples > 1:
+            outcome.results = list(outcome.results)  # the draws change the results in place
             counts.became_valid(await self._more_draws(items, ctx, outcome.results))
         if not outcome.written:
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details)
@@ -355,7 +358,7 @@ class GradeRun(Run[RunReport]):
         """Draws 1..K-1 of every answer (draw 0 is the method's own run); each answer's grade becomes the mean
         of its valid draws, its details keep every draw's grade (None: invalid) and cache key, and its results
         are written again.  How many answers without a valid first draw got a valid grade."""
-        draws: list[list[AnswerResult]] = []
+        draws: list[Sequence[AnswerResult]] = []
         for k in range(1, self.cfg.samples):
             sub = _DrawContext(ctx.run_id, ctx.store, {"judge": ctx.engine.for_draw(k)}, ctx.observer, ctx.executor)
             draws.append((await self.grader.run(items, sub, self.cfg.options)).results)
