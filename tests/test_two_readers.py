@@ -322,6 +322,10 @@ def test_a_run_in_chunks_counts_its_summary_as_it_goes_and_keeps_no_readers_reco
     assert stored_parts == stored_whole and {"model", "readings"} <= stored_parts[0][2]  # the whole record stored
     assert [r.score for r in parts.results] == [r.score for r in whole.results]
     assert marks(parts.results) == marks(whole.results)
+    counts_only = trust_marks(items, ({"item_id": r.answer_id, "score": r.score, "valid": r.valid,
+                                       "details": r.details} for r in parts.results), per_answer=False)
+    assert counts_only.counts() == marks(whole.results)["counts"] and counts_only.counts()["disagree"] >= 1
+    assert not counts_only.readings and not counts_only.question_of  # the summary's trust: no map by answer
     for r in parts.results:  # the rest of the record (the readings, the model) is in the store only
         assert set(r.details.get("readers") or {}) <= {*KEPT_READERS, "readings"}
     assert any("model" in (r.details.get("readers") or {}) for r in whole.results)
