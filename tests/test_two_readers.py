@@ -362,6 +362,10 @@ def test_a_run_in_chunks_keeps_its_results_in_columns_of_a_few_dozen_bytes_an_an
         assert r.score == (None if i % 13 == 0 else records[i]["combined"])
         assert r.details == {**shared, "readers": kept_readers(records[i])}
         assert list(r.details["readers"]) == list(kept_readers(records[i]))  # in the same order
+    scores = got.scores(ItemSet([Question(id=q, text="t", max_points=4) for q in dict.fromkeys(qids)],
+                                [Answer(id=a, question_id=q, text="x") for a, q in zip(ids, qids, strict=True)]))
+    assert len(scores) == 20_000 and "nope" not in scores and scores[ids[13]] is None
+    assert dict(scores) == {r.answer_id: r.score for r in got}  # the run's agreement reads them by id
     odd = ChunkedResults()  # a record of another shape is kept as it is
     odd.add(AnswerResult("a", "q", 1.0, True, {}), shared, {"judge": 1.0, "why_not": "a criteria rubric grades it"})
     assert odd[0].details["readers"] == {"judge": 1.0, "why_not": "a criteria rubric grades it"}

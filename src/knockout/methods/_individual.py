@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import math
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from knockout.data._records import Answer, Criterion, ItemSet, Question
@@ -143,6 +143,11 @@ class ChunkedResults(Sequence[AnswerResult]):
             out["readings"] = {"nothing_beyond": 1}
         return {n: out[n] for n in (*KEPT_READERS, "readings") if n in out}  # kept_readers' order
 
+    def scores(self, items: ItemSet) -> Mapping[str, float | None]:
+        """Each answer's score by its id (None: invalid), looked up through ``items``' own index of ids (a dict of a
+        million scores is ~70 MB)."""
+        return _Scores(self, items)
+
     def __len__(self) -> int:
         return len(self._answer)
 
@@ -164,6 +169,35 @@ class ChunkedResults(Sequence[AnswerResult]):
         details = self._details[i] if rd is None else {**self._details[i], "readers": rd}
         return AnswerResult(self._answer[i], self._question[i], None if math.isnan(score) else score,
                             bool(self._valid[i]), details)
+
+
+class _Scores(Mapping[str, float | None]):
+    """:meth:`ChunkedResults.scores`: the results' scores by answer id, through the item set's index of ids."""
+
+    def __init__(self, results: ChunkedResults, items: ItemSet) -> None:
+        self._results, self._items = results, items
+
+    def _at(self, answer_id: object) -> int | None:
+        i = self._items.find(answer_id) if isinstance(answer_id, str) else None
+        if i is None or i >= len(self._results) or self._results._answer[i] != answer_id:
+            return None
+        return i
+
+    def __contains__(self, answer_id: object) -> bool:
+        return self._at(answer_id) is not None
+
+    def __getitem__(self, answer_id: str) -> float | None:
+        i = self._at(answer_id)
+        if i is None:
+            raise KeyError(answer_id)
+        score = self._results._score[i]
+        return None if math.isnan(score) else score
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._results._answer)
+
+    def __len__(self) -> int:
+        return len(self._results)
 
 
 #: the readings a :class:`ChunkedResults` keeps of a readers record as floats

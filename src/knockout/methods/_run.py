@@ -317,7 +317,10 @@ class GradeRun(Run[RunReport]):
         ignored = sum(SCHEMA_IGNORED in str(r.details.get("error") or "") for r in outcome.results if not r.valid)
         if ignored:  # said, never silent: the server wrote free text where the verdict schema was asked for
             outcome.info["verdict_schema_ignored"] = ignored
-        scores = {r.answer_id: r.score for r in outcome.results}
+        from knockout.methods._individual import ChunkedResults
+
+        scores = (outcome.results.scores(items) if isinstance(outcome.results, ChunkedResults)
+                  else {r.answer_id: r.score for r in outcome.results})
         return RunReport(
             run_id=ctx.run_id,
             method=self.cfg.method,
