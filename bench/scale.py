@@ -22,8 +22,9 @@ and prints wall time and peak RSS of each, the store's size (and per table), and
 under 2 GB (1 GB for the flat formats), store under 1.5 GB, rerun under 25% of the first run, report under
 60 s (targets are for 1M answers; smaller runs print the same table).  With several sizes or formats it ends
 with one table of peak RSS per step, per answer (peak RSS / answers) and per added answer (the growth from
-the size before).  With several ``--readers`` (``two,judge``) each size is graded with each, one after the other,
-and a table gives each one's CPU per answer, wall and peak RSS against the last's.
+the size before) and the peak RSS that slope gives at 1M answers (the issue's bound: 1 GB with two readers),
+each ``--readers`` apart.  With several ``--readers`` (``two,judge``) each size is graded with each, one after the
+other, and a table gives each one's CPU per answer, wall and peak RSS against the last's.
 
 The answers' texts: ``--texts bench`` (the default) repeats about 100 distinct texts whatever the size (ten words
 rotated), which flatters anything that reads a text once (the encoder); ``--texts distinct`` gives every answer a
@@ -230,21 +231,25 @@ def print_one(r: dict[str, Any]) -> None:
 
 
 def print_rss_table(results: list[dict[str, Any]]) -> None:
-    """Peak RSS per step and per answer, each format by size (the growth per added answer from the size
-    before, which leaves out the process's fixed cost)."""
+    """Peak RSS per step and per answer, each format and readers by size: the growth per added answer from the
+    size before (the slope, which leaves out the process's fixed cost) and the peak it gives at 1M answers."""
     steps = [s for s in ("first_run", "rerun", "report", "export") if any(f"{s}_rss_mb" in r for r in results)]
     print()
-    print("| format | answers | " + " | ".join(f"{s} RSS MB" for s in steps)
-          + " | peak RSS MB | KB per answer | KB per added answer | first run CPU ms per answer |")
-    print("| --- " * (6 + len(steps)) + "|")
-    before: dict[str, dict[str, Any]] = {}
-    for r in sorted(results, key=lambda r: (r["format"], r["answers"])):
-        n, peak = r["answers"], r["peak_rss_mb"]
-        prev = before.get(r["format"])
-        added = "-" if prev is None else f"{(peak - prev['peak_rss_mb']) * 1024 / (n - prev['answers']):.2f}"
-        print(f"| {r['format']} | {n:,} | " + " | ".join(str(r.get(f"{s}_rss_mb", "-")) for s in steps)
-              + f" | {peak} | {peak * 1024 / n:.2f} | {added} | {r.get('first_run_cpu_ms_per_answer', '-')} |")
-        before[r["format"]] = r
+    print("| format | readers | answers | " + " | ".join(f"{s} RSS MB" for s in steps)
+          + " | peak RSS MB | KB per answer | KB per added answer | peak RSS at 1M MB (slope) "
+            "| first run CPU ms per answer |")
+    print("| --- " * (8 + len(steps)) + "|")
+    before: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in sorted(results, key=lambda r: (r["format"], r.get("readers", ""), r["answers"])):
+        n, peak, key = r["answers"], r["peak_rss_mb"], (r["format"], r.get("readers", "default"))
+        prev = before.get(key)
+        slope = None if prev is None else (peak - prev["peak_rss_mb"]) / (n - prev["answers"])  # MB an answer
+        added = "-" if slope is None else f"{slope * 1024:.2f}"
+        at_1m = "-" if slope is None else f"{peak + slope * (1_000_000 - n):,.0f}"
+        print(f"| {r['format']} | {key[1]} | {n:,} | " + " | ".join(str(r.get(f"{s}_rss_mb", "-")) for s in steps)
+              + f" | {peak} | {peak * 1024 / n:.2f} | {added} | {at_1m} | "
+                f"{r.get('first_run_cpu_ms_per_answer', '-')} |")
+        before[key] = r
 
 
 def main() -> None:

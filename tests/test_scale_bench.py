@@ -57,3 +57,18 @@ def test_two_readers_against_the_judge_alone_on_a_loopback_judge(tmp_path: Path)
     assert not (judge["grade_readers"] or {}).get("combined")
     enc = got["encoder"]
     assert enc["n"] == enc["distinct"] == 40 and enc["ms_limit"] > 0 and enc["ms_cpu"] > 0
+
+
+def test_the_rss_table_gives_each_readers_slope_and_its_peak_at_a_million(capsys: pytest.CaptureFixture[str]) -> None:
+    """Two readers and the judge alone graded at two sizes, interleaved: each readers' growth per added answer is
+    taken from its own smaller run (not the other readers'), and extrapolated to 1M answers."""
+    runs = [{"format": "typed", "readers": rd, "answers": n, "first_run_rss_mb": rss, "peak_rss_mb": rss,
+             "first_run_cpu_ms_per_answer": 1.0}
+            for n, pair in ((10_000, (300, 140)), (40_000, (330, 170)))
+            for rd, rss in zip(("two", "judge"), pair, strict=True)]
+    scale().print_rss_table(runs)
+    rows = {(c[2], c[3]): c for line in capsys.readouterr().out.splitlines()
+            if (c := [x.strip() for x in line.split("|")]) and len(c) > 8 and c[1] == "typed"}
+    assert rows[("two", "40,000")][7] == f"{30 * 1024 / 30_000:.2f}"  # KB per added answer: (330 - 300) MB / 30k
+    assert rows[("two", "40,000")][8] == f"{330 + 30 / 30_000 * 960_000:,.0f}" == "1,290"  # MB at 1M
+    assert rows[("judge", "40,000")][8] == "1,130" and rows[("judge", "10,000")][8] == "-"

@@ -58,6 +58,7 @@ A question is marked ``needs expert`` when its estimate is below :data:`THRESHOL
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -287,6 +288,10 @@ class Trust:
     flagged: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: answer id -> its two readings (``judge``, ``meaning``, points; :mod:`knockout.meaning`), when two read it
     readings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: question id -> its answers (those in ``question_of``), and the answers whose readers disagree: what
+    #: :meth:`counts` reads, kept also by ``trust_marks(per_answer=False)``, which fills no map by answer
+    answers: dict[str, int] = field(default_factory=dict)
+    disagreeing: int = 0
 
     def disagree(self, answer_id: str) -> bool:
         """Whether the answer's two readers disagreed beyond their measured spread (its grade leans to the lower)."""
@@ -329,8 +334,8 @@ class Trust:
     def counts(self) -> dict[str, int]:
         bad = {r.question_id for r in self.unreliable()}
         return {"questions": len(self.questions), "needs_expert_questions": len(bad),
-                "needs_expert_answers": sum(q in bad for q in self.question_of.values()),
-                "flagged": len(self.flagged), "disagree": sum(map(self.disagree, self.readings))}
+                "needs_expert_answers": sum(self.answers.get(q, 0) for q in bad),
+                "flagged": len(self.flagged), "disagree": self.disagreeing}
 
     def summary_words(self) -> str:
         c = self.counts()
@@ -345,12 +350,14 @@ class Trust:
                 "answers": {a: self.marks(a) for a in self.question_of if self.marks(a)}}
 
 
-def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
+def trust_marks(items: Any, results: Iterable[Mapping[str, Any]], per_answer: bool = True) -> Trust:
     """The trust marks of a grading run's answers: ``items`` its item set (the human grades of the file and the
     web app are the expert grades), ``results`` its results as stored (``item_id``, ``score``, ``valid``,
-    ``details``)."""
+    ``details``).  ``per_answer=False``: only what :meth:`Trust.counts` reads (the questions' reliabilities, the
+    flagged answers, counters), no map by answer (a run's summary at a million answers, issue 59)."""
     trust = Trust()
-    per_q: dict[str, dict[str, list[Any]]] = {}
+    # each question's judge grades, noise, own spread (NaN: None) and (judge, expert) pairs, as floats
+    per_q: dict[str, dict[str, array[float]]] = {}
     maxp: dict[str, float] = {}
     exam_of: dict[str, str] = {}
     for r, a, q, score in answered(items, results):
@@ -363,37 +370,54 @@ def trust_marks(items: Any, results: Iterable[Mapping[str, Any]]) -> Trust:
                                    if k in g}
         rd = d.get("readers")
         if isinstance(rd, Mapping) and rd.get("combined") is not None:
-            trust.readings[a.id] = {k: rd.get(k) for k in ("judge", "meaning", "similarity", "disagree")}
+            trust.disagreeing += bool(rd.get("disagree"))
+            if per_answer:
+                trust.readings[a.id] = {k: rd.get(k) for k in ("judge", "meaning", "similarity", "disagree")}
         if q.human_scale != "points":
             continue
-        trust.question_of[a.id] = q.id
+        if per_answer:
+            trust.question_of[a.id] = q.id
+        trust.answers[q.id] = trust.answers.get(q.id, 0) + 1
         maxp[q.id] = float(q.max_points)
         exam_of[q.id] = str(q.exam_id or "")
-        slot = per_q.setdefault(q.id, {"judge": [], "noise": [], "expert": [], "own": []})
+        slot = per_q.setdefault(q.id, {k: array("d") for k in ("judge", "noise", "own", "expert_judge", "expert")})
         if score is None:
             continue
         score, scale = own_grade(d, score)  # reference anchors: a squeezed judge stays squeezed
         slot["judge"].append(score)
         signals = answer_noise(d, float(q.max_points))
         noise = combined_noise(signals)
-        slot["noise"].append(None if noise is None else noise / scale)
-        slot["own"].append(signals.get("spread"))
+        slot["noise"].append(math.nan if noise is None else noise / scale)
+        slot["own"].append(signals.get("spread", math.nan))
         if a.human_score is not None:
-            slot["expert"].append((score, float(a.human_score)))
-    sums = {qid: within(slot["expert"], maxp[qid]) for qid, slot in per_q.items()}
-    shares: dict[str, list[tuple[float, float]]] = {}
+            slot["expert_judge"].append(score)
+            slot["expert"].append(float(a.human_score))
+    sums = {qid: within(_pairs(slot), maxp[qid]) for qid, slot in per_q.items()}
+    shares: dict[str, list[np.ndarray]] = {}  # each exam's (judge, teacher) pairs, shares of max
     for qid, slot in per_q.items():
-        shares.setdefault(exam_of[qid], []).extend((j / maxp[qid], h / maxp[qid]) for j, h in slot["expert"])
+        shares.setdefault(exam_of[qid], []).append(
+            np.column_stack((np.frombuffer(slot["expert_judge"]), np.frombuffer(slot["expert"]))) / maxp[qid])
+    means: dict[str, tuple[float | None, float | None]] = {}  # each exam's judge and teacher means, once an exam
+    for exam, got in shares.items():
+        ex = np.concatenate(got).reshape(-1, 2)
+        means[exam] = (float(ex[:, 0].mean()), float(ex[:, 1].mean())) if len(ex) else (None, None)
+    del shares
     for qid, slot in per_q.items():
         others = [sums[o] for o in per_q if o != qid and exam_of[o] == exam_of[qid]]
-        ex = np.array(shares[exam_of[qid]], dtype=float).reshape(-1, 2)
-        evidence = ExamEvidence(float(ex[:, 0].mean()) if len(ex) else None,
-                                float(ex[:, 1].mean()) if len(ex) else None,
-                                sum(o[0] for o in others), sum(o[1] for o in others))
-        trust.questions[qid] = question_reliability(slot["judge"], maxp[qid], noise=slot["noise"],
-                                                    expert=slot["expert"], question_id=qid, own_spread=slot["own"],
-                                                    exam=evidence)
+        evidence = ExamEvidence(*means[exam_of[qid]], sum(o[0] for o in others), sum(o[1] for o in others))
+        trust.questions[qid] = question_reliability(list(slot["judge"]), maxp[qid], noise=_nones(slot["noise"]),
+                                                    expert=_pairs(slot), question_id=qid,
+                                                    own_spread=_nones(slot["own"]), exam=evidence)
     return trust
+
+
+def _pairs(slot: dict[str, array[float]]) -> list[tuple[float, float]]:
+    """A question's (judge, expert) grade pairs (:func:`trust_marks`)."""
+    return list(zip(slot["expert_judge"], slot["expert"], strict=True))
+
+
+def _nones(values: array[float]) -> list[float | None]:
+    return [None if math.isnan(v) else v for v in values]
 
 
 #: a run read without its results' details (``report`` without ``--details``) has them read again for the

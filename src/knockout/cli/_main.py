@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -181,16 +181,16 @@ def print_summary(summary: dict[str, Any], cost: dict[str, Any] | None = None) -
     out.print(t)
 
 
-def run_trust(items: Any, results: list[Any]) -> Any:
+def run_trust(items: Any, results: Sequence[Any], per_answer: bool = True) -> Any:
     """The trust marks of a run's results (:mod:`knockout.calibration._trust`), each result read as a stored
-    one as it comes (no list of a dict per answer)."""
+    one as it comes (no list of a dict per answer); ``per_answer=False``: its counts only."""
     from knockout.calibration._trust import trust_marks
 
     return trust_marks(items, ({"item_id": r.answer_id, "score": r.score, "valid": r.valid,
-                                "details": r.details or {}} for r in results))
+                                "details": r.details or {}} for r in results), per_answer=per_answer)
 
 
-def answers_table(items: Any, results: list[Any], title: str, trust: Any = None) -> Table:
+def answers_table(items: Any, results: Sequence[Any], title: str, trust: Any = None) -> Table:
     from knockout.meaning._words import meaning_points
 
     t = Table(title=title)
@@ -399,7 +399,7 @@ def grade(
                             trim=jury_file.trim if jury_file else None)
         report = execute_in_store(out_db, run, quiet=quiet, executor=executor, as_json=as_json)
         summary = report.summary()
-        trust = run_trust(items, report.results)
+        trust = run_trust(items, report.results, per_answer=show_answers and not as_json)  # the table's marks
         summary["trust"] = trust.counts()
         if calibrate:
             from knockout.cli._calibrate import after_grade

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -232,11 +233,74 @@ class AnswerResult:
 
 
 @dataclass
+class ResultCounts:
+    """What a grading run's summary counts of its results' details (the readers, the persuasion guard, the reference
+    anchors), added up as the results are made: a run in chunks adds each chunk's results before it lets their
+    details go, so the summary keeps counters, not a record per answer (issue 59: 1M answers in 1 GB)."""
+
+    #: answers with a valid grade: their grade the grade model's (``combined``), the judge's alone, and why not
+    combined: int = 0
+    judge_only: int = 0
+    disagree: int = 0
+    why_not: dict[str, int] = field(default_factory=dict)
+    #: the grade model's ``name@digest`` (the first answer that names one)
+    model: str | None = None
+    #: the persuasion guard's records (every answer, valid or not)
+    checked: int = 0
+    flagged: int = 0
+    lowered: int = 0
+    graded_whole: int = 0
+    guard_errors: int = 0
+    #: each anchored question's last record: (read on its anchors, its anchor reply unread)
+    anchored: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, results: Iterable[AnswerResult]) -> ResultCounts:
+        counts = cls()
+        counts.add(results)
+        return counts
+
+    def add(self, results: Iterable[AnswerResult]) -> None:
+        """Count ``results`` (with their full details)."""
+        for r in results:
+            d = r.details
+            if r.valid:
+                rd = d.get("readers") or {}
+                if rd.get("combined") is None:
+                    self.judge_only += 1
+                else:
+                    self.combined += 1
+                self.disagree += bool(rd.get("disagree"))
+                if why := rd.get("why_not"):
+                    self.why_not[why] = self.why_not.get(why, 0) + 1
+                if self.model is None and rd.get("model"):
+                    self.model = f"{rd['model']}@{rd.get('model_sha')}"
+            g = d.get("guard") or {}
+            self.checked += bool(g)
+            self.flagged += bool(g.get("flagged"))
+            self.lowered += (g.get("grade_stripped") is not None and g.get("grade_full") is not None
+                             and g["grade_stripped"] < g["grade_full"])
+            self.graded_whole += bool(g.get("graded_whole"))
+            self.guard_errors += bool(g.get("error"))
+            if a := d.get("anchored"):
+                self.anchored[r.question_id] = ("scale" in a, "error" in a)  # a question's last record counts
+
+    def became_valid(self, n: int) -> None:
+        """``n`` answers without a valid grade got one afterwards (a later judge draw, ``--samples``): their grade
+        is the judge's alone."""
+        self.judge_only += n
+
+
+@dataclass
 class MethodResult:
-    results: list[AnswerResult]
+    #: one per answer (a run in chunks: :class:`knockout.methods._individual.ChunkedResults`, read-only)
+    results: Sequence[AnswerResult]
     info: dict[str, Any] = field(default_factory=dict)
     #: the method wrote its results itself (in chunks, as they were done)
     written: bool = False
+    #: the summary's counts of the results' details, when the method counted them as it made them (a run in
+    #: chunks: its results keep only what the trust marks need); else counted from ``results``
+    counts: ResultCounts | None = None
 
 
 class Method:

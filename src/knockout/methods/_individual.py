@@ -14,15 +14,24 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import math
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 from knockout.data._records import Answer, Criterion, ItemSet, Question
 from knockout.engine import Outcome, Subject, Task
 from knockout.grading._normalise import normalise
 from knockout.guard import WHOLE_AT, detect, removed_share, visible, without
 from knockout.methods._anchors import Anchors, anchor_answers, anchor_ends
-from knockout.methods._base import AnswerResult, IndividualDetails, Method, MethodOptions, MethodResult
+from knockout.methods._base import (
+    AnswerResult,
+    IndividualDetails,
+    Method,
+    MethodOptions,
+    MethodResult,
+    ResultCounts,
+)
 from knockout.prompts._builder import PromptBuilder, reminder_for
 from knockout.storage._store import ResultRow
 
@@ -58,6 +67,143 @@ def grade_task(builder: PromptBuilder, a: Answer, label: str) -> tuple[Task, str
     return task, t.name, shot_ids, q.criteria if criteria else []
 
 
+#: what a run in chunks keeps of an answer's readers record (``details["readers"]``, the rest is in the store): what
+#: the trust marks and the answers table read (:func:`kept_readers`)
+KEPT_READERS = ("judge", "meaning", "similarity", "combined", "disagree", "why_not")
+
+
+def kept_readers(rd: dict[str, Any]) -> dict[str, Any]:
+    """The part of a readers record a run in chunks keeps with its results (:data:`KEPT_READERS`, and the reading
+    ``nothing_beyond`` where it is 1: the answers table says so); the summary's counts are taken before
+    (:class:`ResultCounts`)."""
+    kept = {k: rd[k] for k in KEPT_READERS if k in rd}
+    if (rd.get("readings") or {}).get("nothing_beyond") == 1:
+        kept["readings"] = {"nothing_beyond": 1}
+    return kept
+
+
+class ChunkedResults(Sequence[AnswerResult]):
+    """The results a run in chunks returns, in columns (issue 59: a million answers in 1 GB): each answer's id,
+    question, score and validity, the details it keeps (:meth:`Individual.run`: the prompt's name, one dict shared by
+    every answer that keeps only that) and its readers' :func:`kept_readers` record as numbers; an
+    :class:`AnswerResult` is made when read (its ``details`` a new dict where it has a readers record: not to be
+    changed in place).  The full details are in the store."""
+
+    _NONE = math.nan  # None in a column of floats (a grade, a reading: never NaN)
+
+    def __init__(self) -> None:
+        self._answer: list[str] = []
+        self._question: list[str] = []
+        self._score = array("d")
+        self._valid = bytearray()
+        self._details: list[dict[str, Any]] = []
+        #: the readers records (judge, meaning, similarity, combined; disagree, nothing beyond, why_not), by position
+        self._at = array("q")  # each answer's row in the columns below (-1: no readers record)
+        self._floats = array("d")
+        self._flags = bytearray()  # 1: disagree, 2: nothing beyond the question
+        self._why = array("h")  # index into _whys, -1: none
+        self._whys: list[str] = []
+        self._odd: dict[int, dict[str, Any]] = {}  # a record of another shape, kept as it is
+
+    def add(self, r: AnswerResult, details: dict[str, Any], readers: dict[str, Any] | None) -> None:
+        self._answer.append(r.answer_id)
+        self._question.append(r.question_id)
+        self._score.append(self._NONE if r.score is None else r.score)
+        self._valid.append(r.valid)
+        self._details.append(details)
+        if readers is None:
+            self._at.append(-1)
+            return
+        floats = [readers.get(k) for k in READERS_FLOATS]
+        why = readers.get("why_not")
+        shape = {*READERS_FLOATS, "disagree", *(("why_not",) if why else ()),
+                 *(("readings",) if "readings" in readers else ())}
+        if (set(readers) != shape or not all(v is None or type(v) is float for v in floats)
+                or type(readers["disagree"]) is not bool or (why is not None and not isinstance(why, str))):
+            self._at.append(-1)
+            self._odd[len(self._answer) - 1] = readers
+            return
+        self._at.append(len(self._flags))
+        self._floats.extend(self._NONE if v is None else v for v in floats)
+        self._flags.append(readers["disagree"] | (2 if "readings" in readers else 0))
+        if why and why not in self._whys:
+            self._whys.append(why)
+        self._why.append(self._whys.index(why) if why else -1)
+
+    def _readers(self, i: int) -> dict[str, Any] | None:
+        k = self._at[i]
+        if k < 0:
+            return self._odd.get(i)
+        f = self._floats[4 * k:4 * k + 4]
+        out: dict[str, Any] = {n: None if math.isnan(v) else v for n, v in zip(READERS_FLOATS, f, strict=True)}
+        out["disagree"] = bool(self._flags[k] & 1)
+        if self._why[k] >= 0:
+            out["why_not"] = self._whys[self._why[k]]
+        if self._flags[k] & 2:
+            out["readings"] = {"nothing_beyond": 1}
+        return {n: out[n] for n in (*KEPT_READERS, "readings") if n in out}  # kept_readers' order
+
+    def scores(self, items: ItemSet) -> Mapping[str, float | None]:
+        """Each answer's score by its id (None: invalid), looked up through ``items``' own index of ids (a dict of a
+        million scores is ~70 MB)."""
+        return _Scores(self, items)
+
+    def __len__(self) -> int:
+        return len(self._answer)
+
+    @overload
+    def __getitem__(self, i: int) -> AnswerResult: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[AnswerResult]: ...
+
+    def __getitem__(self, i: int | slice) -> AnswerResult | list[AnswerResult]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        score = self._score[i]
+        rd = self._readers(i)
+        details = self._details[i] if rd is None else {**self._details[i], "readers": rd}
+        return AnswerResult(self._answer[i], self._question[i], None if math.isnan(score) else score,
+                            bool(self._valid[i]), details)
+
+
+class _Scores(Mapping[str, float | None]):
+    """:meth:`ChunkedResults.scores`: the results' scores by answer id, through the item set's index of ids."""
+
+    def __init__(self, results: ChunkedResults, items: ItemSet) -> None:
+        self._results, self._items = results, items
+
+    def _at(self, answer_id: object) -> int | None:
+        i = self._items.find(answer_id) if isinstance(answer_id, str) else None
+        if i is None or i >= len(self._results) or self._results._answer[i] != answer_id:
+            return None
+        return i
+
+    def __contains__(self, answer_id: object) -> bool:
+        return self._at(answer_id) is not None
+
+    def __getitem__(self, answer_id: str) -> float | None:
+        i = self._at(answer_id)
+        if i is None:
+            raise KeyError(answer_id)
+        score = self._results._score[i]
+        return None if math.isnan(score) else score
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._results._answer)
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+
+#: the readings a :class:`ChunkedResults` keeps of a readers record as floats
+READERS_FLOATS = ("judge", "meaning", "similarity", "combined")
+
+
 def grade_of(value: Any) -> float:
     """A parsed grade: a number, or the sum of a criteria verdict (``{"grade": ..., "criteria": [...]}``)."""
     return float(value["grade"]) if isinstance(value, dict) else float(value)
@@ -76,7 +222,9 @@ class Individual(Method):
         builder = PromptBuilder(items, "individual", options)
         n = len(items)
         chunked = n > self.chunk
-        results: list[AnswerResult] = []
+        results: list[AnswerResult] = []  # one chunk: the results with their details
+        kept_results = ChunkedResults()  # several: the results' columns
+        counts = ResultCounts()
         prompt_only: dict[str, dict[str, Any]] = {}  # the kept details that hold only a prompt's name, by name
         guard = options.guard == "on"
         for start in range(0, n, self.chunk):  # each chunk's answers built from the item set's columns
@@ -120,7 +268,8 @@ class Individual(Method):
             if readings is not None:
                 self._grade(part, done, builder, await readings)
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in done)
-            if chunked:  # the details are in the store; keep what a summary needs (the error, the few-shot
+            counts.add(done)  # the summary's counts, before the details go
+            if chunked:  # the details are in the store; keep what the trust marks need (the error, the few-shot
                 for r in done:  # answers for the copy rate, the last reply for the sciex parser's fallbacks)
                     kept: dict[str, Any] = {} if r.valid else {"error": r.details.get("error")}
                     kept["prompt"] = r.details.get("prompt")
@@ -128,18 +277,18 @@ class Individual(Method):
                         kept["criteria"] = r.details["criteria"]
                     if r.details.get("guard"):
                         kept["guard"] = r.details["guard"]
-                    for k in ("anchored", "readers"):
-                        if r.details.get(k):
-                            kept[k] = r.details[k]
+                    if r.details.get("anchored"):
+                        kept["anchored"] = r.details["anchored"]
                     if r.details.get("shots"):
                         kept["shots"] = r.details["shots"]
                     if options.parser and r.details.get("attempts"):
                         kept["attempts"] = r.details["attempts"][-1:]
                     if len(kept) == 1 and isinstance(kept["prompt"], str):  # the usual case, one shared dict
                         kept = prompt_only.setdefault(kept["prompt"], kept)  # a prompt's (never changed in place)
-                    r.details = kept
-            results.extend(done)
-        return MethodResult(results, written=True)
+                    kept_results.add(r, kept, kept_readers(r.details["readers"]) if r.details.get("readers") else None)
+            else:
+                results.extend(done)
+        return MethodResult(kept_results if chunked else results, written=True, counts=counts)
 
     @staticmethod
     def _shown(text: str, guard: bool) -> str:

@@ -10,7 +10,7 @@ kind of run.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from knockout.engine import Observer, Subject
 from knockout.errors import ConfigError
 from knockout.judges._base import GenParams, Judge
 from knockout.judges._slot import MODES, SCHEMA_IGNORED
-from knockout.methods._base import AnswerResult, Method, MethodOptions, methods
+from knockout.methods._base import AnswerResult, Method, MethodOptions, ResultCounts, methods
 from knockout.runs import Oracle, Run, RunContext, RunSummary, execute, execute_async
 from knockout.storage._store import ResultRow, Store
 
@@ -103,7 +103,9 @@ class RunReport:
     n_answers: int
     stats: dict[str, Any]
     agreement: dict[str, Any]
-    results: list[AnswerResult]
+    #: one per answer; a run in chunks keeps of each answer's details what the trust marks read (its results are
+    #: read-only columns, :class:`knockout.methods._individual.ChunkedResults`; the full details are in the store)
+    results: Sequence[AnswerResult]
     info: dict[str, Any] = field(default_factory=dict)
     verdict: str = "text"
     verdict_questions: dict[str, int] | None = None
@@ -117,41 +119,38 @@ class RunReport:
     readers: str = "judge"
     readers_off: str | None = None
 
+    #: the summary's counts of the results' details (:class:`ResultCounts`; None: counted from ``results``)
+    counts: ResultCounts | None = None
+
+    def _counts(self) -> ResultCounts:
+        if self.counts is None:
+            self.counts = ResultCounts.of(self.results)
+        return self.counts
+
     def reader_counts(self) -> dict[str, Any]:
         """The readers of the run's grades: ``mode``; with two, the answers ``combined``, graded by the
         ``judge_only`` (and why, per reason), and those whose readers ``disagree``; else why the second is off."""
         if self.readers != "two":
             return {"mode": "judge", **({"off": self.readers_off} if self.readers_off else {})}
-        rs = [r.details.get("readers") or {} for r in self.results if r.valid]
-        why: dict[str, int] = {}
-        for d in rs:
-            if d.get("why_not"):
-                why[d["why_not"]] = why.get(d["why_not"], 0) + 1
-        model = next((f"{d['model']}@{d.get('model_sha')}" for d in rs if d.get("model")), None)
-        return {"mode": "two", **({"model": model} if model else {}),
-                "combined": sum(d.get("combined") is not None for d in rs),
-                "judge_only": sum(d.get("combined") is None for d in rs),
-                "disagree": sum(bool(d.get("disagree")) for d in rs), **({"why_not": why} if why else {})}
+        c = self._counts()
+        return {"mode": "two", **({"model": c.model} if c.model else {}), "combined": c.combined,
+                "judge_only": c.judge_only, "disagree": c.disagree,
+                **({"why_not": dict(c.why_not)} if c.why_not else {})}
 
     def anchor_counts(self) -> dict[str, int] | None:
         """The questions graded on reference anchors, and those whose anchors could not be read (None when off)."""
         if self.anchors == "off":
             return None
-        done: dict[str, dict[str, Any]] = {r.question_id: r.details["anchored"] for r in self.results
-                                           if r.details.get("anchored")}
-        return {"questions": sum("scale" in d for d in done.values()),
-                "unread": sum("error" in d for d in done.values())}
+        done = self._counts().anchored.values()
+        return {"questions": sum(read for read, _ in done), "unread": sum(unread for _, unread in done)}
 
     def guard_counts(self) -> dict[str, int] | None:
         """The persuasion guard's counts (None when it was off)."""
         if self.guard != "on":
             return None
-        gs = [r.details.get("guard") or {} for r in self.results]
-        return {"checked": sum(bool(g) for g in gs), "flagged": sum(bool(g.get("flagged")) for g in gs),
-                "lowered": sum(g.get("grade_stripped") is not None and g.get("grade_full") is not None
-                               and g["grade_stripped"] < g["grade_full"] for g in gs),
-                "graded_whole": sum(bool(g.get("graded_whole")) for g in gs),
-                "errors": sum(bool(g.get("error")) for g in gs)}
+        c = self._counts()
+        return {"checked": c.checked, "flagged": c.flagged, "lowered": c.lowered, "graded_whole": c.graded_whole,
+                "errors": c.guard_errors}
 
     def summary(self) -> dict[str, Any]:
         """The machine-readable summary printed by ``--json`` (keys documented in the README)."""
@@ -295,8 +294,10 @@ class GradeRun(Run[RunReport]):
 
             items, left_out = judge_items(self.items, self.figure_mode, self.cfg.figure_dir)
         outcome = await self.grader.run(items, ctx, self.cfg.options)
+        counts = outcome.counts or ResultCounts.of(outcome.results)  # before the draws: the first draw's details
         if self.cfg.samples > 1:
-            await self._more_draws(items, ctx, outcome.results)
+            outcome.results = list(outcome.results)  # the draws change the results in place
+            counts.became_valid(await self._more_draws(items, ctx, outcome.results))
         if not outcome.written:
             ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details)
                               for r in outcome.results)
@@ -316,7 +317,10 @@ class GradeRun(Run[RunReport]):
         ignored = sum(SCHEMA_IGNORED in str(r.details.get("error") or "") for r in outcome.results if not r.valid)
         if ignored:  # said, never silent: the server wrote free text where the verdict schema was asked for
             outcome.info["verdict_schema_ignored"] = ignored
-        scores = {r.answer_id: r.score for r in outcome.results}
+        from knockout.methods._individual import ChunkedResults
+
+        scores = (outcome.results.scores(items) if isinstance(outcome.results, ChunkedResults)
+                  else {r.answer_id: r.score for r in outcome.results})
         return RunReport(
             run_id=ctx.run_id,
             method=self.cfg.method,
@@ -335,6 +339,7 @@ class GradeRun(Run[RunReport]):
             readers_off=self.readers_off,
             verdict=verdict,
             verdict_questions=per_mode,
+            counts=counts,
         )
 
     def verdict_read(self) -> tuple[str, dict[str, int] | None]:
@@ -352,14 +357,15 @@ class GradeRun(Run[RunReport]):
         return "mixed", reads
 
 
-    async def _more_draws(self, items: ItemSet, ctx: RunContext, results: list[AnswerResult]) -> None:
+    async def _more_draws(self, items: ItemSet, ctx: RunContext, results: list[AnswerResult]) -> int:
         """Draws 1..K-1 of every answer (draw 0 is the method's own run); each answer's grade becomes the mean
         of its valid draws, its details keep every draw's grade (None: invalid) and cache key, and its results
-        are written again."""
-        draws: list[list[AnswerResult]] = []
+        are written again.  How many answers without a valid first draw got a valid grade."""
+        draws: list[Sequence[AnswerResult]] = []
         for k in range(1, self.cfg.samples):
             sub = _DrawContext(ctx.run_id, ctx.store, {"judge": ctx.engine.for_draw(k)}, ctx.observer, ctx.executor)
             draws.append((await self.grader.run(items, sub, self.cfg.options)).results)
+        now_valid = 0
         for i, r in enumerate(results):
             got = [r, *(d[i] for d in draws)]
             assert all(g.answer_id == r.answer_id for g in got)
@@ -368,8 +374,10 @@ class GradeRun(Run[RunReport]):
             r.details = {**r.details, "draws": scores,  # a new dict: a chunked run's details may be shared
                          "draw_keys": [(g.details.get("attempts") or [{}])[0].get("key") for g in got]}
             r.score = sum(valid) / len(valid) if valid else None
+            now_valid += bool(valid) and not r.valid
             r.valid = bool(valid)
         ctx.write_results(ResultRow(r.answer_id, r.question_id, r.score, r.valid, r.details) for r in results)
+        return now_valid
 
 
 class _DrawContext(RunContext):

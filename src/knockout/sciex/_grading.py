@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ def judge_items(items: ItemSet, mode: str, folder: Path | None = None) -> tuple[
     return with_figures(items, mode, folder)
 
 
-def sciex_fallbacks(items: ItemSet, results: list[AnswerResult]) -> dict[str, Any]:
+def sciex_fallbacks(items: ItemSet, results: Sequence[AnswerResult]) -> dict[str, Any]:
     """Valid grades that the ``sciex-score`` parser read with its fallback (the last number in range)."""
     from knockout.sciex._parse import sciex_grade
 
@@ -37,7 +38,8 @@ def sciex_fallbacks(items: ItemSet, results: list[AnswerResult]) -> dict[str, An
     return {"fallbacks": len(ids), "answers": ids}
 
 
-def grading_info(items: ItemSet, results: list[AnswerResult], options: MethodOptions, left_out: int) -> dict[str, Any]:
+def grading_info(items: ItemSet, results: Sequence[AnswerResult], options: MethodOptions,
+                 left_out: int) -> dict[str, Any]:
     """``info`` of a grade run's summary: figures left out, the copy rate of few-shot grading, and the
     fallbacks of the ``sciex-score`` parser (each counted)."""
     info: dict[str, Any] = {}
