@@ -402,9 +402,14 @@ def trust_marks(items: Any, results: Iterable[Mapping[str, Any]], per_answer: bo
         ex = np.concatenate(got).reshape(-1, 2)
         means[exam] = (float(ex[:, 0].mean()), float(ex[:, 1].mean())) if len(ex) else (None, None)
     del shares
+    totals: dict[str, tuple[float, float]] = {}  # each exam's within-question sums, once an exam (not per question)
+    for qid, (sxy, sxx) in sums.items():
+        t = totals.get(exam_of[qid], (0.0, 0.0))
+        totals[exam_of[qid]] = (t[0] + sxy, t[1] + sxx)
     for qid, slot in per_q.items():
-        others = [sums[o] for o in per_q if o != qid and exam_of[o] == exam_of[qid]]
-        evidence = ExamEvidence(*means[exam_of[qid]], sum(o[0] for o in others), sum(o[1] for o in others))
+        total = totals[exam_of[qid]]  # the exam's other questions: its total less this question's own sums
+        evidence = ExamEvidence(*means[exam_of[qid]], total[0] - sums[qid][0],
+                                max(0.0, total[1] - sums[qid][1]))
         trust.questions[qid] = question_reliability(list(slot["judge"]), maxp[qid], noise=_nones(slot["noise"]),
                                                     expert=_pairs(slot), question_id=qid,
                                                     own_spread=_nones(slot["own"]), exam=evidence)
