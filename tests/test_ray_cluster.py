@@ -423,7 +423,13 @@ def test_a_silent_worker_is_retired_after_the_deadline(cluster: Cluster, tmp_pat
             return any(c.raddr and c.raddr.port == port[0] for c in p.net_connections("tcp"))
         return False
 
+    seen: set[str] = set()
+
     def answer(req: dict[str, Any], hit: int) -> tuple[int, bytes]:
+        key = json.dumps(req.get("messages") or req.get("prompt"), sort_keys=True)
+        if key in seen:  # a request sent again: a stopped actor's, once the driver retired it
+            times.setdefault("resent", time.perf_counter())
+        seen.add(key)
         if hit == 30:
             def stop() -> None:
                 limit = time.perf_counter() + cluster.limit(60)  # on a loaded machine an actor starts slowly
@@ -457,16 +463,20 @@ def test_a_silent_worker_is_retired_after_the_deadline(cluster: Cluster, tmp_pat
                 p.send_signal(signal.SIGCONT)
     stats = got["stats"]
     assert stopped, "no actor of the worker node was stopped"
+    resent = times.get("resent")
     figures = {"run_s": round(end - t0, 1), "after_stop_s": round(end - times["stopped"], 1),
+               "resent_after_stop_s": None if resent is None else round(resent - times["stopped"], 1),
                "failed": stats["failed"],
                "resent": stats["resent_after_lost_worker"], "graded": len(got["grades"]),
                "workers_over_time": stats["workers_over_time"]}
     print(f"SILENT-TEST: {json.dumps(figures)}")
     assert stats["failed"] == 0 and len(got["grades"]) == 120
     assert stats["resent_after_lost_worker"] >= 1
-    # retired (the run's last requests re-sent) within 30 s on an idle machine, times the pace under load (a busy
-    # two-core machine took 66-109 s: issue 59's loaded runs)
-    assert end - times["stopped"] <= cluster.limit(30.0), figures
+    # retired within 30 s of the stop on an idle machine (the deadline, then the ping), times the pace under load:
+    # measured when the judge first sees a stopped actor's request again, not at the run's end (the rest of the
+    # run, on the head's one actor until replacements start, and the command's own ending took a busy two-core
+    # machine 66-109 s after the stop: issue 59)
+    assert resent is not None and resent - times["stopped"] <= cluster.limit(30.0), figures
 
 
 @loopback_only
