@@ -145,6 +145,19 @@ def _representative(store: Store, run_id: str, members: list[str], drafts: Mappi
     return members[medoid(np.hstack([vecs, GRADE_WEIGHT * shares[:, None]]))]
 
 
+def _member_atoms(store: Store, run_id: str, members: Sequence[str]) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    """A group's member answers, their embeddings and their atoms (near-identical answers share one: their
+    question-demoted texts equal, or embeddings within :data:`knockout.groups._build.NEAR`; :func:`atoms`)."""
+    from knockout.grading import demote
+
+    items = store.items_for_run(run_id)
+    assert items is not None
+    answers = [items.answer(a) for a in members]
+    questions = [items.question_of(a).text for a in answers]
+    vecs = embed([a.text for a in answers], questions)
+    return answers, vecs, atoms([demote(a.text, q) for a, q in zip(answers, questions, strict=True)], vecs)
+
+
 def split_group(store: Store, run_id: str, group_id: str) -> list[str]:
     """Split a group in two (the same clustering with two groups; near-identical answers stay together): the
     larger part keeps the id, the other gets the question's next; returns both ids."""
@@ -152,15 +165,7 @@ def split_group(store: Store, run_id: str, group_id: str) -> list[str]:
 
     groups = run_groups(store, run_id)
     g = _known(groups, group_id)
-    items = store.items_for_run(run_id)
-    assert items is not None
-    answers = [items.answer(a) for a in g.members]
-    question = items.question_of(answers[0])
-    from knockout.grading import demote
-
-    texts = [demote(a.text, question.text) for a in answers]
-    vecs = embed([a.text for a in answers], [question.text] * len(answers))
-    atom = atoms(texts, vecs)
+    answers, vecs, atom = _member_atoms(store, run_id, g.members)
     if int(atom.max()) + 1 < 2:
         raise InputError(f"group {group_id}: its answers are near-identical, it cannot be split", field="group")
     shares = np.array([(g.drafts.get(a.id) or 0.0) / g.max_points for a in answers])
@@ -230,14 +235,7 @@ def alike(store: Store, run_id: str, group: Group) -> list[str]:
     :data:`knockout.groups._build.NEAR` cosine distance; :func:`knockout.groups._build.atoms`)."""
     if len(group.members) == 1:
         return list(group.members)
-    items = store.items_for_run(run_id)
-    assert items is not None
-    from knockout.grading import demote
-
-    answers = [items.answer(a) for a in group.members]
-    questions = [items.question_of(a).text for a in answers]
-    atom = atoms([demote(a.text, q) for a, q in zip(answers, questions, strict=True)],
-                 embed([a.text for a in answers], questions))
+    _, _, atom = _member_atoms(store, run_id, group.members)
     mine = atom[group.members.index(group.representative)]
     return [a for a, x in zip(group.members, atom, strict=True) if x == mine]
 
